@@ -1,0 +1,55 @@
+# trainforge: `make verilog` emits every registered block, `make test` verifies them.
+# Each target installs what it needs (a project virtualenv; the simulators for tests).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+TRAINFORGE := $(VENV)/bin/trainforge
+# Extra arguments for the tool targets, e.g. make fpga ARGS="dense_pe --param lanes=8"
+ARGS   ?=
+# pytest workers (xdist); 'auto' is one per core.
+JOBS   ?= auto
+
+.PHONY: all verilog test regress lint synth fpga bench report simulators clean distclean
+
+all: verilog
+
+$(VENV)/.installed: pyproject.toml setup.py
+	@$(PYTHON) -m venv $(VENV) || { echo "cannot create a virtualenv with $(PYTHON) -m venv: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)"; exit 2; }
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-fpga: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet -e '.[fpga]'
+	@touch $@
+
+simulators:
+	@sh verif/ensure_simulators.sh
+
+verilog: $(VENV)/.installed
+	$(TRAINFORGE) verilog $(ARGS)
+
+test: $(VENV)/.installed simulators
+	$(PY) -m pytest -n $(JOBS) verif
+
+regress: $(VENV)/.installed simulators
+	$(PY) -m pytest -n $(JOBS) --regress verif
+
+synth: $(VENV)/.installed-fpga
+	$(TRAINFORGE) synth $(ARGS)
+
+fpga: $(VENV)/.installed-fpga
+	$(TRAINFORGE) fpga $(ARGS)
+
+bench: $(VENV)/.installed
+	$(TRAINFORGE) bench $(ARGS)
+
+report: $(VENV)/.installed
+	$(TRAINFORGE) report
+
+clean:
+	rm -rf build
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,1 @@
+"""Vectorised numpy golden models, one next to every hardware block."""

@@ -1,0 +1,71 @@
+"""Golden model of :class:`trainforge.hw.dense_pe.DensePE`: vectorised numpy, bit-exact."""
+import numpy as np
+
+__all__ = ["wrap", "dense_pe"]
+
+
+def wrap(values, bits, is_signed):
+    """Reduce integers modulo ``2**bits`` and read them as ``bits``-bit two's complement or unsigned.
+
+    Parameters
+    ----------
+    values : array_like of uint64
+        Values already reduced modulo ``2**64``.
+    bits : int
+        Target width, 1 to 64.
+    is_signed : bool
+        Interpret the result as two's complement.
+
+    Returns
+    -------
+    numpy.ndarray of int64 (signed) or uint64 (unsigned)
+    """
+    values = np.asarray(values, dtype=np.uint64)
+    if bits < 64:
+        values = values & np.uint64((1 << bits) - 1)
+    if not is_signed:
+        return values
+    if bits == 64:
+        return values.view(np.int64)
+    sign = np.uint64(1 << (bits - 1))
+    return (values ^ sign).astype(np.int64) - np.int64(1 << (bits - 1))
+
+
+def dense_pe(a, b, clear, read, *, acc_width=32, signed=True, **_):
+    """Results of a dense PE over a stream of rows.
+
+    All arithmetic is modulo ``2**64`` in ``uint64`` (two's complement
+    operands embed exactly), then reduced to ``acc_width`` bits: this equals
+    the hardware's wrap-around for every ``acc_width <= 64``.
+
+    Parameters
+    ----------
+    a, b : array_like of int, shape (rows, lanes)
+        Operands, already within the operand range.
+    clear, read : array_like of bool, shape (rows,)
+        Row flags, as in :class:`~trainforge.hw.dense_pe.DensePE`.
+    acc_width : int
+        Accumulator width.
+    signed : bool
+        Two's complement arithmetic.
+    **_ :
+        Other block parameters (``lanes``, ``width``), accepted so that the
+        block's whole parameter dict can be passed.
+
+    Returns
+    -------
+    numpy.ndarray
+        One accumulated value per ``read`` row, in row order.
+    """
+    a = np.asarray(a, dtype=np.int64).astype(np.uint64)
+    b = np.asarray(b, dtype=np.int64).astype(np.uint64)
+    clear = np.asarray(clear, dtype=bool)
+    read = np.asarray(read, dtype=bool)
+    row_sums = (a * b).sum(axis=1, dtype=np.uint64)
+    running = np.cumsum(row_sums, dtype=np.uint64)
+    # The accumulator at row r is running[r] minus running just before the last clear at or before r.
+    rows = np.arange(len(row_sums))
+    last_clear = np.maximum.accumulate(np.where(clear, rows, -1))
+    before_clear = np.where(last_clear > 0, running[np.maximum(last_clear - 1, 0)], np.uint64(0))
+    accumulator = running - before_clear
+    return wrap(accumulator[read], acc_width, signed)

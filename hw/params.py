@@ -1,0 +1,155 @@
+"""Parameter schemas: the one place where a block declares its parameters.
+
+A block lists its parameters once, as :class:`Param` objects in a
+:class:`ParamSchema`. The component validates its constructor arguments with
+that schema; the golden model, the testbench, ``trainforge verilog``,
+``trainforge list`` and the reports read defaults, ranges and meanings from it.
+"""
+from dataclasses import dataclass, field
+
+__all__ = ["ParamError", "Param", "ParamSchema"]
+
+
+class ParamError(ValueError):
+    """An invalid parameter value: the message names the parameter, the value and what is allowed."""
+
+
+_BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True,
+               "0": False, "false": False, "no": False, "off": False}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a block.
+
+    Parameters
+    ----------
+    name : str
+        Python identifier of the parameter, as the component's constructor spells it.
+    kind : type
+        ``int`` or ``bool`` (or ``str`` with ``choices``).
+    default : object
+        Value used when the parameter is not given.
+    doc : str
+        One-line meaning, shown by ``trainforge list``.
+    minimum, maximum : int, optional
+        Inclusive range of an ``int`` parameter.
+    choices : tuple, optional
+        Allowed values of a ``str`` parameter.
+    """
+    name: str
+    kind: type
+    default: object
+    doc: str
+    minimum: int = None
+    maximum: int = None
+    choices: tuple = None
+
+    def __post_init__(self):
+        self.check(self.default)
+
+    @property
+    def allowed(self):
+        """Human-readable description of the allowed values."""
+        if self.kind is bool:
+            return "true or false"
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        low = "-inf" if self.minimum is None else self.minimum
+        high = "inf" if self.maximum is None else self.maximum
+        return f"an integer in {low}..{high}"
+
+    def error(self, value, reason=None):
+        reason = f" ({reason})" if reason else ""
+        return ParamError(f"parameter '{self.name}' = {value!r} is invalid{reason}; allowed: {self.allowed}")
+
+    def check(self, value):
+        """Return ``value`` if it is valid, else raise :class:`ParamError`."""
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise self.error(value, "not a boolean")
+            return value
+        if self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(value, "not an integer")
+            if (self.minimum is not None and value < self.minimum) or \
+                    (self.maximum is not None and value > self.maximum):
+                raise self.error(value, "out of range")
+            return value
+        if self.choices is not None and value not in self.choices:
+            raise self.error(value)
+        if not isinstance(value, self.kind):
+            raise self.error(value, f"not a {self.kind.__name__}")
+        return value
+
+    def parse(self, text):
+        """Convert a command-line string to a checked value."""
+        if self.kind is bool:
+            word = text.strip().lower()
+            if word not in _BOOL_WORDS:
+                raise self.error(text, "not a boolean")
+            return _BOOL_WORDS[word]
+        if self.kind is int:
+            try:
+                value = int(text, 0)
+            except ValueError:
+                raise self.error(text, "not an integer") from None
+            return self.check(value)
+        return self.check(self.kind(text))
+
+
+@dataclass(frozen=True)
+class ParamSchema:
+    """The ordered parameters of one block.
+
+    Parameters
+    ----------
+    params : tuple of Param
+        The parameters, in the order the constructor takes them.
+    constraints : tuple of callable
+        Checks across parameters. Each takes the resolved parameter dict and
+        returns ``None`` or raises :class:`ParamError` itself.
+
+    Attributes
+    ----------
+    defaults : dict
+        Name to default value.
+    """
+    params: tuple
+    constraints: tuple = field(default=())
+
+    def __iter__(self):
+        return iter(self.params)
+
+    def __getitem__(self, name):
+        for param in self.params:
+            if param.name == name:
+                return param
+        raise ParamError(f"unknown parameter '{name}'; known: {', '.join(self.names)}")
+
+    @property
+    def names(self):
+        return tuple(param.name for param in self.params)
+
+    @property
+    def defaults(self):
+        return {param.name: param.default for param in self.params}
+
+    def resolve(self, **overrides):
+        """Defaults updated by ``overrides``, every value checked. Returns a new dict."""
+        values = self.defaults
+        for name, value in overrides.items():
+            values[name] = self[name].check(value)
+        for constraint in self.constraints:
+            constraint(values)
+        return values
+
+    def parse(self, assignments):
+        """Resolve ``["name=value", ...]`` strings from the command line."""
+        overrides = {}
+        for assignment in assignments:
+            name, sep, text = assignment.partition("=")
+            if not sep:
+                raise ParamError(f"parameter assignment {assignment!r} is not of the form name=value")
+            overrides[name.strip()] = self[name.strip()].parse(text)
+        return self.resolve(**overrides)

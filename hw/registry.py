@@ -1,0 +1,100 @@
+"""The block registry: every generated block, declared once.
+
+A :class:`Block` ties together the Amaranth component (whose ``PARAMS``
+schema is the single source of the block's parameters), its golden model, its
+cocotb testbench module and the parameter sets the test suite sweeps. The
+``trainforge`` command, the Makefile targets and the test suite iterate over
+:data:`BLOCKS`; adding a block is one entry here.
+"""
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from .params import ParamError
+
+__all__ = ["Block", "BLOCKS", "get_block", "params_key"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One registered block.
+
+    Parameters
+    ----------
+    name : str
+        Block name, used for file names (``build/verilog/<name>.v``) and on the command line.
+    component : type
+        ``wiring.Component`` subclass with a ``PARAMS`` :class:`~trainforge.hw.params.ParamSchema`.
+    golden : callable
+        Golden model; takes the block's parameters as keyword arguments.
+    testbench : str
+        Module name of the cocotb testbench in ``verif/``.
+    test_params : tuple of dict
+        Parameter overrides the test suite runs (each resolved against the schema).
+    regress_params : tuple of dict
+        Further overrides run only by ``make regress``.
+    summary : str
+        One line for ``trainforge list``.
+    """
+    name: str
+    component: type
+    golden: object
+    testbench: str
+    summary: str
+    test_params: tuple = ({},)
+    regress_params: tuple = field(default=())
+
+    @property
+    def schema(self):
+        return self.component.PARAMS
+
+    def resolve(self, **overrides):
+        """Checked parameter dict: defaults updated by ``overrides``."""
+        return self.schema.resolve(**overrides)
+
+    def build(self, **overrides):
+        """Instantiate the component; its constructor validates the parameters."""
+        return self.component(**self.resolve(**overrides))
+
+
+def params_key(block_name, params):
+    """Short stable hash of a block and its resolved parameters (build-cache key)."""
+    text = json.dumps({"block": block_name, "params": params}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _blocks():
+    from ..golden import dense_pe as dense_pe_golden
+    from .dense_pe import DensePE
+
+    return (
+        Block(
+            name="dense_pe",
+            component=DensePE,
+            golden=dense_pe_golden.dense_pe,
+            testbench="tb_dense_pe",
+            summary="dense baseline PE: L multiplier lanes into one accumulator (TensorDash Fig. 2)",
+            test_params=(
+                {},
+                {"lanes": 1, "width": 4, "acc_width": 6, "signed": False},
+                {"lanes": 16, "width": 16, "acc_width": 40},
+            ),
+            regress_params=(
+                {"lanes": 64, "width": 32, "acc_width": 64},
+                {"lanes": 8, "width": 32, "acc_width": 64, "signed": False},
+                {"lanes": 3, "width": 2, "acc_width": 2},
+            ),
+        ),
+    )
+
+
+#: Every registered block, by name, in registration order.
+BLOCKS = {block.name: block for block in _blocks()}
+
+
+def get_block(name):
+    """The registered block ``name``; raises :class:`ParamError` naming the known blocks."""
+    try:
+        return BLOCKS[name]
+    except KeyError:
+        raise ParamError(f"unknown block '{name}'; known blocks: {', '.join(BLOCKS)}") from None

@@ -1,0 +1,1 @@
+"""System-level models that compose the verified blocks."""

@@ -1,0 +1,125 @@
+"""The ten networks of the paper's evaluation (Section 6.1).
+
+SFC and SCONV follow the paper's Table 3 (the extracted table is garbled; the
+SCONV layer order 20, 50 (pool), 50, 10 (pool) of 5x5 valid convolutions on
+28x28 MNIST is reconstructed from the prose and checked against the paper's
+Data Parallelism traffic in Fig. 8, which counts only weights: 15 x 2 x 4 B x
+100,500 weights = 0.0121 GB). Lenet-c and Cifar-c are Caffe's ``lenet`` and
+``cifar10_quick`` (their weight counts again give Fig. 8's DP traffic, 0.0517
+and 0.0174 GB). AlexNet is ref. [6] without grouping (227x227 input); the VGGs
+are configurations A to E of ref. [105] at 224x224.
+"""
+from .network import Layer, Network
+
+
+def conv(name, in_channels, out_channels, kernel, size, stride=1, padding=0, pool=0, pool_stride=0):
+    """A square convolution whose output size is derived from the input size."""
+    out = (size + 2 * padding - kernel) // stride + 1
+    return Layer(name=name, kind="conv", in_channels=in_channels, out_channels=out_channels, kernel=kernel,
+                 in_height=size, in_width=size, out_height=out, out_width=out, stride=stride, padding=padding,
+                 pool_kernel=pool, pool_stride=pool_stride or pool)
+
+
+def fc(name, inputs, outputs):
+    """A fully connected layer."""
+    return Layer(name=name, kind="fc", in_channels=inputs, out_channels=outputs)
+
+
+def sfc():
+    """SFC: 784-8192-8192-8192-10, fully connected only."""
+    sizes = (784, 8192, 8192, 8192, 10)
+    return Network("SFC", tuple(fc(f"fc{i + 1}", a, b) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))))
+
+
+def sconv():
+    """SCONV: four 5x5 convolutions, no fully connected layer."""
+    return Network("SCONV", (
+        conv("conv1", 1, 20, 5, 28),
+        conv("conv2", 20, 50, 5, 24, pool=2),
+        conv("conv3", 50, 50, 5, 10),
+        conv("conv4", 50, 10, 5, 6, pool=2),
+    ))
+
+
+def lenet_c():
+    """Lenet-c (Caffe MNIST LeNet): 20@5x5, pool, 50@5x5, pool, 500, 10."""
+    return Network("Lenet-c", (
+        conv("conv1", 1, 20, 5, 28, pool=2),
+        conv("conv2", 20, 50, 5, 12, pool=2),
+        fc("fc1", 50 * 4 * 4, 500),
+        fc("fc2", 500, 10),
+    ))
+
+
+def cifar_c():
+    """Cifar-c (Caffe cifar10_quick); its 3x3/2 ceil-mode pooling is written as 2x2/2 (same sizes)."""
+    return Network("Cifar-c", (
+        conv("conv1", 3, 32, 5, 32, padding=2, pool=2),
+        conv("conv2", 32, 32, 5, 16, padding=2, pool=2),
+        conv("conv3", 32, 64, 5, 8, padding=2, pool=2),
+        fc("fc1", 64 * 4 * 4, 64),
+        fc("fc2", 64, 10),
+    ))
+
+
+def alexnet():
+    """AlexNet (ref. [6], ungrouped): five convolutions, three fully connected layers."""
+    return Network("AlexNet", (
+        conv("conv1", 3, 96, 11, 227, stride=4, pool=3, pool_stride=2),
+        conv("conv2", 96, 256, 5, 27, padding=2, pool=3, pool_stride=2),
+        conv("conv3", 256, 384, 3, 13, padding=1),
+        conv("conv4", 384, 384, 3, 13, padding=1),
+        conv("conv5", 384, 256, 3, 13, padding=1, pool=3, pool_stride=2),
+        fc("fc1", 256 * 6 * 6, 4096),
+        fc("fc2", 4096, 4096),
+        fc("fc3", 4096, 1000),
+    ))
+
+
+#: VGG stages: per stage, the output channels and the kernel of each convolution.
+VGG_STAGES = {
+    "A": ((64, (3,)), (128, (3,)), (256, (3, 3)), (512, (3, 3)), (512, (3, 3))),
+    "B": ((64, (3, 3)), (128, (3, 3)), (256, (3, 3)), (512, (3, 3)), (512, (3, 3))),
+    "C": ((64, (3, 3)), (128, (3, 3)), (256, (3, 3, 1)), (512, (3, 3, 1)), (512, (3, 3, 1))),
+    "D": ((64, (3, 3)), (128, (3, 3)), (256, (3, 3, 3)), (512, (3, 3, 3)), (512, (3, 3, 3))),
+    "E": ((64, (3, 3)), (128, (3, 3)), (256, (3, 3, 3, 3)), (512, (3, 3, 3, 3)), (512, (3, 3, 3, 3))),
+}
+
+
+def vgg(config):
+    """VGG configuration ``config`` (A to E) of ref. [105], 224x224 input."""
+    layers, channels, size = [], 3, 224
+    for stage, (width, kernels) in enumerate(VGG_STAGES[config], start=1):
+        for index, kernel in enumerate(kernels, start=1):
+            last = index == len(kernels)
+            layers.append(conv(f"conv{stage}_{index}", channels, width, kernel, size, padding=kernel // 2,
+                               pool=2 if last else 0))
+            channels = width
+        size //= 2
+    layers += [fc("fc1", channels * size * size, 4096), fc("fc2", 4096, 4096), fc("fc3", 4096, 1000)]
+    return Network(f"VGG-{config}", tuple(layers))
+
+
+#: Built-in networks by name, in the paper's order.
+BUILTIN_NETWORKS = {
+    "SFC": sfc,
+    "SCONV": sconv,
+    "Lenet-c": lenet_c,
+    "Cifar-c": cifar_c,
+    "AlexNet": alexnet,
+    **{f"VGG-{config}": (lambda config=config: vgg(config)) for config in "ABCDE"},
+}
+
+
+def builtin_network(name):
+    """The built-in network ``name`` (case-insensitive).
+
+    Raises
+    ------
+    KeyError
+        For an unknown name; the message lists the known ones.
+    """
+    for known, build in BUILTIN_NETWORKS.items():
+        if known.lower() == name.lower():
+            return build()
+    raise KeyError(f"unknown network {name!r}; built-ins: {', '.join(BUILTIN_NETWORKS)}")

@@ -1,0 +1,132 @@
+"""``trainforge hypar``: partition, simulate and reproduce the paper's figures.
+
+* ``trainforge hypar partition NET`` - Algorithm 2's choices and traffic.
+* ``trainforge hypar simulate NET`` - one step on the array, per strategy.
+* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13 as JSON and PNG
+  under ``build/reports/hypar/``.
+
+``NET`` is a built-in name (``SFC``, ``VGG-A``, ...) or a ``.json``/``.yaml``
+file. ``--json`` prints the result as JSON on stdout. User errors raise
+:class:`trainforge.cli.UsageError`; nothing is written before all inputs are
+checked and all results are computed.
+"""
+import json
+import pathlib
+
+from trainforge.cli import UsageError
+
+from .builtins import BUILTIN_NETWORKS, builtin_network
+from .config import TOPOLOGIES, ArrayConfig, HyParParameterError, TrainingSetup
+from .network import NetworkDescriptionError, load_network
+from .partition import BASELINES, format_choices, strategy_choices, traffic_of
+
+REPORT_DIR = pathlib.Path("build/reports/hypar")
+
+
+def _network(name):
+    try:
+        if name.lower().endswith((".json", ".yaml", ".yml")):
+            return load_network(name)
+        return builtin_network(name)
+    except NetworkDescriptionError as error:
+        raise UsageError(str(error)) from error
+    except KeyError as error:
+        raise UsageError(error.args[0]) from error
+
+
+def _configs(args):
+    try:
+        return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element),
+                ArrayConfig(levels=args.levels, topology=args.topology,
+                            link_bits_per_second=args.link_mbps * 1e6))
+    except HyParParameterError as error:
+        raise UsageError(str(error)) from error
+
+
+def _emit(args, result, text):
+    print(json.dumps(result, indent=2) if args.json else text)
+    return 0
+
+
+def partition_handler(args):
+    """Print HyPar's per-level choices and the traffic of HyPar and the baselines."""
+    network = _network(args.network)
+    setup, array = _configs(args)
+    result = {"network": network.name, "layers": network.names, "levels": array.levels, "batch": setup.batch,
+              "strategies": {}}
+    for strategy in ("HyPar", *BASELINES):
+        choices = strategy_choices(strategy, network, setup, array.levels)
+        result["strategies"][strategy] = {"choices": format_choices(choices),
+                                          "GB_per_step": traffic_of(network, setup, choices).total_bytes / 1e9}
+    lines = [f"{network.name}: layers {' '.join(network.names)}"]
+    lines += [f"  {name:6s} {result['strategies'][name]['GB_per_step']:.4g} GB/step  "
+              f"{' '.join(row['choices']) if (row := result['strategies'][name]) else ''}"
+              for name in result["strategies"]]
+    return _emit(args, result, "\n".join(lines))
+
+
+def simulate_handler(args):
+    """Simulate one training step for HyPar and the baselines."""
+    from .simulator import simulate_step
+    network = _network(args.network)
+    setup, array = _configs(args)
+    result = {"network": network.name, "topology": array.topology, "accelerators": array.accelerators,
+              "strategies": {}}
+    for strategy in ("HyPar", *BASELINES):
+        step = simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels), array)
+        result["strategies"][strategy] = {"seconds": step.seconds, "energy_joules": step.energy_joules,
+                                          "compute_seconds": step.compute_seconds,
+                                          "network_seconds": step.network_seconds,
+                                          "GB_per_step": step.communication_bytes / 1e9}
+    dp = result["strategies"]["DP"]
+    lines = [f"{network.name} on {array.accelerators} accelerators ({array.topology})"]
+    lines += [f"  {name:6s} {row['seconds']:.4g} s ({dp['seconds'] / row['seconds']:.3g}x DP), "
+              f"{row['energy_joules']:.4g} J ({dp['energy_joules'] / row['energy_joules']:.3g}x DP)"
+              for name, row in result["strategies"].items()]
+    return _emit(args, result, "\n".join(lines))
+
+
+def figures_handler(args):
+    """Compute the selected figures, then write their JSON and PNG files."""
+    from .figures import FIGURES, plot
+    selected = args.only.split(",") if args.only else list(FIGURES)
+    unknown = [name for name in selected if name not in FIGURES]
+    if unknown:
+        raise UsageError(f"--only {','.join(unknown)}: unknown figure; allowed: {', '.join(FIGURES)}")
+    setup, array = _configs(args)
+    results = {name: FIGURES[name](setup, array) for name in selected}
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in results.items():
+        (out / f"{name}.json").write_text(json.dumps(data, indent=2))
+        plot(name, data, out / f"{name}.png")
+    return _emit(args, results, "\n".join(f"wrote {out / name}.json and .png" for name in results))
+
+
+def _common(parser):
+    parser.add_argument("--levels", type=int, default=4, help="hierarchy levels H (2**H accelerators), 0..10")
+    parser.add_argument("--batch", type=int, default=256, help="mini-batch size")
+    parser.add_argument("--bytes-per-element", type=int, default=4, help="bytes per tensor element (fp32: 4)")
+    parser.add_argument("--topology", default="htree", help=f"one of {', '.join(TOPOLOGIES)}")
+    parser.add_argument("--link-mbps", type=float, default=1600.0, help="leaf link bandwidth, Mb/s")
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def register(subparsers):
+    """Add ``hypar`` and its sub-subcommands to the ``trainforge`` parser."""
+    hypar = subparsers.add_parser("hypar", help="HyPar partitioning and accelerator-array model")
+    commands = hypar.add_subparsers(dest="hypar_command", metavar="HYPAR_COMMAND", required=True)
+    network_help = f"built-in ({', '.join(BUILTIN_NETWORKS)}) or a .json/.yaml file"
+    partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
+    partition.add_argument("network", help=network_help)
+    _common(partition)
+    partition.set_defaults(func=partition_handler)
+    simulate = commands.add_parser("simulate", help="simulate one training step")
+    simulate.add_argument("network", help=network_help)
+    _common(simulate)
+    simulate.set_defaults(func=simulate_handler)
+    figures = commands.add_parser("figures", aliases=["sweep"], help="reproduce Figs. 5-13 (JSON and PNG)")
+    figures.add_argument("--only", help="comma-separated subset, e.g. fig8,fig12")
+    figures.add_argument("--out", default=str(REPORT_DIR), help="output folder")
+    _common(figures)
+    figures.set_defaults(func=figures_handler)

@@ -1,0 +1,148 @@
+"""Tensors per layer and the HyPar communication model (paper Section 3).
+
+Tensors of layer l (element counts A(.), vectorised over layers and over any
+leading batch of partitions):
+
+* F_l, E_l: input feature map and its error, ``batch x C_in x H_in x W_in``.
+* W_l, dW_l: kernel and gradient, ``C_in x C_out x K x K``.
+* F_{l+1}, E_{l+1}: output feature map and its error. Two sizes matter: the
+  partial sums a model-parallel layer exchanges are taken *before* pooling
+  (max pooling does not commute with a sum of partial sums), and the tensors
+  handed to the next layer are taken *after* pooling.
+
+Communication between the two groups of one level (Tables 1 and 2), in
+elements, counted for *both* groups (each side fetches its half from the
+other, hence the factor :data:`BOTH_SIDES` = 2 of the paper's worked examples):
+
+=========  ==============================================
+dp (intra) A(dW_l)
+mp (intra) A(F_{l+1}) (pre-pooling partial sums)
+dp -> dp   0
+dp -> mp   0.25 A(F_{l+1}) + 0.25 A(E_{l+1})
+mp -> mp   0.5 A(E_{l+1})
+mp -> dp   0.5 A(E_{l+1})
+=========  ==============================================
+
+The inter-layer entry for the boundary between layers l-1 and l is charged to
+layer l and uses the R tensors of layer l-1 (its post-pooling output), in
+layer l-1's current shape.
+
+Model parallelism splits the kernel along its *input* dimension (Section
+3.1.2: ``[32x35] x [35x100]`` gives partial sums of the full ``[32x100]``
+output), so below an mp choice a group holds half of C_in, of W_l and of F_l,
+but still the full F_{l+1}. Data parallelism halves the batch and keeps W_l.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Both groups fetch their missing half, so a level's traffic is twice Tables 1/2.
+BOTH_SIDES = 2
+
+
+@dataclass(frozen=True)
+class LayerTensors:
+    """Element counts of the tensors of every layer in one group's shape.
+
+    Parameters
+    ----------
+    input_map : numpy.ndarray
+        A(F_l) = A(E_l).
+    weights : numpy.ndarray
+        A(W_l) = A(dW_l).
+    partial_sums : numpy.ndarray
+        A(F_{l+1}) before pooling (what mp reduces).
+    output_map : numpy.ndarray
+        A(F_{l+1}) = A(E_{l+1}) after pooling (what the next layer reads).
+    """
+
+    input_map: np.ndarray
+    weights: np.ndarray
+    partial_sums: np.ndarray
+    output_map: np.ndarray
+
+    @classmethod
+    def of(cls, network, setup, batch_scale=1.0, in_channel_scale=1.0):
+        """Tensors of ``network`` for a group holding the given share of the work.
+
+        Parameters
+        ----------
+        network : Network
+        setup : TrainingSetup
+        batch_scale, in_channel_scale : float or numpy.ndarray
+            The fraction of the batch and of each layer's C_in the group holds
+            (broadcast against ``(..., L)``).
+        """
+        arrays = network.arrays
+        batch = setup.batch * np.asarray(batch_scale, dtype=np.float64)
+        in_channels = arrays.in_channels * np.asarray(in_channel_scale, dtype=np.float64)
+        return cls(
+            input_map=batch * in_channels * arrays.in_area,
+            weights=in_channels * arrays.out_channels * arrays.kernel_area,
+            partial_sums=batch * arrays.out_channels * arrays.out_area,
+            output_map=batch * arrays.out_channels * arrays.pooled_area,
+        )
+
+
+@dataclass(frozen=True)
+class LevelCosts:
+    """Communication of one level between its two groups, in bytes, per layer.
+
+    Every array has shape ``(..., L)``; the ``into_*`` arrays are the inter-
+    layer costs of the boundary *into* layer l (zero for l = 0), split into
+    the forward (feature map) and backward (error) parts.
+
+    Parameters
+    ----------
+    intra_dp, intra_mp : numpy.ndarray
+        Table 1.
+    dp_mp_forward, dp_mp_backward : numpy.ndarray
+        The 0.25 A(F) and 0.25 A(E) halves of Table 2's dp -> mp.
+    mp_to_any_backward : numpy.ndarray
+        Table 2's 0.5 A(E) of mp -> mp and mp -> dp.
+    """
+
+    intra_dp: np.ndarray
+    intra_mp: np.ndarray
+    dp_mp_forward: np.ndarray
+    dp_mp_backward: np.ndarray
+    mp_to_any_backward: np.ndarray
+
+    @classmethod
+    def of(cls, tensors, setup):
+        """Costs from :class:`LayerTensors` (one group's shapes)."""
+        scale = BOTH_SIDES * setup.bytes_per_element
+
+        def into(previous_output):
+            shifted = np.zeros_like(previous_output)
+            shifted[..., 1:] = previous_output[..., :-1]
+            return shifted
+
+        boundary = into(tensors.output_map) * scale
+        return cls(
+            intra_dp=tensors.weights * scale,
+            intra_mp=tensors.partial_sums * scale,
+            dp_mp_forward=0.25 * boundary,
+            dp_mp_backward=0.25 * boundary,
+            mp_to_any_backward=0.5 * boundary,
+        )
+
+    def inter(self, previous_mp, current_mp):
+        """Inter-layer bytes (forward part, backward part) into each layer.
+
+        Parameters
+        ----------
+        previous_mp, current_mp : numpy.ndarray of bool
+            Model parallelism of layer l-1 and of layer l, shape ``(..., L)``
+            (``previous_mp[..., 0]`` is ignored: its cost is zero).
+        """
+        dp_to_mp = ~previous_mp & current_mp
+        forward = np.where(dp_to_mp, self.dp_mp_forward, 0.0)
+        backward = np.where(dp_to_mp, self.dp_mp_backward, np.where(previous_mp, self.mp_to_any_backward, 0.0))
+        return forward, backward
+
+
+def intra_layer_bytes(network, setup):
+    """Table 1 for two accelerators: (dp bytes, mp bytes) per layer, both sides counted."""
+    costs = LevelCosts.of(LayerTensors.of(network, setup), setup)
+    return costs.intra_dp, costs.intra_mp

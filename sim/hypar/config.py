@@ -1,0 +1,130 @@
+"""The single source of truth for every HyPar parameter.
+
+All other modules of :mod:`trainforge.sim.hypar` read their numbers from the
+dataclasses here; none of them hard-codes a batch size, a word width, a level
+count, a bandwidth or an energy. Defaults are the paper's Section 6.1 setup.
+"""
+from dataclasses import dataclass
+
+#: Topologies the array simulator knows (see :mod:`trainforge.sim.hypar.topology`).
+TOPOLOGIES = ("htree", "torus")
+
+
+class HyParParameterError(ValueError):
+    """A parameter is out of its allowed range; the message names it and the range."""
+
+
+def _require(condition, name, value, allowed):
+    if not condition:
+        raise HyParParameterError(f"{name}={value!r} is out of range; allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """What is trained: batch size and word width.
+
+    Parameters
+    ----------
+    batch : int
+        Mini-batch size B (samples per training step), >= 1. Paper: 256.
+    bytes_per_element : int
+        Bytes of one tensor element, 1..8. Paper: fp32, 4 bytes.
+    """
+
+    batch: int = 256
+    bytes_per_element: int = 4
+
+    def __post_init__(self):
+        _require(isinstance(self.batch, int) and self.batch >= 1, "batch", self.batch, "integer >= 1")
+        _require(isinstance(self.bytes_per_element, int) and 1 <= self.bytes_per_element <= 8,
+                 "bytes_per_element", self.bytes_per_element, "integer 1..8")
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """The accelerator array: size, topology and links.
+
+    Parameters
+    ----------
+    levels : int
+        Hierarchy levels H; the array has 2**H accelerators. 0..10. Paper: 4.
+    topology : str
+        ``"htree"`` (a fat tree: a link's bandwidth doubles at each level up)
+        or ``"torus"`` (a 2D torus, every link at ``link_bits_per_second``).
+    link_bits_per_second : float
+        Bandwidth of one leaf link, per direction, > 0. Paper: 1600 Mb/s.
+    """
+
+    levels: int = 4
+    topology: str = "htree"
+    link_bits_per_second: float = 1.6e9
+
+    def __post_init__(self):
+        _require(isinstance(self.levels, int) and 0 <= self.levels <= 10, "levels", self.levels,
+                 "integer 0..10")
+        _require(self.topology in TOPOLOGIES, "topology", self.topology, " or ".join(TOPOLOGIES))
+        _require(self.link_bits_per_second > 0, "link_bits_per_second", self.link_bits_per_second, "> 0")
+
+    @property
+    def accelerators(self):
+        """Number of accelerators, 2**levels."""
+        return 2 ** self.levels
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One accelerator for the default roofline compute model.
+
+    Parameters
+    ----------
+    macs_per_cycle : float
+        Multiply-accumulates per cycle, > 0. Paper: 168 PEs, one MAC each
+        (168 x 250 MHz x 2 ops = 84 GOPS).
+    frequency_hz : float
+        Clock, > 0. Paper: 250 MHz.
+    dram_bytes_per_second : float
+        Local HMC bandwidth, > 0. Paper: 320 GB/s.
+    dram_capacity_bytes : float
+        Local HMC capacity, > 0. Paper: 8 GB (documents the node; the timing model does not use it).
+    buffer_bytes : float
+        On-chip buffer, > 0. Paper: 108 KB (documents the node; the roofline
+        model assumes each tensor is streamed from DRAM once per phase).
+    """
+
+    macs_per_cycle: float = 168.0
+    frequency_hz: float = 250e6
+    dram_bytes_per_second: float = 320e9
+    dram_capacity_bytes: float = 8 * 2 ** 30
+    buffer_bytes: float = 108 * 1024
+
+    def __post_init__(self):
+        for name in ("macs_per_cycle", "frequency_hz", "dram_bytes_per_second",
+                     "dram_capacity_bytes", "buffer_bytes"):
+            value = getattr(self, name)
+            _require(value > 0, name, value, "> 0")
+
+
+@dataclass(frozen=True)
+class EnergyConfig:
+    """Energy per 32-bit operation or access, in picojoules (paper, ref. [118]).
+
+    Parameters
+    ----------
+    add_pj, multiply_pj, sram_pj, dram_pj : float
+        fp32 add, fp32 multiply, SRAM access and DRAM access energies, >= 0.
+    sram_accesses_per_mac : float
+        Buffer accesses per MAC, >= 0. The paper leaves it open; 2 (one
+        operand read and one partial-sum update from the buffer, the other
+        operand held stationary in the PE) is our choice.
+    """
+
+    add_pj: float = 0.9
+    multiply_pj: float = 3.7
+    sram_pj: float = 5.0
+    dram_pj: float = 640.0
+    sram_accesses_per_mac: float = 2.0
+
+    def __post_init__(self):
+        for name in ("add_pj", "multiply_pj", "sram_pj", "dram_pj", "sram_accesses_per_mac"):
+            value = getattr(self, name)
+            _require(value >= 0, name, value, ">= 0")

@@ -1,0 +1,308 @@
+"""Network descriptions: weighted layers only, with shape checks.
+
+A network is a chain of weighted layers, convolution (``"conv"``) or fully
+connected (``"fc"``). Unweighted layers are folded in: activations are
+element-wise and cost no communication; pooling is a property of the
+convolution it follows (``pool_kernel``, ``pool_stride``).
+
+Networks come from the Python API (:class:`Layer`, :class:`Network`), from
+JSON or YAML files (:func:`load_network`; YAML only if PyYAML is importable),
+or from the built-ins in :mod:`trainforge.sim.hypar.builtins`.
+
+File format (JSON shown; YAML has the same keys)::
+
+    {"name": "tiny",
+     "layers": [
+       {"name": "conv1", "kind": "conv", "in_channels": 1, "out_channels": 20,
+        "kernel": 5, "in_height": 28, "in_width": 28, "out_height": 24,
+        "out_width": 24, "stride": 1, "padding": 0, "pool_kernel": 2, "pool_stride": 2},
+       {"name": "fc1", "kind": "fc", "in_channels": 2880, "out_channels": 10}]}
+
+For ``fc`` layers ``in_channels``/``out_channels`` are the input and output
+neuron counts and the spatial keys are omitted.
+"""
+import json
+import pathlib
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+LAYER_KINDS = ("conv", "fc")
+_SPATIAL_KEYS = ("kernel", "in_height", "in_width", "out_height", "out_width", "stride", "padding",
+                 "pool_kernel", "pool_stride")
+
+
+class NetworkDescriptionError(ValueError):
+    """A network description is malformed; the message names the layer."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One weighted layer.
+
+    Parameters
+    ----------
+    name : str
+        Layer name, used in every error message.
+    kind : str
+        ``"conv"`` or ``"fc"``.
+    in_channels, out_channels : int
+        Input and output channels (conv) or neurons (fc), >= 1.
+    kernel : int
+        Square kernel size K (conv), 1 for fc.
+    in_height, in_width, out_height, out_width : int
+        Feature-map sizes before and after the convolution (before pooling);
+        1 for fc. Checked against ``kernel``, ``stride`` and ``padding``.
+    stride, padding : int
+        Convolution stride (>= 1) and zero padding (0..kernel-1).
+    pool_kernel, pool_stride : int
+        Max pooling after the layer; ``pool_kernel=0`` means none.
+    """
+
+    name: str
+    kind: str
+    in_channels: int
+    out_channels: int
+    kernel: int = 1
+    in_height: int = 1
+    in_width: int = 1
+    out_height: int = 1
+    out_width: int = 1
+    stride: int = 1
+    padding: int = 0
+    pool_kernel: int = 0
+    pool_stride: int = 0
+
+    def __post_init__(self):
+        where = f"layer {self.name!r}"
+        if self.kind not in LAYER_KINDS:
+            raise NetworkDescriptionError(f"{where}: kind={self.kind!r} is unknown; allowed: conv, fc")
+        for key in ("in_channels", "out_channels", "kernel", "in_height", "in_width", "out_height",
+                    "out_width", "stride"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise NetworkDescriptionError(f"{where}: {key}={value!r}; allowed: integer >= 1")
+        for key in ("padding", "pool_kernel", "pool_stride"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise NetworkDescriptionError(f"{where}: {key}={value!r}; allowed: integer >= 0")
+        if self.kind == "fc":
+            spatial = {key: getattr(self, key) for key in _SPATIAL_KEYS}
+            if any(spatial[key] != 1 for key in ("kernel", "in_height", "in_width", "out_height",
+                                                 "out_width", "stride")) or self.padding or self.pool_kernel:
+                raise NetworkDescriptionError(f"{where}: a fully connected layer takes no spatial keys "
+                                              f"(got {spatial})")
+            return
+        if self.padding >= self.kernel:
+            raise NetworkDescriptionError(f"{where}: padding={self.padding}; allowed: 0..{self.kernel - 1}")
+        for axis in ("height", "width"):
+            size_in = getattr(self, f"in_{axis}")
+            expected = (size_in + 2 * self.padding - self.kernel) // self.stride + 1
+            if size_in + 2 * self.padding < self.kernel:
+                raise NetworkDescriptionError(
+                    f"{where}: kernel={self.kernel} exceeds padded in_{axis}={size_in + 2 * self.padding}")
+            if getattr(self, f"out_{axis}") != expected:
+                raise NetworkDescriptionError(
+                    f"{where}: out_{axis}={getattr(self, f'out_{axis}')} but in_{axis}={size_in}, "
+                    f"kernel={self.kernel}, stride={self.stride}, padding={self.padding} give {expected}")
+        if self.pool_kernel:
+            if self.pool_stride < 1:
+                raise NetworkDescriptionError(f"{where}: pool_stride={self.pool_stride}; allowed: integer >= 1 "
+                                              "when pool_kernel > 0")
+            if self.pool_kernel > min(self.out_height, self.out_width):
+                raise NetworkDescriptionError(f"{where}: pool_kernel={self.pool_kernel} exceeds the output map "
+                                              f"{self.out_height}x{self.out_width}")
+        elif self.pool_stride:
+            raise NetworkDescriptionError(f"{where}: pool_stride={self.pool_stride} without pool_kernel")
+
+    @property
+    def pooled_height(self):
+        """Output height after pooling (what the next layer reads)."""
+        if not self.pool_kernel:
+            return self.out_height
+        return (self.out_height - self.pool_kernel) // self.pool_stride + 1
+
+    @property
+    def pooled_width(self):
+        """Output width after pooling."""
+        if not self.pool_kernel:
+            return self.out_width
+        return (self.out_width - self.pool_kernel) // self.pool_stride + 1
+
+    @property
+    def weights(self):
+        """A(W_l): kernel elements (biases are ignored, as in the paper)."""
+        return self.in_channels * self.out_channels * self.kernel * self.kernel
+
+    def to_dict(self):
+        """The file form: fc layers drop their spatial keys."""
+        record = asdict(self)
+        if self.kind == "fc":
+            for key in _SPATIAL_KEYS:
+                record.pop(key)
+        return record
+
+
+@dataclass(frozen=True)
+class Network:
+    """A chain of weighted layers, checked for consistent shapes.
+
+    Parameters
+    ----------
+    name : str
+        Network name.
+    layers : tuple of Layer
+        The weighted layers in forward order (at least one).
+
+    Attributes
+    ----------
+    arrays : LayerArrays
+        The per-layer sizes as numpy vectors (built once).
+    """
+
+    name: str
+    layers: tuple
+    arrays: "LayerArrays" = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not self.layers:
+            raise NetworkDescriptionError(f"network {self.name!r}: no layers; allowed: at least one weighted layer")
+        seen = set()
+        duplicate = next((layer.name for layer in self.layers if layer.name in seen or seen.add(layer.name)), None)
+        if duplicate is not None:
+            raise NetworkDescriptionError(f"layer {duplicate!r}: the name is used twice")
+        for previous, layer in zip(self.layers, self.layers[1:]):
+            _check_link(previous, layer)
+        object.__setattr__(self, "arrays", LayerArrays.of(self.layers))
+
+    def __len__(self):
+        return len(self.layers)
+
+    @property
+    def names(self):
+        """Layer names in order."""
+        return [layer.name for layer in self.layers]
+
+    def to_dict(self):
+        """The file form (see the module docstring)."""
+        return {"name": self.name, "layers": [layer.to_dict() for layer in self.layers]}
+
+    @classmethod
+    def from_dict(cls, record):
+        """Build from the file form, naming the layer in any error."""
+        if not isinstance(record, dict) or not isinstance(record.get("layers"), list):
+            raise NetworkDescriptionError("network description: expected a mapping with a 'layers' list")
+        layers = []
+        for index, entry in enumerate(record["layers"]):
+            if not isinstance(entry, dict):
+                raise NetworkDescriptionError(f"layer #{index}: expected a mapping, got {type(entry).__name__}")
+            name = str(entry.get("name", f"#{index}"))
+            allowed = {"name", "kind", "in_channels", "out_channels", *_SPATIAL_KEYS}
+            unknown = sorted(set(entry) - allowed)
+            if unknown:
+                raise NetworkDescriptionError(f"layer {name!r}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+            missing = [key for key in ("kind", "in_channels", "out_channels") if key not in entry]
+            if missing:
+                raise NetworkDescriptionError(f"layer {name!r}: missing keys {missing}")
+            layers.append(Layer(**{**entry, "name": name}))
+        return cls(name=str(record.get("name", "network")), layers=tuple(layers))
+
+
+def _check_link(previous, layer):
+    where = f"layer {layer.name!r}"
+    if previous.kind == "fc" and layer.kind == "conv":
+        raise NetworkDescriptionError(f"{where}: a convolution after the fully connected layer "
+                                      f"{previous.name!r} is not supported")
+    if layer.kind == "conv":
+        if layer.in_channels != previous.out_channels:
+            raise NetworkDescriptionError(f"{where}: in_channels={layer.in_channels} but layer "
+                                          f"{previous.name!r} has out_channels={previous.out_channels}")
+        if (layer.in_height, layer.in_width) != (previous.pooled_height, previous.pooled_width):
+            raise NetworkDescriptionError(
+                f"{where}: input map {layer.in_height}x{layer.in_width} but layer {previous.name!r} "
+                f"produces {previous.pooled_height}x{previous.pooled_width}")
+        return
+    produced = previous.out_channels * previous.pooled_height * previous.pooled_width
+    if layer.in_channels != produced:
+        raise NetworkDescriptionError(f"{where}: in_channels={layer.in_channels} but layer "
+                                      f"{previous.name!r} produces {produced} values")
+
+
+@dataclass(frozen=True)
+class LayerArrays:
+    """Per-layer sizes as float64 vectors of length L (for vectorised counting).
+
+    Attributes
+    ----------
+    in_channels, out_channels : numpy.ndarray
+        C_in and C_out (neurons for fc).
+    kernel_area : numpy.ndarray
+        K*K (1 for fc).
+    in_area, out_area, pooled_area : numpy.ndarray
+        Feature-map height*width at the input, at the output before pooling,
+        and after pooling (1 for fc).
+    is_conv : numpy.ndarray
+        Boolean, True for convolutions.
+    """
+
+    in_channels: np.ndarray
+    out_channels: np.ndarray
+    kernel_area: np.ndarray
+    in_area: np.ndarray
+    out_area: np.ndarray
+    pooled_area: np.ndarray
+    is_conv: np.ndarray
+
+    @classmethod
+    def of(cls, layers):
+        """Vectors for a sequence of :class:`Layer`."""
+        def vector(values):
+            return np.array(values, dtype=np.float64)
+        return cls(
+            in_channels=vector([layer.in_channels for layer in layers]),
+            out_channels=vector([layer.out_channels for layer in layers]),
+            kernel_area=vector([layer.kernel ** 2 for layer in layers]),
+            in_area=vector([layer.in_height * layer.in_width for layer in layers]),
+            out_area=vector([layer.out_height * layer.out_width for layer in layers]),
+            pooled_area=vector([layer.pooled_height * layer.pooled_width for layer in layers]),
+            is_conv=np.array([layer.kind == "conv" for layer in layers]),
+        )
+
+
+def load_network(path):
+    """Read a network from a ``.json``, ``.yaml`` or ``.yml`` file.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The description file.
+
+    Raises
+    ------
+    NetworkDescriptionError
+        For an unreadable file, a syntax error, a missing PyYAML for YAML, or
+        any shape error (naming the layer).
+    """
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise NetworkDescriptionError(f"network file {str(path)!r}: {error.strerror}") from error
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as error:
+            raise NetworkDescriptionError(f"network file {str(path)!r}: YAML needs PyYAML, which is not "
+                                          "installed; use JSON") from error
+        try:
+            record = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise NetworkDescriptionError(f"network file {str(path)!r}: invalid YAML ({error})") from error
+    else:
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise NetworkDescriptionError(f"network file {str(path)!r}: invalid JSON at line {error.lineno} "
+                                          f"({error.msg})") from error
+    return Network.from_dict(record)

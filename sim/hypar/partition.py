@@ -1,0 +1,249 @@
+"""Algorithm 1 (two groups, dynamic programming), Algorithm 2 (hierarchical),
+brute force, baselines and the traffic of any given partition.
+
+A partition is a boolean array ``choices[h, l]``: True where layer l is model
+parallel (mp) at hierarchy level h (h = 0 is the paper's H1, the split of the
+whole array in two), False for data parallel (dp). Printed as the paper does,
+one bit string per level, ``1`` for mp.
+
+At each level the two groups hold the share of the work left by the levels
+above: dp halves a layer's batch, mp halves its C_in (see
+:mod:`trainforge.sim.hypar.comm`). Algorithm 2's recursion
+``com = com_h + 2 x com_{next}`` is evaluated level by level: the 2**h group
+pairs of level h are identical, so the total is ``sum_h 2**h com_h``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .comm import LayerTensors, LevelCosts
+
+
+def _level_costs(network, setup, batch_scale, in_channel_scale):
+    return LevelCosts.of(LayerTensors.of(network, setup, batch_scale, in_channel_scale), setup)
+
+
+def partition_two_groups(costs):
+    """Algorithm 1: the dp/mp choice per layer minimising one level's traffic.
+
+    Parameters
+    ----------
+    costs : LevelCosts
+        One level's costs, 1-D arrays of length L.
+
+    Returns
+    -------
+    total : float
+        Minimum traffic in bytes between the two groups.
+    model_parallel : numpy.ndarray of bool
+        The choice per layer (ties go to dp, which has no inter-layer cost
+        after dp).
+    """
+    intra_dp = costs.intra_dp.tolist()
+    intra_mp = costs.intra_mp.tolist()
+    dp_to_mp = (costs.dp_mp_forward + costs.dp_mp_backward).tolist()
+    mp_to_any = costs.mp_to_any_backward.tolist()
+    layers = len(intra_dp)
+    # came_from_mp[l][p]: whether the best path ending in parallelism p at layer l had mp at layer l-1.
+    came_from_mp = [(False, False)] * layers
+    com_dp, com_mp = intra_dp[0], intra_mp[0]
+    for index in range(1, layers):
+        dp_via_dp, dp_via_mp = com_dp, com_mp + mp_to_any[index]
+        mp_via_dp, mp_via_mp = com_dp + dp_to_mp[index], com_mp + mp_to_any[index]
+        came_from_mp[index] = (dp_via_mp < dp_via_dp, mp_via_mp < mp_via_dp)
+        com_dp = min(dp_via_dp, dp_via_mp) + intra_dp[index]
+        com_mp = min(mp_via_dp, mp_via_mp) + intra_mp[index]
+    model_parallel = np.zeros(layers, dtype=bool)
+    current = com_mp < com_dp
+    for index in range(layers - 1, -1, -1):
+        model_parallel[index] = current
+        current = came_from_mp[index][int(current)]
+    return min(com_dp, com_mp), model_parallel
+
+
+def level_bytes_of(costs, model_parallel):
+    """Traffic of one level for given choices, vectorised over leading axes.
+
+    Parameters
+    ----------
+    costs : LevelCosts
+        Arrays broadcastable to ``model_parallel``.
+    model_parallel : numpy.ndarray of bool, shape (..., L)
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+    """
+    previous = np.zeros_like(model_parallel)
+    previous[..., 1:] = model_parallel[..., :-1]
+    forward, backward = costs.inter(previous, model_parallel)
+    intra = np.where(model_parallel, costs.intra_mp, costs.intra_dp)
+    return (intra + forward + backward).sum(axis=-1)
+
+
+def brute_force_two_groups(costs):
+    """Minimum of one level's traffic over all 2**L choices (L <= 20).
+
+    Returns
+    -------
+    total : float
+    model_parallel : numpy.ndarray of bool
+    """
+    layers = costs.intra_dp.shape[-1]
+    if layers > 20:
+        raise ValueError(f"layers={layers}; brute force allows 1..20")
+    codes = np.arange(2 ** layers)
+    every_choice = ((codes[:, None] >> np.arange(layers - 1, -1, -1)) & 1).astype(bool)
+    totals = level_bytes_of(costs, every_choice)
+    best = int(np.argmin(totals))
+    return float(totals[best]), every_choice[best]
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Traffic of a partition per level and layer, bytes per group pair.
+
+    Attributes
+    ----------
+    choices : numpy.ndarray of bool, shape (..., H, L)
+    forward_reduce : numpy.ndarray, shape (..., H, L)
+        mp partial sums of F_{l+1} (forward pass, after layer l's compute).
+    gradient_reduce : numpy.ndarray
+        dp partial sums of dW_l (after layer l's gradient compute).
+    forward_transfer : numpy.ndarray
+        Inter-layer feature map into layer l (before its forward compute).
+    backward_transfer : numpy.ndarray
+        Inter-layer error E_l (output error of layer l-1), needed before
+        layer l-1's backward and gradient compute; charged to layer l.
+    """
+
+    choices: np.ndarray
+    forward_reduce: np.ndarray
+    gradient_reduce: np.ndarray
+    forward_transfer: np.ndarray
+    backward_transfer: np.ndarray
+
+    @property
+    def level_bytes(self):
+        """Bytes between the two groups of one pair at each level, shape (..., H)."""
+        return (self.forward_reduce + self.gradient_reduce + self.forward_transfer
+                + self.backward_transfer).sum(axis=-1)
+
+    @property
+    def total_bytes(self):
+        """Algorithm 2's com: sum over levels of 2**h pairs x level bytes, shape (...)."""
+        levels = self.choices.shape[-2]
+        return (self.level_bytes * 2.0 ** np.arange(levels)).sum(axis=-1)
+
+
+def group_shares(choices):
+    """Share of batch and of C_in a group holds at each level, before that level's split.
+
+    Parameters
+    ----------
+    choices : numpy.ndarray of bool, shape (..., H, L)
+
+    Returns
+    -------
+    batch_share, in_channel_share : numpy.ndarray, shape (..., H + 1, L)
+        Index h is the share at level h; index H is one accelerator's share.
+    """
+    top = np.zeros((*choices.shape[:-2], 1, choices.shape[-1]), dtype=bool)
+    halved = np.concatenate([top, np.ones_like(choices)], axis=-2)
+    mp = np.concatenate([top, choices], axis=-2)
+    batch_share = 0.5 ** np.cumsum(np.where(mp, 0.0, halved), axis=-2)
+    in_channel_share = 0.5 ** np.cumsum(np.where(mp, 1.0, 0.0), axis=-2)
+    return batch_share, in_channel_share
+
+
+def traffic_of(network, setup, choices):
+    """The traffic of a given partition, vectorised over leading axes of ``choices``.
+
+    Parameters
+    ----------
+    network : Network
+    setup : TrainingSetup
+    choices : array-like of bool, shape (..., H, L)
+
+    Returns
+    -------
+    Traffic
+    """
+    choices = np.asarray(choices, dtype=bool)
+    if choices.shape[-1] != len(network):
+        raise ValueError(f"choices has {choices.shape[-1]} layers; network {network.name!r} has {len(network)}")
+    batch_share, in_channel_share = group_shares(choices)
+    costs = _level_costs(network, setup, batch_share[..., :-1, :], in_channel_share[..., :-1, :])
+    previous = np.zeros_like(choices)
+    previous[..., 1:] = choices[..., :-1]
+    forward, backward = costs.inter(previous, choices)
+    return Traffic(
+        choices=choices,
+        forward_reduce=np.where(choices, costs.intra_mp, 0.0),
+        gradient_reduce=np.where(choices, 0.0, costs.intra_dp),
+        forward_transfer=forward,
+        backward_transfer=backward,
+    )
+
+
+def hierarchical_partition(network, setup, levels):
+    """Algorithm 2: Algorithm 1 at each level, on the tensors the level above left.
+
+    Parameters
+    ----------
+    network : Network
+    setup : TrainingSetup
+    levels : int
+        H; the array has 2**H accelerators.
+
+    Returns
+    -------
+    total : float
+        com in bytes (``com_h + 2 com_next`` unrolled).
+    choices : numpy.ndarray of bool, shape (H, L)
+    """
+    layers = len(network)
+    batch_share = np.ones(layers)
+    in_channel_share = np.ones(layers)
+    choices = np.zeros((levels, layers), dtype=bool)
+    total = 0.0
+    for level in range(levels):
+        level_total, choices[level] = partition_two_groups(
+            _level_costs(network, setup, batch_share, in_channel_share))
+        total += 2.0 ** level * level_total
+        batch_share = np.where(choices[level], batch_share, 0.5 * batch_share)
+        in_channel_share = np.where(choices[level], 0.5 * in_channel_share, in_channel_share)
+    return total, choices
+
+
+def enumerate_partitions(layers, levels):
+    """Every partition of ``layers`` layers over ``levels`` levels, shape (2**(H*L), H, L).
+
+    Code c's bits, most significant first, are level 0's layers, then level 1's, ...
+    """
+    bits = levels * layers
+    if bits > 20:
+        raise ValueError(f"levels x layers={bits}; enumeration allows up to 20")
+    codes = np.arange(2 ** bits)
+    flat = ((codes[:, None] >> np.arange(bits - 1, -1, -1)) & 1).astype(bool)
+    return flat.reshape(-1, levels, layers)
+
+
+#: Baselines of the paper: name -> function(network, levels) -> choices (H, L).
+BASELINES = {
+    "DP": lambda network, levels: np.zeros((levels, len(network)), dtype=bool),
+    "MP": lambda network, levels: np.ones((levels, len(network)), dtype=bool),
+    "Trick": lambda network, levels: np.tile(~network.arrays.is_conv, (levels, 1)),
+}
+
+
+def strategy_choices(name, network, setup, levels):
+    """Choices of strategy ``name``: ``"HyPar"`` or one of :data:`BASELINES`."""
+    if name == "HyPar":
+        return hierarchical_partition(network, setup, levels)[1]
+    return BASELINES[name](network, levels)
+
+
+def format_choices(choices):
+    """Bit strings per level, ``1`` for mp (the paper's Fig. 9 notation)."""
+    return ["".join("1" if bit else "0" for bit in row) for row in np.asarray(choices)]

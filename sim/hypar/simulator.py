@@ -1,0 +1,220 @@
+"""Event-driven timeline of one training step on an accelerator array.
+
+Every accelerator holds the same share of every layer (Algorithm 2 splits
+symmetrically), so one accelerator's compute timeline and the array's network
+describe the step. Tasks, per layer l:
+
+* ``fwd l`` (compute), then ``fwd-reduce l``: mp partial sums of F_{l+1};
+* ``fwd-transfer l``: the dp -> mp re-layout of F_l before ``fwd l``;
+* ``bwd l`` (error E_l, skipped for the first layer) and ``grad l`` (dW_l),
+  both after ``bwd-transfer l+1`` (the re-layout of E_{l+1});
+* ``grad-reduce l``: dp partial sums of dW_l, which overlaps the backward
+  pass of the layers below it.
+
+The compute unit runs its tasks in program order (forward 0..L-1, then
+bwd/grad from L-1 down to 0); the network runs one transfer at a time, in the
+order they become ready. A task starts when its resource is free and its
+inputs are complete, so compute and communication overlap only where the
+dependences allow. A transfer's duration sums, over levels, the level's pair
+traffic times the topology's per-byte time at that level.
+
+Node compute model
+------------------
+:class:`RooflineNode` (the default) is the paper's Eyeriss-like row-stationary
+unit as a roofline: ``max(MACs / (macs_per_cycle x f), DRAM bytes / DRAM
+bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
+replace it; this is where the golden cycle/throughput models of the verified
+blocks (TensorDash, NeuroTrainer, CATERPILLAR; not in the repository yet)
+plug in, each turning a :class:`LayerWork` into per-phase seconds.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .comm import LayerTensors
+from .config import ArrayConfig, EnergyConfig, NodeConfig
+from .partition import group_shares, traffic_of
+from .topology import Topology
+
+PHASES = ("forward", "backward", "gradient")
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """What one accelerator does for each layer in each phase.
+
+    Attributes
+    ----------
+    macs : numpy.ndarray, shape (3, L)
+        Multiply-accumulates per phase (forward, backward, gradient); the
+        first layer has no backward (no error is propagated to the input).
+    dram_bytes : numpy.ndarray, shape (3, L)
+        Local DRAM traffic per phase: each phase streams its two operands
+        and its result once (F_l, W_l and F_{l+1}-sized tensors).
+    """
+
+    macs: np.ndarray
+    dram_bytes: np.ndarray
+
+    @classmethod
+    def of(cls, network, setup, choices):
+        """Per-accelerator work of ``network`` under the partition ``choices`` (H, L)."""
+        batch_share, in_channel_share = group_shares(np.asarray(choices, dtype=bool))
+        tensors = LayerTensors.of(network, setup, batch_share[-1], in_channel_share[-1])
+        arrays = network.arrays
+        per_phase = (setup.batch * batch_share[-1] * arrays.in_channels * in_channel_share[-1]
+                     * arrays.out_channels * arrays.kernel_area * arrays.out_area)
+        macs = np.tile(per_phase, (3, 1))
+        macs[1, 0] = 0.0
+        streamed = (tensors.input_map + tensors.weights + tensors.partial_sums) * setup.bytes_per_element
+        dram = np.tile(streamed, (3, 1))
+        dram[1, 0] = 0.0
+        return cls(macs=macs, dram_bytes=dram)
+
+
+@dataclass(frozen=True)
+class RooflineNode:
+    """Default node compute model: a roofline of one accelerator.
+
+    Parameters
+    ----------
+    node : NodeConfig
+    """
+
+    node: NodeConfig = field(default_factory=NodeConfig)
+
+    def phase_seconds(self, work):
+        """Seconds per phase and layer, shape (3, L)."""
+        compute = work.macs / (self.node.macs_per_cycle * self.node.frequency_hz)
+        memory = work.dram_bytes / self.node.dram_bytes_per_second
+        return np.maximum(compute, memory)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One task on the timeline (seconds from the start of the step)."""
+
+    name: str
+    resource: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One simulated training step.
+
+    Attributes
+    ----------
+    seconds : float
+        Step time.
+    energy_joules : float
+        Energy of the whole array for the step.
+    compute_seconds, network_seconds : float
+        Busy time of one compute unit and of the network.
+    communication_bytes : float
+        Algorithm 2's total traffic of the partition.
+    events : tuple of Event
+    """
+
+    seconds: float
+    energy_joules: float
+    compute_seconds: float
+    network_seconds: float
+    communication_bytes: float
+    events: tuple
+
+
+def _schedule(tasks):
+    """List-schedule ``tasks`` [(name, resource, duration, deps)] on 'compute' (in order) and 'network'."""
+    finish, events = {}, []
+    free = {"compute": 0.0, "network": 0.0}
+    compute_queue = [task for task in tasks if task[1] == "compute"]
+    network_pending = [task for task in tasks if task[1] == "network"]
+    while compute_queue or network_pending:
+        candidates = []
+        if compute_queue and all(dep in finish for dep in compute_queue[0][3]):
+            task = compute_queue[0]
+            candidates.append((max([free["compute"], *(finish[dep] for dep in task[3])]), 0, task))
+        for task in network_pending:
+            if all(dep in finish for dep in task[3]):
+                candidates.append((max([free["network"], *(finish[dep] for dep in task[3])]), 1, task))
+        start, _, (name, resource, duration, _deps) = min(candidates, key=lambda item: (item[0], item[1]))
+        (compute_queue.remove if resource == "compute" else network_pending.remove)((name, resource, duration,
+                                                                                     _deps))
+        finish[name] = start + duration
+        free[resource] = finish[name]
+        if duration > 0:
+            events.append(Event(name, resource, start, finish[name]))
+    return max(finish.values(), default=0.0), tuple(events)
+
+
+def simulate_step(network, setup, choices, array=None, node_model=None, energy=None):
+    """Simulate one training step of ``network`` partitioned by ``choices``.
+
+    Parameters
+    ----------
+    network : Network
+    setup : TrainingSetup
+    choices : numpy.ndarray of bool, shape (H, L)
+        H must equal ``array.levels``.
+    array : ArrayConfig, optional
+    node_model : object with ``phase_seconds(LayerWork)``, optional
+        Defaults to :class:`RooflineNode`.
+    energy : EnergyConfig, optional
+
+    Returns
+    -------
+    StepResult
+    """
+    array = array or ArrayConfig()
+    node_model = node_model or RooflineNode()
+    energy = energy or EnergyConfig()
+    choices = np.asarray(choices, dtype=bool).reshape(array.levels, len(network))
+    work = LayerWork.of(network, setup, choices)
+    compute = node_model.phase_seconds(work)
+    traffic = traffic_of(network, setup, choices)
+    per_byte = Topology(array).seconds_per_pair_byte[:, None]
+
+    def seconds(pair_bytes):
+        return (pair_bytes * per_byte).sum(axis=0)
+
+    forward_reduce, gradient_reduce = seconds(traffic.forward_reduce), seconds(traffic.gradient_reduce)
+    forward_transfer, backward_transfer = seconds(traffic.forward_transfer), seconds(traffic.backward_transfer)
+    layers = len(network)
+    tasks = []
+    for index in range(layers):
+        deps = (f"fwd-transfer {index}",) if index else ()
+        if index:
+            tasks.append((f"fwd-transfer {index}", "network", forward_transfer[index],
+                          (f"fwd {index - 1}", f"fwd-reduce {index - 1}")))
+        tasks.append((f"fwd {index}", "compute", compute[0, index], deps))
+        tasks.append((f"fwd-reduce {index}", "network", forward_reduce[index], (f"fwd {index}",)))
+    for index in range(layers - 1, -1, -1):
+        if index == layers - 1:
+            needs = (f"fwd-reduce {index}",)
+        else:
+            needs = (f"bwd-transfer {index + 1}",)
+            tasks.append((f"bwd-transfer {index + 1}", "network", backward_transfer[index + 1],
+                          (f"bwd {index + 1}",)))
+        tasks.append((f"bwd {index}", "compute", compute[1, index], needs))
+        tasks.append((f"grad {index}", "compute", compute[2, index], needs))
+        tasks.append((f"grad-reduce {index}", "network", gradient_reduce[index], (f"grad {index}",)))
+    step_seconds, events = _schedule(tasks)
+
+    words_per_byte = 1.0 / 4.0  # the energy table is per 32-bit access
+    macs = work.macs.sum() * array.accelerators
+    joules = 1e-12 * (
+        macs * (energy.add_pj + energy.multiply_pj + energy.sram_accesses_per_mac * energy.sram_pj)
+        + work.dram_bytes.sum() * array.accelerators * words_per_byte * energy.dram_pj
+        # a communicated word is read from the remote DRAM and written to the local one
+        + traffic.total_bytes * words_per_byte * 2 * energy.dram_pj)
+    return StepResult(
+        seconds=step_seconds,
+        energy_joules=float(joules),
+        compute_seconds=float(compute.sum()),
+        network_seconds=float(forward_reduce.sum() + gradient_reduce.sum() + forward_transfer.sum()
+                              + backward_transfer.sum()),
+        communication_bytes=float(traffic.total_bytes),
+        events=events,
+    )

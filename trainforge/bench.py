@@ -1,0 +1,71 @@
+"""Benchmark runner: median wall time of registered workloads, with the machine and the inputs.
+
+Benchmarks are registered in the modules named in :data:`BENCHMARK_MODULES`,
+each with a dict ``BENCHMARKS`` mapping a name to either a zero-argument
+callable or a ``(callable, inputs)`` pair, where ``inputs`` is a JSON-able
+description of the workload. Nothing here asserts on time.
+"""
+import importlib
+import os
+import platform
+import statistics
+import time
+
+import numpy
+
+#: Modules that define ``BENCHMARKS``. A missing module is an error, not a skip.
+BENCHMARK_MODULES = [
+    "trainforge.golden.bench",
+    "trainforge.hw.bench",
+    "trainforge.sim.hypar.bench",
+]
+
+
+def collect():
+    """Every registered benchmark: name to ``(callable, inputs)``."""
+    benchmarks = {}
+    for module_name in BENCHMARK_MODULES:
+        for name, entry in importlib.import_module(module_name).BENCHMARKS.items():
+            function, inputs = entry if isinstance(entry, tuple) else (entry, None)
+            if inputs is None:
+                inputs = (function.__doc__ or name).strip().splitlines()[0]
+            benchmarks[name] = (function, inputs)
+    return benchmarks
+
+
+def machine():
+    """Facts about the machine that a timing depends on."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": numpy.__version__, "system": platform.platform()}
+
+
+def run_benchmarks(names=(), repeat=5):
+    """Time each benchmark ``repeat`` times (after one warm-up run) and report the median."""
+    from .errors import UsageError
+
+    if repeat < 1:
+        raise UsageError(f"--repeat = {repeat} is invalid; allowed: an integer >= 1")
+    available = collect()
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise UsageError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(available)}")
+    results = []
+    for name in names or available:
+        function, inputs = available[name]
+        function()
+        seconds = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            function()
+            seconds.append(time.perf_counter() - start)
+        results.append({"name": name, "inputs": inputs, "runs": repeat,
+                        "median_s": statistics.median(seconds), "min_s": min(seconds),
+                        "max_s": max(seconds)})
+        print(f"{name:<40} median {statistics.median(seconds) * 1e3:10.2f} ms  ({inputs})")
+    return {"machine": machine(), "benchmarks": results}

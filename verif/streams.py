@@ -1,0 +1,132 @@
+"""cocotb drivers for ``amaranth.lib.stream`` ports, with random backpressure.
+
+Amaranth flattens a stream member ``s`` into the ports ``s__payload``,
+``s__valid`` and ``s__ready``. Payloads cross as integers; the testbench packs
+and unpacks them through the block's own ``lib.data`` layout
+(:func:`pack`, :func:`unpack`), never with hand-written bit offsets.
+
+Timing discipline: every coroutine changes its inputs right after a rising
+edge and samples in the ``ReadOnly`` phase of the same cycle, so a transfer
+is recorded exactly when ``valid`` and ``ready`` are both high before the
+next edge, under Icarus and Verilator alike.
+"""
+import collections
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+__all__ = ["pack", "unpack", "Cycle", "StreamSource", "StreamSink"]
+
+
+def pack(layout, fields):
+    """Bits of a ``lib.data`` layout value built from a (nested) dict or list."""
+    return layout.const(fields).as_bits()
+
+
+def unpack(layout, bits):
+    """A ``lib.data.Const`` view of ``bits``: read fields as attributes or items."""
+    return layout.from_bits(int(bits))
+
+
+class Cycle:
+    """Counts rising edges of the clock; ``now`` is the current cycle number."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.now = 0
+        cocotb.start_soon(self._count())
+
+    async def _count(self):
+        while True:
+            await RisingEdge(self.clock)
+            self.now += 1
+
+
+class StreamSource:
+    """Drives a stream's ``valid``/``payload`` from a queue; ``valid`` is raised with probability ``valid_probability``.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+    name : str
+        Stream member name, e.g. ``"i_row"``.
+    cycle : Cycle
+    rng : random.Random
+    valid_probability : float
+        Chance, each cycle with a queued item, of offering it.
+
+    Attributes
+    ----------
+    sent : list of (int, int)
+        ``(cycle, payload)`` of every accepted transfer.
+    """
+
+    def __init__(self, dut, name, cycle, rng, valid_probability=1.0):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.cycle = cycle
+        self.rng = rng
+        self.valid_probability = valid_probability
+        self.queue = collections.deque()
+        self.sent = []
+        self.enabled = True
+        self.valid.value = 0
+        self._offered = None
+        cocotb.start_soon(self._drive())
+
+    def send(self, payloads):
+        self.queue.extend(payloads)
+
+    def drop(self):
+        """Forget everything queued and any offer in progress (used around a reset)."""
+        self.queue.clear()
+        self._offered = None
+        self.valid.value = 0
+
+    @property
+    def idle(self):
+        return not self.queue and self._offered is None
+
+    async def _drive(self):
+        while True:
+            await RisingEdge(self.cycle.clock)
+            if self._offered is None and self.queue and self.enabled \
+                    and self.rng.random() < self.valid_probability:
+                self._offered = self.queue.popleft()
+                self.payload.value = self._offered
+            self.valid.value = int(self._offered is not None)
+            await ReadOnly()
+            if self._offered is not None and self.ready.value == 1:
+                self.sent.append((self.cycle.now, self._offered))
+                self._offered = None
+
+
+class StreamSink:
+    """Drives a stream's ``ready`` (high with probability ``ready_probability``) and records transfers.
+
+    Attributes
+    ----------
+    received : list of (int, int)
+        ``(cycle, payload)`` of every transfer.
+    """
+
+    def __init__(self, dut, name, cycle, rng, ready_probability=1.0):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.cycle = cycle
+        self.rng = rng
+        self.ready_probability = ready_probability
+        self.received = []
+        self.ready.value = 0
+        cocotb.start_soon(self._drive())
+
+    async def _drive(self):
+        while True:
+            await RisingEdge(self.cycle.clock)
+            ready = self.rng.random() < self.ready_probability
+            self.ready.value = int(ready)
+            await ReadOnly()
+            if ready and self.valid.value == 1:
+                self.received.append((self.cycle.now, int(self.payload.value)))

@@ -1,0 +1,20 @@
+"""Simulator and linter settings shared by the cocotb runs and the lint tests."""
+
+#: Verilator warnings waived for Amaranth's generated Verilog, each for a reason
+#: that holds for every block. Nothing else is waived.
+VERILATOR_WAIVERS = [
+    # Amaranth's back end sizes every operator by Amaranth's own rules and relies on
+    # Verilog's context-determined extension when it writes `a + b` with narrower
+    # operands; the result is exact by construction, so WIDTH reports no real bug.
+    "-Wno-WIDTH",
+    # Amaranth emits a named debug wire for every field of a struct or array view
+    # (`\i_row__payload.a[0]`) and keeps the unused carry-out bits of adders whose
+    # sums are truncated on purpose (wrap-around accumulators). They drive nothing.
+    "-Wno-UNUSEDSIGNAL",
+]
+
+#: One time unit per ns, so that a 10 ns clock is exact in Icarus.
+TIMESCALE = ("1ns", "1ps")
+
+#: Clock period of every testbench, in ns.
+CLOCK_PERIOD_NS = 10
