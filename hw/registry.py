@@ -4,10 +4,19 @@ A :class:`Block` ties together the Amaranth component (whose ``PARAMS``
 schema is the single source of the block's parameters), its golden model, its
 cocotb testbench module and the parameter sets the test suite sweeps. The
 ``trainforge`` command, the Makefile targets and the test suite iterate over
-:data:`BLOCKS`; adding a block is one entry here.
+:data:`BLOCKS`.
+
+The foundation's own block is declared below. A family of blocks lives in a
+subpackage of ``trainforge.hw`` (``hw/tensordash/`` and so on) whose
+``blocks.py`` module defines a tuple ``BLOCKS`` of :class:`Block` entries;
+the registry imports every such module, so adding a block is one entry in
+its family's ``blocks.py``.
 """
 import hashlib
+import importlib
+import importlib.util
 import json
+import pkgutil
 from dataclasses import dataclass, field
 
 from .params import ParamError
@@ -88,8 +97,27 @@ def _blocks():
     )
 
 
+def _family_blocks():
+    import trainforge.hw as hw_package
+
+    for module in sorted(pkgutil.iter_modules(hw_package.__path__), key=lambda info: info.name):
+        if module.ispkg:
+            spec = importlib.util.find_spec(f"trainforge.hw.{module.name}.blocks")
+            if spec is not None:
+                yield from importlib.import_module(spec.name).BLOCKS
+
+
+def _collect():
+    blocks = {}
+    for block in (*_blocks(), *_family_blocks()):
+        if block.name in blocks:
+            raise ValueError(f"block name {block.name!r} is registered twice")
+        blocks[block.name] = block
+    return blocks
+
+
 #: Every registered block, by name, in registration order.
-BLOCKS = {block.name: block for block in _blocks()}
+BLOCKS = _collect()
 
 
 def get_block(name):

@@ -18,6 +18,7 @@ BENCHMARK_MODULES = [
     "trainforge.golden.bench",
     "trainforge.hw.bench",
     "trainforge.sim.hypar.bench",
+    "trainforge.sim.dsm.bench",
 ]
 
 

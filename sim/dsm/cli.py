@@ -1,0 +1,90 @@
+"""``trainforge dsm ...``: explore one workload, or sweep the paper's figures."""
+import json
+
+from trainforge.cli import UsageError
+
+
+def _explore(args):
+    from trainforge.sim.dsm.arch import load_architecture
+    from trainforge.sim.dsm.explore import Optimizations, explore
+    from trainforge.sim.dsm.workload import load_workload
+    try:
+        arch = load_architecture(args.config)
+        workload = load_workload(args.workload, args.minibatch)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    options = Optimizations(args.hybrid or args.all, args.memory_reuse or args.all, args.dysm or args.all,
+                            args.timestep_pipelining or args.all)
+    result = explore(workload, arch, options, training=not args.inference)
+    report = {"workload": workload.name, "n_mb": workload.n_mb, **result.to_dict()}
+    if args.json:
+        print(json.dumps(report, indent=1, default=float))
+    else:
+        print(f"{workload.name} N_mb={workload.n_mb}: utilization {result.utilization:.3f}, "
+              f"{result.cycles / arch.frequency * 1e3:.3f} ms, {result.points} points in {result.seconds:.2f} s "
+              f"({result.points / max(result.seconds, 1e-9):.0f} points/s)")
+    return 0
+
+
+def _sweep(args):
+    from trainforge.sim.dsm import figures
+    from trainforge.sim.dsm.executor import ExecutorError
+    from trainforge.sim.dsm.workload import BUILTINS
+    networks = args.networks.split(",")
+    for network in networks:
+        if network not in BUILTINS:
+            raise UsageError(f"--networks: {network!r} is not one of {', '.join(BUILTINS)}")
+    try:
+        values = [float(v) for v in args.values.split(",")] if args.values else None
+    except ValueError:
+        raise UsageError(f"--values={args.values!r} must be a comma-separated list of numbers") from None
+    if values is not None and any(v <= 0 for v in values):
+        raise UsageError(f"--values={args.values!r}: every value must be > 0")
+    try:
+        if args.figure == "training":
+            report = figures.training_sweep(networks, [int(v) for v in values or (256, 512, 1024, 2048)], args.executor)
+        elif args.figure == "inference":
+            report = figures.inference_sweep(networks, [int(v) for v in values or (1, 2, 4, 8, 16)], args.executor)
+        elif args.figure == "layers":
+            report = figures.vgg16_layers(int(values[0]) if values else 512)
+        elif args.figure == "scaling":
+            counts = [int(v) for v in values or (16, 32, 64, 128, 256)]
+            if any(c % 4 for c in counts):
+                raise UsageError(f"--values: chip counts {counts} must be multiples of 4 (X is fixed at 4)")
+            report = figures.scaling_sweep(networks, counts, args.executor)
+        else:
+            report = figures.scratchpad_sweep(networks, values or (0.5, 1, 2, 4), args.executor)
+    except ExecutorError as error:
+        raise UsageError(str(error)) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    json_path, png_path = figures.write_report(report, args.out)
+    if args.json:
+        print(json.dumps(report, indent=1, default=float))
+    else:
+        print(json.dumps(report.get("summary", {}), indent=1))
+        print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+def register(subparsers):
+    """Add ``dsm explore`` and ``dsm sweep``."""
+    parser = subparsers.add_parser("dsm", help="DeepSpatialMatrix performance model and exploration")
+    commands = parser.add_subparsers(dest="dsm_command", metavar="DSM_COMMAND", required=True)
+    explore = commands.add_parser("explore", help="best configuration per layer and pass")
+    explore.add_argument("workload", help="vgg16, resnet50, gnmt or a JSON/YAML workload file")
+    explore.add_argument("--config", help="JSON/YAML architecture file (default: paper Fig. 10)")
+    explore.add_argument("--minibatch", type=int, help="override N_mb")
+    explore.add_argument("--inference", action="store_true", help="FWD only")
+    for flag in ("hybrid", "memory-reuse", "dysm", "timestep-pipelining", "all"):
+        explore.add_argument(f"--{flag}", action="store_true")
+    explore.add_argument("--json", action="store_true")
+    explore.set_defaults(func=_explore)
+    sweep = commands.add_parser("sweep", help="reproduce a paper figure (JSON + PNG)")
+    sweep.add_argument("figure", choices=("training", "inference", "layers", "scaling", "scratchpad"))
+    sweep.add_argument("--networks", default="vgg16,resnet50,gnmt")
+    sweep.add_argument("--values", help="comma list: minibatches, batches, chip counts or scratchpad MB")
+    sweep.add_argument("--executor", default="local", help="serial, local or dask://HOST:PORT")
+    sweep.add_argument("--out", default="build/reports/dsm")
+    sweep.add_argument("--json", action="store_true")
+    sweep.set_defaults(func=_sweep)

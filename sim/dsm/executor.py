@@ -1,0 +1,37 @@
+"""Executors for sweeps: serial, local process pool, or a Dask cluster (optional extra)."""
+from concurrent.futures import ProcessPoolExecutor
+import os
+
+
+class ExecutorError(ValueError):
+    """An executor specification that cannot be honoured."""
+
+
+def run_map(function, items, executor="local"):
+    """Apply ``function`` to every item and return the results in order.
+
+    Parameters
+    ----------
+    function : callable
+        A picklable top-level function.
+    items : list
+    executor : str
+        ``serial``, ``local`` (process pool, serial when one CPU or one item)
+        or ``dask://HOST:PORT`` (needs the ``dask`` extra: ``distributed``).
+    """
+    items = list(items)
+    if executor == "serial" or (executor == "local" and (len(items) < 2 or (os.cpu_count() or 1) < 2)):
+        return [function(item) for item in items]
+    if executor == "local":
+        with ProcessPoolExecutor(max_workers=min(len(items), os.cpu_count() or 1)) as pool:
+            return list(pool.map(function, items))
+    if executor.startswith("dask://") or executor.startswith("tcp://"):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ExecutorError(f"--executor {executor}: Dask is not installed; install the 'dask' extra "
+                                "(pip install 'dask[distributed]') or use --executor local") from None
+        address = "tcp://" + executor.split("://", 1)[1]
+        with Client(address) as client:
+            return client.gather(client.map(function, items, pure=False))
+    raise ExecutorError(f"--executor {executor!r} is not one of serial, local, dask://HOST:PORT")

@@ -1,0 +1,361 @@
+"""Workload description for DeepSpatialMatrix (paper Section II-A, Fig. 2).
+
+A workload is an ordered list of :class:`Layer` objects (execution order of the
+FWD pass) and a minibatch size. Each layer carries the five primary-computation
+parameters of Fig. 2 except the minibatch, which is a property of the run and
+therefore lives in :class:`Workload`. Built-in networks are VGG16, ResNet50 and
+GNMT; any other network can be read from JSON (or YAML when PyYAML is present).
+"""
+from dataclasses import dataclass, field, replace
+import json
+import pathlib
+
+#: Kinds of primary computation.
+LAYER_KINDS = ("conv", "fc", "lstm")
+
+#: Auxiliary computations (Section II-A) and their SFP cost per output element:
+#: (operations, extra full-tensor reads from the scratchpad). Element-wise
+#: operations of one layer are fused in the SFP: the output is read once and
+#: written once whatever the chain, so only the extra reads are listed.
+AUX_COSTS = {
+    "bias": (1, 0),
+    "relu": (1, 0),
+    "sigmoid": (4, 0),
+    "tanh": (4, 0),
+    "residual": (1, 1),
+    "maxpool": (1, 0),
+    "avgpool": (1, 0),
+    "softmax": (5, 1),
+    "batchnorm": (4, 1),
+}
+
+
+class WorkloadError(ValueError):
+    """An invalid workload parameter; the message names the layer and the value."""
+
+
+def _require_int(layer, name, value, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise WorkloadError(f"layer {layer!r}: {name}={value!r} is out of range, must be an integer {bound}")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One primary computation (convolution, matrix multiplication or LSTM).
+
+    Parameters
+    ----------
+    name : str
+        Unique layer name.
+    kind : str
+        One of :data:`LAYER_KINDS`.
+    n_in, n_out : int
+        Input and output features. For an LSTM ``n_out`` is the number of
+        units; the model uses ``n_in + n_out`` effective inputs and ``4 n_out``
+        gate outputs (Section II-A).
+    n_ij : int
+        Output feature size ``N_i * N_j`` (1 for fc and lstm).
+    n_kij : int
+        Kernel size ``N_ki * N_kj`` (1 for fc and lstm).
+    stride : int
+        Convolution stride; the input feature size is ``n_ij * stride**2``.
+    n_ts : int
+        Timesteps (lstm, and time-distributed fc such as attention).
+    bidirectional : bool
+        Bidirectional LSTM: two directions, excluded from timestep pipelining.
+    aux : tuple of str
+        Auxiliary computations applied to the output, keys of :data:`AUX_COSTS`.
+    pool_window : int
+        Pooling window area ``N_ws`` (only with maxpool/avgpool).
+    pool_stride : int
+        Pooling stride; the stored output size is ``n_ij / pool_stride**2``.
+    input_from : str or None
+        Producer of this layer's input; ``None`` means the previous layer.
+    residual_from : str or None
+        Producer of the shortcut tensor added by ``residual``.
+
+    Attributes
+    ----------
+    gemm_in, gemm_out : int
+        Input and output features of the underlying matrix operation.
+    """
+
+    name: str
+    kind: str
+    n_in: int
+    n_out: int
+    n_ij: int = 1
+    n_kij: int = 1
+    stride: int = 1
+    n_ts: int = 1
+    bidirectional: bool = False
+    aux: tuple = ()
+    pool_window: int = 1
+    pool_stride: int = 1
+    input_from: str = None
+    residual_from: str = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise WorkloadError(f"layer name {self.name!r} must be a non-empty string")
+        if self.kind not in LAYER_KINDS:
+            raise WorkloadError(f"layer {self.name!r}: kind={self.kind!r} is not one of {', '.join(LAYER_KINDS)}")
+        _require_int(self.name, "n_in", self.n_in, 1)
+        _require_int(self.name, "n_out", self.n_out, 1)
+        _require_int(self.name, "n_ij", self.n_ij, 1)
+        _require_int(self.name, "n_kij", self.n_kij, 1)
+        _require_int(self.name, "stride", self.stride, 1, 8)
+        _require_int(self.name, "n_ts", self.n_ts, 1)
+        _require_int(self.name, "pool_window", self.pool_window, 1, 64)
+        _require_int(self.name, "pool_stride", self.pool_stride, 1, 8)
+        if self.kind != "conv" and (self.n_ij != 1 or self.n_kij != 1 or self.stride != 1):
+            raise WorkloadError(f"layer {self.name!r}: a {self.kind} layer needs n_ij=1, n_kij=1 and stride=1 "
+                                f"(got n_ij={self.n_ij}, n_kij={self.n_kij}, stride={self.stride})")
+        if self.kind == "conv" and self.n_ts != 1:
+            raise WorkloadError(f"layer {self.name!r}: n_ts={self.n_ts} is only allowed for fc and lstm layers, must be 1")
+        if self.bidirectional and self.kind != "lstm":
+            raise WorkloadError(f"layer {self.name!r}: bidirectional=True is only allowed for lstm layers")
+        aux = tuple(self.aux)
+        object.__setattr__(self, "aux", aux)
+        for op in aux:
+            if op not in AUX_COSTS:
+                raise WorkloadError(f"layer {self.name!r}: aux {op!r} is not one of {', '.join(AUX_COSTS)}")
+        pooled = any(op in ("maxpool", "avgpool") for op in aux)
+        if not pooled and (self.pool_window != 1 or self.pool_stride != 1):
+            raise WorkloadError(f"layer {self.name!r}: pool_window/pool_stride given without maxpool or avgpool")
+        if self.pool_stride > 1 and self.n_ij % (self.pool_stride ** 2):
+            raise WorkloadError(f"layer {self.name!r}: n_ij={self.n_ij} is not divisible by pool_stride**2={self.pool_stride ** 2}")
+        if ("residual" in aux) != (self.residual_from is not None):
+            raise WorkloadError(f"layer {self.name!r}: aux 'residual' and residual_from={self.residual_from!r} must be given together")
+
+    @property
+    def gemm_in(self):
+        return self.n_in + self.n_out if self.kind == "lstm" else self.n_in
+
+    @property
+    def gemm_out(self):
+        return 4 * self.n_out if self.kind == "lstm" else self.n_out
+
+    @property
+    def directions(self):
+        """Number of LSTM directions (2 for a bidirectional layer)."""
+        return 2 if self.bidirectional else 1
+
+    @property
+    def input_ij(self):
+        """Input feature size ``N_ij * stride**2`` (zero-padding inferred, halo ignored)."""
+        return self.n_ij * self.stride ** 2
+
+    @property
+    def stored_output_ij(self):
+        """Output feature size after pooling, as stored for the next layer."""
+        return self.n_ij // self.pool_stride ** 2
+
+    def macs(self, n_mb):
+        """Multiply-accumulates of one pass (FWD, BWD or UPD) for ``n_mb`` samples."""
+        return self.gemm_in * self.gemm_out * self.n_ij * self.n_kij * n_mb * self.n_ts * self.directions
+
+    @property
+    def weights(self):
+        """Kernel elements (both directions of a bidirectional LSTM)."""
+        return self.gemm_in * self.gemm_out * self.n_kij * self.directions
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A network and its minibatch.
+
+    Parameters
+    ----------
+    name : str
+        Network name.
+    layers : tuple of Layer
+        Layers in FWD execution order.
+    n_mb : int
+        Minibatch size ``N_mb`` (global, over the whole system).
+    """
+
+    name: str
+    layers: tuple
+    n_mb: int = 256
+
+    def __post_init__(self):
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not self.layers:
+            raise WorkloadError(f"workload {self.name!r}: needs at least one layer")
+        _require_int(f"{self.name}", "n_mb", self.n_mb, 1, 1 << 20)
+        seen = set()
+        for layer in self.layers:
+            if layer.name in seen:
+                raise WorkloadError(f"layer {layer.name!r}: duplicate layer name")
+            for ref in ("input_from", "residual_from"):
+                source = getattr(layer, ref)
+                if source is not None and source not in seen:
+                    raise WorkloadError(f"layer {layer.name!r}: {ref}={source!r} does not name an earlier layer")
+            seen.add(layer.name)
+
+    def with_minibatch(self, n_mb):
+        """Return a copy with minibatch ``n_mb``."""
+        return replace(self, n_mb=n_mb)
+
+    def producer(self, index):
+        """Index of the layer producing the input of layer ``index`` (``None`` for the network input)."""
+        layer = self.layers[index]
+        if layer.input_from is None:
+            return index - 1 if index > 0 else None
+        return self.index(layer.input_from)
+
+    def index(self, name):
+        """Position of the layer called ``name``."""
+        for position, layer in enumerate(self.layers):
+            if layer.name == name:
+                return position
+        raise KeyError(name)
+
+    def macs(self):
+        """MACs of one pass over all layers."""
+        return sum(layer.macs(self.n_mb) for layer in self.layers)
+
+
+def vgg16(n_mb=256):
+    """VGG16 (Simonyan & Zisserman, configuration D) at 224x224."""
+    layers = []
+    plan = [(64, 2, 224), (128, 2, 112), (256, 3, 56), (512, 3, 28), (512, 3, 14)]
+    channels = 3
+    for block, (width, count, size) in enumerate(plan, start=1):
+        for position in range(1, count + 1):
+            last = position == count
+            aux = ("bias", "relu") + (("maxpool",) if last else ())
+            layers.append(Layer(f"CONV{block}_{position}", "conv", channels, width, size * size, 9,
+                                aux=aux, pool_window=4 if last else 1, pool_stride=2 if last else 1))
+            channels = width
+    layers.append(Layer("FCON1", "fc", 512 * 49, 4096, aux=("bias", "relu")))
+    layers.append(Layer("FCON2", "fc", 4096, 4096, aux=("bias", "relu")))
+    layers.append(Layer("FCON3", "fc", 4096, 1000, aux=("bias", "softmax")))
+    return Workload("vgg16", tuple(layers), n_mb)
+
+
+def resnet50(n_mb=256):
+    """ResNet50 (v1.5: stride on the 3x3 convolution) with its residual dependences."""
+    layers = [Layer("conv1", "conv", 3, 64, 112 * 112, 49, stride=2,
+                    aux=("batchnorm", "relu", "maxpool"), pool_window=9, pool_stride=2)]
+    channels, size, block_input = 64, 56, "conv1"
+    stages = [(64, 256, 3, 1), (128, 512, 4, 2), (256, 1024, 6, 2), (512, 2048, 3, 2)]
+    for stage, (mid, out, blocks, first_stride) in enumerate(stages, start=2):
+        for block in range(blocks):
+            stride = first_stride if block == 0 else 1
+            out_size = size // stride
+            prefix = f"res{stage}{chr(ord('a') + block)}"
+            shortcut = block_input
+            if block == 0:
+                shortcut = f"{prefix}_proj"
+                layers.append(Layer(shortcut, "conv", channels, out, out_size ** 2, 1, stride=stride,
+                                    aux=("batchnorm",), input_from=block_input))
+            layers.append(Layer(f"{prefix}_1x1a", "conv", channels, mid, size ** 2, 1,
+                                aux=("batchnorm", "relu"), input_from=block_input))
+            layers.append(Layer(f"{prefix}_3x3", "conv", mid, mid, out_size ** 2, 9, stride=stride,
+                                aux=("batchnorm", "relu")))
+            last_aux = ("batchnorm", "residual", "relu")
+            if stage == 5 and block == blocks - 1:
+                last_aux += ("avgpool",)
+            layers.append(Layer(f"{prefix}_1x1b", "conv", mid, out, out_size ** 2, 1, aux=last_aux,
+                                residual_from=shortcut,
+                                pool_window=49 if "avgpool" in last_aux else 1,
+                                pool_stride=7 if "avgpool" in last_aux else 1))
+            channels, size, block_input = out, out_size, f"{prefix}_1x1b"
+    layers.append(Layer("fc1000", "fc", 2048, 1000, aux=("bias", "softmax")))
+    return Workload("resnet50", tuple(layers), n_mb)
+
+
+def gnmt(n_mb=256, units=1024, timesteps=128):
+    """GNMT (Wu et al. 2016): 8 encoder and 8 decoder LSTM layers with attention and residuals.
+
+    The paper says the first *decoder* layer is bidirectional; an autoregressive
+    decoder cannot be, and GNMT makes its first encoder layer bidirectional, so
+    that is modelled (all layers have the same size, so the choice does not
+    change the totals). Residual connections start at the third layer of each
+    stack. Attention is a time-distributed fc layer combining the decoder state
+    with the context (``2 units -> units``) followed by softmax; its context
+    feeds the first decoder layer only. The vocabulary projection is left out
+    (the paper does not mention it).
+    """
+    layers = []
+    for position in range(8):
+        residual = position >= 2
+        layers.append(Layer(f"enc{position}", "lstm", units, units, n_ts=timesteps,
+                            bidirectional=position == 0,
+                            aux=("sigmoid", "tanh") + (("residual",) if residual else ()),
+                            residual_from=f"enc{position - 1}" if residual else None))
+    for position in range(8):
+        residual = position >= 2
+        layers.append(Layer(f"dec{position}", "lstm", 2 * units if position == 0 else units, units,
+                            n_ts=timesteps, aux=("sigmoid", "tanh") + (("residual",) if residual else ()),
+                            residual_from=f"dec{position - 1}" if residual else None))
+        if position == 0:
+            layers.append(Layer("attention", "fc", 2 * units, units, n_ts=timesteps, aux=("tanh", "softmax")))
+    return Workload("gnmt", tuple(layers), n_mb)
+
+
+#: Built-in workloads by name.
+BUILTINS = {"vgg16": vgg16, "resnet50": resnet50, "gnmt": gnmt}
+
+_LAYER_FIELDS = {name for name in Layer.__dataclass_fields__}
+
+
+def workload_from_dict(data, source="workload"):
+    """Build a :class:`Workload` from a parsed JSON/YAML document.
+
+    Parameters
+    ----------
+    data : dict
+        ``{"name": str, "n_mb": int, "layers": [{"name": ..., "kind": ..., ...}, ...]}``.
+    source : str
+        Where the document came from, for error messages.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
+        raise WorkloadError(f"{source}: expected an object with a 'layers' list")
+    layers = []
+    for position, entry in enumerate(data["layers"]):
+        label = entry.get("name", f"#{position}") if isinstance(entry, dict) else f"#{position}"
+        if not isinstance(entry, dict):
+            raise WorkloadError(f"layer {label!r}: expected an object, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - _LAYER_FIELDS)
+        if unknown:
+            raise WorkloadError(f"layer {label!r}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_LAYER_FIELDS))}")
+        missing = [key for key in ("name", "kind", "n_in", "n_out") if key not in entry]
+        if missing:
+            raise WorkloadError(f"layer {label!r}: missing field(s) {', '.join(missing)}")
+        layers.append(Layer(**{**entry, "aux": tuple(entry.get("aux", ()))}))
+    return Workload(str(data.get("name", source)), tuple(layers), data.get("n_mb", 256))
+
+
+def load_document(path):
+    """Parse a JSON or YAML file (YAML needs PyYAML) into Python objects."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise WorkloadError(f"{path}: cannot read ({error.strerror})") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise WorkloadError(f"{path}: YAML input needs PyYAML (pip install pyyaml); use JSON instead") from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise WorkloadError(f"{path}: invalid YAML ({error})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise WorkloadError(f"{path}: invalid JSON at line {error.lineno} column {error.colno} ({error.msg})") from None
+
+
+def load_workload(spec, n_mb=None):
+    """Return a built-in workload by name or read one from a JSON/YAML file."""
+    if spec in BUILTINS:
+        workload = BUILTINS[spec]()
+    else:
+        workload = workload_from_dict(load_document(spec), source=str(spec))
+    return workload if n_mb is None else workload.with_minibatch(n_mb)
