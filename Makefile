@@ -24,16 +24,21 @@ $(VENV)/.installed-fpga: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet -e '.[fpga]'
 	@touch $@
 
+# The suite also checks that DeepSpatialMatrix sweeps give the same results on a local Dask cluster.
+$(VENV)/.installed-dask: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet -e '.[dask]'
+	@touch $@
+
 simulators:
 	@sh verif/ensure_simulators.sh
 
 verilog: $(VENV)/.installed
 	$(TRAINFORGE) verilog $(ARGS)
 
-test: $(VENV)/.installed simulators
+test: $(VENV)/.installed-dask simulators
 	$(PY) -m pytest -n $(JOBS) verif
 
-regress: $(VENV)/.installed simulators
+regress: $(VENV)/.installed-dask simulators
 	$(PY) -m pytest -n $(JOBS) --regress verif
 
 synth: $(VENV)/.installed-fpga

@@ -1,0 +1,1 @@
+"""Golden models of the NeuroTrainer family (vectorised numpy, bit-exact)."""

@@ -1,0 +1,110 @@
+"""Comparator unit for max pooling and its backward pass (NeuroTrainer, Section 3.3.3)."""
+from amaranth import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+
+__all__ = ["NTComparator"]
+
+
+class NTComparator(wiring.Component):
+    """k 16-bit comparators computing ``y = max(x, y)`` and remembering the argmax.
+
+    Lane ``i`` reduces one pooling window: each accepted row offers one element
+    ``x[i]`` of every lane's window. A ``first`` row opens new windows (its elements
+    are the running maxima, index 0); later rows replace the maximum only when
+    strictly greater, so ties keep the earliest element. The index is the element's
+    position in the window (0 .. r^2-1), counted in accepted rows since ``first``
+    and wrapping modulo ``2**index_bits``. After a ``last`` row the k maxima and
+    their indices are sent on ``o_max``; a row with both flags is a one-element window.
+
+    One stage: a row per cycle unless a ``last`` row finds ``o_max`` occupied; the
+    result is valid :attr:`LATENCY` cycle after the ``last`` row was accepted.
+
+    Parameters
+    ----------
+    lanes : int
+        Number of comparators k.
+    index_bits : int
+        Width of the argmax index.
+
+    Members
+    -------
+    i_row : In(stream.Signature(row_layout))
+    o_max : Out(stream.Signature(result_layout))
+
+    Attributes
+    ----------
+    row_layout : data.StructLayout
+        ``x`` (``lanes`` signed 16-bit values), ``first``, ``last``.
+    result_layout : data.StructLayout
+        ``value`` (``lanes`` signed 16-bit maxima) and ``index`` (``lanes`` indices).
+    """
+
+    PARAMS = ParamSchema((
+        Param("lanes", int, 4, "comparators k", minimum=1, maximum=64),
+        Param("index_bits", int, 8, "argmax index width (window of up to 2**index_bits elements)",
+              minimum=1, maximum=16),
+    ))
+
+    #: Cycles from the acceptance of a ``last`` row to its result on ``o_max``, without stalls.
+    LATENCY = 1
+
+    def __init__(self, *, lanes=4, index_bits=8):
+        self.params = self.PARAMS.resolve(lanes=lanes, index_bits=index_bits)
+        self.lanes = lanes
+        self.index_bits = index_bits
+        self.row_layout = data.StructLayout({
+            "x": data.ArrayLayout(signed(16), lanes),
+            "first": 1,
+            "last": 1,
+        })
+        self.result_layout = data.StructLayout({
+            "value": data.ArrayLayout(signed(16), lanes),
+            "index": data.ArrayLayout(unsigned(index_bits), lanes),
+        })
+        super().__init__({
+            "i_row": In(stream.Signature(self.row_layout)),
+            "o_max": Out(stream.Signature(self.result_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        row = self.i_row.payload
+        result_slot_free = ~self.o_max.valid | self.o_max.ready
+        accept = Signal()
+        m.d.comb += [
+            self.i_row.ready.eq(~row.last | result_slot_free),
+            accept.eq(self.i_row.valid & self.i_row.ready),
+        ]
+        with m.If(self.o_max.ready):
+            m.d.sync += self.o_max.valid.eq(0)
+
+        position = Signal(self.index_bits)
+        current = Signal(self.index_bits)
+        m.d.comb += current.eq(Mux(row.first, 0, position))
+        with m.If(accept):
+            m.d.sync += position.eq(current + 1)
+            with m.If(row.last):
+                m.d.sync += self.o_max.valid.eq(1)
+
+        for lane in range(self.lanes):
+            best = Signal(signed(16), name=f"best_{lane}")
+            best_index = Signal(self.index_bits, name=f"best_index_{lane}")
+            take = Signal(name=f"take_{lane}")
+            new_best = Signal(signed(16), name=f"new_best_{lane}")
+            new_index = Signal(self.index_bits, name=f"new_index_{lane}")
+            m.d.comb += [
+                take.eq(row.first | (row.x[lane] > best)),
+                new_best.eq(Mux(take, row.x[lane], best)),
+                new_index.eq(Mux(take, current, best_index)),
+            ]
+            with m.If(accept):
+                m.d.sync += [best.eq(new_best), best_index.eq(new_index)]
+                with m.If(row.last):
+                    m.d.sync += [
+                        self.o_max.payload.value[lane].eq(new_best),
+                        self.o_max.payload.index[lane].eq(new_index),
+                    ]
+        return m

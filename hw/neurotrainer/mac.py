@@ -1,0 +1,220 @@
+"""Fixed 32/16 MAC array with low-overhead stochastic rounding (NeuroTrainer, Section 3.3.2, Fig. 11, Table 1)."""
+from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamError, ParamSchema
+from ...golden.neurotrainer.mac import ROUNDINGS, reset_state, xorshift_seeds
+
+__all__ = ["NTMac"]
+
+
+def _check_seed(values):
+    if values["rounding"] == "sr_lo" and values["seed"] > 255:
+        raise ParamError(f"parameter 'seed' = {values['seed']!r} is invalid (the SR-LO LFSR has 8 stages); "
+                         "allowed: an integer in 1..255 when rounding is sr_lo")
+
+
+class NTMac(wiring.Component):
+    """A row of k fixed-point MACs computing ``y = a * x + y`` in 32-bit or dual 16-bit mode.
+
+    Each accepted row carries one broadcast word ``a`` (from input buffer 1) and
+    ``lanes`` words ``x`` (from input buffer 2). Lane ``i`` keeps a 32-bit
+    accumulator ``y[i]``:
+
+    - ``wide = 1`` (32-bit mode): ``y = sat32((a*x + (y << F) + r) >> F)``, two's complement
+      Q(31-F).F operands, ``F = frac_bits``. ``r`` is the rounding offset: random bits masked
+      to the F dropped positions when ``sr = 1`` in an SR variant, ``1 << (F-1)`` in the
+      ``nearest`` variant, else 0 (the cropper truncates, i.e. rounds toward minus infinity).
+    - ``wide = 0`` (16-bit mode): each word holds two Q(15-F16).F16 halves and each half
+      computes ``y_h = sat16((a_h*x_h + (y_h << F16)) >> F16)``, always truncated (no noise).
+
+    ``clear`` starts the row from ``y = 0``; after a ``read`` row the k accumulators are
+    sent on ``o_y``. Random generators (SR variants only) step once per accumulated row:
+
+    - ``sr_lo``: one 8-stage LFSR (x^8+x^6+x^5+x^4+1) whose feedback bit shifts into one
+      32-bit left-shift register shared by all lanes (Fig. 11);
+    - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
+      random number per MAC).
+
+    Two-stage pipeline (multiply, then add/round/saturate); one row per cycle unless a
+    ``read`` row finds ``o_y`` still occupied. A ``read`` row's result is valid
+    :attr:`LATENCY` cycles after its acceptance.
+
+    Parameters
+    ----------
+    lanes : int
+        Number of MACs k.
+    frac_bits : int
+        Fraction bits F of the 32-bit format.
+    frac_bits16 : int
+        Fraction bits F16 of the 16-bit format.
+    rounding : str
+        ``sr_lo``, ``sr_full``, ``truncate`` or ``nearest`` (Table 1 variants).
+    seed : int
+        Seed of the random generators (the LFSR's initial state for ``sr_lo``).
+
+    Members
+    -------
+    i_row : In(stream.Signature(row_layout))
+        Operand rows with the ``wide``, ``sr``, ``clear`` and ``read`` flags.
+    o_y : Out(stream.Signature(result_layout))
+        The k accumulator words after each ``read`` row.
+
+    Attributes
+    ----------
+    row_layout : data.StructLayout
+        ``a`` (32 bits), ``x`` (array of ``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``.
+    result_layout : data.ArrayLayout
+        ``lanes`` 32-bit accumulator words.
+    """
+
+    PARAMS = ParamSchema((
+        Param("lanes", int, 4, "MAC lanes k", minimum=1, maximum=64),
+        Param("frac_bits", int, 16, "fraction bits of the 32-bit fixed-point format", minimum=0, maximum=30),
+        Param("frac_bits16", int, 8, "fraction bits of the 16-bit fixed-point format", minimum=0, maximum=14),
+        Param("rounding", str, "sr_lo", "32-bit rounding: SR-LO, per-MAC full-width SR, truncate or nearest",
+              choices=ROUNDINGS),
+        Param("seed", int, 0xA5, "random generator seed (LFSR state for sr_lo: 1..255)",
+              minimum=1, maximum=(1 << 32) - 1),
+    ), constraints=(_check_seed,))
+
+    #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
+    LATENCY = 2
+
+    def __init__(self, *, lanes=4, frac_bits=16, frac_bits16=8, rounding="sr_lo", seed=0xA5):
+        self.params = self.PARAMS.resolve(lanes=lanes, frac_bits=frac_bits, frac_bits16=frac_bits16,
+                                          rounding=rounding, seed=seed)
+        self.lanes = lanes
+        self.frac_bits = frac_bits
+        self.frac_bits16 = frac_bits16
+        self.rounding = rounding
+        self.seed = seed
+        self.row_layout = data.StructLayout({
+            "a": unsigned(32),
+            "x": data.ArrayLayout(unsigned(32), lanes),
+            "wide": 1,
+            "sr": 1,
+            "clear": 1,
+            "read": 1,
+        })
+        self.result_layout = data.ArrayLayout(unsigned(32), lanes)
+        super().__init__({
+            "i_row": In(stream.Signature(self.row_layout)),
+            "o_y": Out(stream.Signature(self.result_layout)),
+        })
+
+    def _random_words(self, m, step):
+        """Per-lane random words (32 bits) for the row in stage 2; the generators advance on ``step``."""
+        if self.rounding == "sr_lo":
+            lfsr_reset, register_reset = reset_state(self.seed)
+            lfsr = Signal(8, init=lfsr_reset)
+            register = Signal(32, init=register_reset)
+            feedback = lfsr[7] ^ lfsr[5] ^ lfsr[4] ^ lfsr[3]
+            with m.If(step):
+                m.d.sync += [
+                    lfsr.eq(Cat(feedback, lfsr[:7])),
+                    register.eq(Cat(feedback, register[:31])),
+                ]
+            return [register] * self.lanes
+        if self.rounding == "sr_full":
+            words = []
+            for lane, seed in enumerate(xorshift_seeds(self.seed, self.lanes)):
+                state = Signal(32, init=int(seed), name=f"xorshift_{lane}")
+                first = Signal(32, name=f"xorshift_{lane}_a")
+                second = Signal(32, name=f"xorshift_{lane}_b")
+                third = Signal(32, name=f"xorshift_{lane}_c")
+                m.d.comb += [
+                    first.eq(state ^ (state << 13)[:32]),
+                    second.eq(first ^ (first >> 17)),
+                    third.eq(second ^ (second << 5)[:32]),
+                ]
+                with m.If(step):
+                    m.d.sync += state.eq(third)
+                words.append(state)
+            return words
+        return None
+
+    def elaborate(self, platform):
+        m = Module()
+        frac, frac16 = self.frac_bits, self.frac_bits16
+
+        # Stage 1: products (one 32x32 and two 16x16 per lane) and flags.
+        product32 = [Signal(signed(64), name=f"product32_{lane}") for lane in range(self.lanes)]
+        product16 = [[Signal(signed(32), name=f"product16_{lane}_{half}") for half in range(2)]
+                     for lane in range(self.lanes)]
+        stage_valid = Signal()
+        stage_wide = Signal()
+        stage_sr = Signal()
+        stage_clear = Signal()
+        stage_read = Signal()
+
+        # Stage 2: add, round, crop, saturate into the accumulators; results to the o_y register.
+        accumulators = [Signal(32, name=f"y_{lane}") for lane in range(self.lanes)]
+        result_slot_free = ~self.o_y.valid | self.o_y.ready
+        accumulate = Signal()
+        advance = Signal()
+        m.d.comb += [
+            accumulate.eq(stage_valid & (~stage_read | result_slot_free)),
+            advance.eq(~stage_valid | accumulate),
+            self.i_row.ready.eq(advance),
+        ]
+        with m.If(self.o_y.ready):
+            m.d.sync += self.o_y.valid.eq(0)
+
+        random_words = self._random_words(m, accumulate)
+        row = self.i_row.payload
+        with m.If(advance):
+            m.d.sync += [
+                stage_valid.eq(self.i_row.valid),
+                stage_wide.eq(row.wide),
+                stage_sr.eq(row.sr),
+                stage_clear.eq(row.clear),
+                stage_read.eq(row.read),
+            ]
+            for lane in range(self.lanes):
+                m.d.sync += product32[lane].eq(row.a.as_signed() * row.x[lane].as_signed())
+                for half in range(2):
+                    m.d.sync += product16[lane][half].eq(
+                        row.a[16 * half:16 * half + 16].as_signed() * row.x[lane][16 * half:16 * half + 16].as_signed())
+
+        for lane in range(self.lanes):
+            y_old = Mux(stage_clear, 0, accumulators[lane])
+            # 32-bit mode.
+            if random_words is not None and frac > 0:
+                offset = Mux(stage_sr, random_words[lane][:frac], 0)
+            elif self.rounding == "nearest" and frac > 0:
+                offset = Const(1 << (frac - 1), frac)
+            else:
+                offset = Const(0, 1)
+            total32 = Signal(signed(66), name=f"total32_{lane}")
+            m.d.comb += total32.eq(product32[lane] + (y_old.as_signed() << frac) + offset)
+            y32 = _saturate(m, total32[frac:].as_signed(), 32, f"y32_{lane}")
+            # 16-bit mode.
+            halves = []
+            for half in range(2):
+                total16 = Signal(signed(34), name=f"total16_{lane}_{half}")
+                m.d.comb += total16.eq(product16[lane][half] + (y_old[16 * half:16 * half + 16].as_signed() << frac16))
+                halves.append(_saturate(m, total16[frac16:].as_signed(), 16, f"y16_{lane}_{half}"))
+            updated = Signal(32, name=f"updated_{lane}")
+            m.d.comb += updated.eq(Mux(stage_wide, y32, Cat(*halves)))
+            with m.If(accumulate):
+                m.d.sync += accumulators[lane].eq(updated)
+                with m.If(stage_read):
+                    m.d.sync += self.o_y.payload[lane].eq(updated)
+        with m.If(accumulate & stage_read):
+            m.d.sync += self.o_y.valid.eq(1)
+        return m
+
+
+def _saturate(m, value, bits, name):
+    """``value`` clamped to the signed ``bits``-bit range, as a ``bits``-bit signal."""
+    high, low = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    result = Signal(bits, name=name)
+    with m.If(value > high):
+        m.d.comb += result.eq(high)
+    with m.Elif(value < low):
+        m.d.comb += result.eq(Const(low, signed(bits)))
+    with m.Else():
+        m.d.comb += result.eq(value[:bits])
+    return result
