@@ -130,8 +130,12 @@ def _categories(result, index):
 class _Explorer:
     """One exploration: caches pass evaluations and counts model points."""
 
-    def __init__(self, workload, arch, optimizations, training, held_bytes=0.0, preloaded=frozenset()):
+    def __init__(self, workload, arch, optimizations, training, held_bytes=0.0, preloaded=frozenset(),
+                 first_layer_bwd=False):
         self.workload = workload
+        # The network's first layer needs no BWD pass (no error to propagate to the input). A layer
+        # explored on its own (a pipe stage) is not the network's first layer: keep its BWD.
+        self.first_layer_bwd = first_layer_bwd
         self.arch = asymmetric(arch) if optimizations.hybrid else arch
         self.opts = optimizations
         self.training = training
@@ -184,7 +188,7 @@ class _Explorer:
         records = {}
         total = 0.0
         for pass_name in self.passes:
-            if pass_name == "BWD" and position == 0:
+            if pass_name == "BWD" and position == 0 and not self.first_layer_bwd:
                 continue
             if pass_name == "FWD":
                 resident = fwd_resident
@@ -274,7 +278,7 @@ class _Explorer:
     def _producer_with_resident_error(self, producer, state):
         cost, records = 0.0, {}
         for pass_name in ("BWD", "UPD"):
-            if pass_name == "BWD" and producer == 0:
+            if pass_name == "BWD" and producer == 0 and not self.first_layer_bwd:
                 continue
             layer = self.workload.layers[producer]
             context = PassContext(input_resident=True, held_bytes=self.held, keep_kernel=self.opts.memory_reuse and layer.n_ts > 1)
@@ -388,6 +392,7 @@ def _apply_pipelining(workload, arch, optimizations, training, layers, total, po
     no_pipe = Optimizations(optimizations.hybrid, optimizations.memory_reuse, optimizations.dysm, False)
     for group in _pipe_groups(workload):
         members = [workload.layers[p] for p in group]
+        position_of = {workload.layers[p].name: p for p in group}
         uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
         chips = allocate_chips([m.macs(1) for m in members], arch.system.chips)
         stage = {}
@@ -400,7 +405,8 @@ def _apply_pipelining(workload, arch, optimizations, training, layers, total, po
             alone = replace(layer, input_from=None, residual_from=None,
                             aux=tuple(op for op in layer.aux if op != "residual"))
             single = type(workload)(layer.name, (alone,), workload.n_mb)
-            explorer = _Explorer(single, sub, Optimizations(False, no_pipe.memory_reuse, no_pipe.dysm, False), training)
+            explorer = _Explorer(single, sub, Optimizations(False, no_pipe.memory_reuse, no_pipe.dysm, False), training,
+                                 first_layer_bwd=position_of[layer.name] > 0)
             explorer.arch = sub          # already asymmetric if hybrid is on
             cost, path = explorer.run()
             points += explorer.points

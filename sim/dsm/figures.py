@@ -56,7 +56,9 @@ def training_sweep(networks, minibatches, executor="local", changes=None):
         best = max(p["utilization"] for p in rows)
         gain = max(next(q["cycles"] for q in rows if q["n_mb"] == mb and q["level"] == 0)
                    / next(q["cycles"] for q in rows if q["n_mb"] == mb and q["level"] == 3) for mb in minibatches)
-        summary[network] = {"best_utilization": best, "optimization_gain": gain,
+        # Fig. 11's tallest bar: best speedup over the minibatch-256 DSM bar (minibatch and optimizations together).
+        top = max(p["speedup"] for p in rows if p["level"] == 3)
+        summary[network] = {"best_utilization": best, "optimization_gain": gain, "fig11_top_speedup": top,
                             "paper_best_utilization": PAPER["training_best_utilization"][network],
                             "paper_optimization_gain": PAPER["training_optimization_gain"][network]}
     return {"figure": "fig11_training", "points": points, "summary": summary}
@@ -100,6 +102,149 @@ def scratchpad_sweep(networks, sizes_mb, executor="local", n_mb=512):
     return {"figure": "fig15_scratchpad", "points": points}
 
 
+NAMES = {"vgg16": "VGG16", "resnet50": "ResNet50", "gnmt": "GNMT"}
+LEVEL_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
+CATEGORY_LABELS = {"compute": "primary compute (MACs busy)", "array_underuse": "PE-array underuse (padding, startup)",
+                   "visible_overlapped": "overlapped transfer not hidden", "non_overlapped": "non-overlapped transfer",
+                   "auxiliary": "auxiliary compute (SFP)"}
+
+
+def _stack_label(network, level):
+    if level == 3:
+        return "+ timestep pipelining" if network == "gnmt" else "+ DySM"
+    return ("DSM (symmetric torus)", "+ hybrid / asymmetric torus", "+ memory reuse")[level]
+
+
+def _panels(plt, networks, title, height=4.2):
+    figure, axes = plt.subplots(1, len(networks), figsize=(4.6 * len(networks), height), squeeze=False)
+    figure.suptitle(title, fontsize=11)
+    return figure, list(axes[0])
+
+
+def _plot_training(plt, report):
+    points = report["points"]
+    networks = [n for n in NAMES if any(p["network"] == n for p in points)]
+    minibatches = sorted({p["n_mb"] for p in points})
+    figure, axes = _panels(plt, networks, f"Fig. 11(a-c): training speedup, 64 chips / 8 PFLOP/s, "
+                                         f"normalized to N_mb={minibatches[0]} DSM")
+    width = 0.2
+    for axis, network in zip(axes, networks):
+        for level in range(4):
+            ys = [next(p["speedup"] for p in points if p["network"] == network and p["n_mb"] == mb and p["level"] == level)
+                  for mb in minibatches]
+            axis.bar([k + (level - 1.5) * width for k in range(len(minibatches))], ys, width,
+                     color=LEVEL_COLORS[level], label=_stack_label(network, level))
+        summary = report.get("summary", {}).get(network, {})
+        axis.set_title(f"{NAMES[network]}: best util. {summary.get('best_utilization', float('nan')):.2f}, "
+                       f"opt. gain {summary.get('optimization_gain', float('nan')):.2f}x", fontsize=9)
+        axis.set_xticks(range(len(minibatches)), [str(mb) for mb in minibatches])
+        axis.set_xlabel("minibatch N_mb (samples)")
+        axis.set_ylabel(f"speedup (x) vs N_mb={minibatches[0]} DSM")
+        axis.grid(axis="y", alpha=0.3)
+        axis.legend(fontsize=7, loc="upper left")
+    return figure
+
+
+def _plot_inference(plt, report):
+    points = report["points"]
+    networks = [n for n in NAMES if any(p["network"] == n for p in points)]
+    figure, axes = _panels(plt, networks, "Fig. 11(d-f): inference on one chip (128 TFLOP/s), FWD only")
+    for axis, network in zip(axes, networks):
+        batches = sorted({p["n_mb"] for p in points if p["network"] == network})
+        for offset, memory in ((-0.2, False), (0.2, True)):
+            rows = {p["n_mb"]: p for p in points if p["network"] == network and p["memory_reuse"] == memory}
+            axis.bar([k + offset for k in range(len(batches))], [rows[b]["utilization"] for b in batches], 0.4,
+                     color=LEVEL_COLORS[2 if memory else 0],
+                     label="+ feature reuse and weight preloading" if memory else "DSM (no optimization)")
+        gain = report.get("summary", {}).get(network, {}).get("gain_at_first_batch", float("nan"))
+        axis.set_title(f"{NAMES[network]}: gain at batch {batches[0]} = {gain:.2f}x", fontsize=9)
+        axis.set_xticks(range(len(batches)), [str(b) for b in batches])
+        axis.set_xlabel("batch size (samples)")
+        axis.set_ylabel("utilization (fraction of peak)")
+        axis.set_yscale("log")
+        axis.grid(axis="y", alpha=0.3, which="both")
+        axis.legend(fontsize=7, loc="upper left")
+    return figure
+
+
+def _plot_layers(plt, report):
+    layers = report["layers"]
+    figure, axis = plt.subplots(figsize=(12, 5.5))
+    figure.suptitle(f"Figs. 12-13: VGG16 training, N_mb={report['n_mb']}, all optimizations, 64 chips; "
+                    f"overall utilization {report['utilization']:.2f}", fontsize=11)
+    bottom = [0.0] * len(layers)
+    for category in CATEGORIES:
+        values = []
+        for layer in layers:
+            total = sum(v["cycles"] for v in layer["passes"].values())
+            values.append(sum(v["categories"][category] for v in layer["passes"].values()) / total)
+        axis.bar(range(len(layers)), values, bottom=bottom, label=CATEGORY_LABELS[category])
+        bottom = [b + v for b, v in zip(bottom, values)]
+    labels = []
+    for layer in layers:
+        split = layer["passes"]["FWD"]["split"]
+        core = "/".join(f"{d}{n}" for d, n in zip(("in", "out", "ij", "kij", "mb"), split) if n > 1) or "-"
+        mem = "Y" if any(v["input_resident"] for v in layer["passes"].values()) else "N"
+        labels.append(f"{layer['name']}\n{layer['parallelism']}\nFWD {core}\nMem {mem} DySM {layer['dysm']}")
+    axis.set_xticks(range(len(layers)), labels, rotation=90, fontsize=7)
+    axis.set_ylabel("share of the layer's FWD+BWD+UPD time")
+    axis.set_ylim(0, 1)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return figure
+
+
+def _plot_scaling(plt, report):
+    points = report["points"]
+    networks = [n for n in NAMES if any(p["network"] == n for p in points)]
+    figure, axes = _panels(plt, networks, f"Fig. 14: training speedup vs system size (X fixed at 4 chips), "
+                                         f"N_mb={points[0]['n_mb']}, normalized to the smallest system's DSM")
+    for axis, network in zip(axes, networks):
+        rows = [p for p in points if p["network"] == network]
+        chips = sorted({p["chips"] for p in rows})
+        reference = next(p["cycles"] for p in rows if p["chips"] == chips[0] and p["level"] == 0)
+        for level in sorted({p["level"] for p in rows}):
+            line = sorted((p for p in rows if p["level"] == level), key=lambda p: p["chips"])
+            axis.plot([p["chips"] for p in line], [reference / p["cycles"] for p in line], marker="o",
+                      color=LEVEL_COLORS[level], label="DSM (no optimization)" if level == 0 else "all optimizations")
+        axis.plot(chips, [c / chips[0] for c in chips], "k--", lw=0.8, label="linear in chips")
+        axis.set_xscale("log", base=2), axis.set_yscale("log", base=2)
+        axis.set_xticks(chips, [f"{c}\n{c * 0.131072:.1f} PF" for c in chips])
+        axis.set_xlabel("chips (peak PFLOP/s)")
+        axis.set_ylabel(f"speedup (x) vs {chips[0]}-chip DSM")
+        axis.set_title(NAMES[network], fontsize=9)
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=7, loc="upper left")
+    return figure
+
+
+def _plot_scratchpad(plt, report):
+    points = report["points"]
+    networks = [n for n in NAMES if any(p["network"] == n for p in points)]
+    figure, axes = _panels(plt, networks, f"Fig. 15: training utilization vs scratchpad capacity per core, "
+                                         f"N_mb={points[0]['n_mb']}, 64 chips")
+    for axis, network in zip(axes, networks):
+        rows = [p for p in points if p["network"] == network]
+        for level in sorted({p["level"] for p in rows}):
+            line = sorted((p for p in rows if p["level"] == level), key=lambda p: p["scratchpad_mb"])
+            axis.plot([p["scratchpad_mb"] for p in line], [p["utilization"] for p in line], marker="o",
+                      color=LEVEL_COLORS[level], label=("hybrid, no memory optimization" if level == 1
+                                                        else _stack_label(network, level)))
+        sizes = sorted({p["scratchpad_mb"] for p in rows})
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(sizes, [f"{s:g}" for s in sizes])
+        axis.set_xlabel("scratchpad per core (MB)")
+        axis.set_ylabel("utilization (fraction of peak)")
+        axis.set_ylim(0, 1)
+        axis.set_title(NAMES[network], fontsize=9)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="lower right")
+    return figure
+
+
+_PLOTTERS = {"fig11_training": _plot_training, "fig11_inference": _plot_inference,
+             "fig12_13_vgg16_layers": _plot_layers, "fig14_scaling": _plot_scaling, "fig15_scratchpad": _plot_scratchpad}
+
+
 def write_report(report, out_dir=REPORT_DIR):
     """Write ``<figure>.json`` and ``<figure>.png``; returns the two paths."""
     import matplotlib
@@ -109,47 +254,7 @@ def write_report(report, out_dir=REPORT_DIR):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = report["figure"]
-    figure, axis = plt.subplots(figsize=(9, 4.5))
-    points = report.get("points", [])
-    if name == "fig11_training":
-        networks = sorted({p["network"] for p in points})
-        minibatches = sorted({p["n_mb"] for p in points})
-        width = 0.8 / (len(networks) * 4)
-        for i, network in enumerate(networks):
-            for level in range(4):
-                xs = [k + (i * 4 + level) * width for k in range(len(minibatches))]
-                ys = [next(p["speedup"] for p in points if p["network"] == network and p["n_mb"] == mb and p["level"] == level)
-                      for mb in minibatches]
-                axis.bar(xs, ys, width, label=f"{network} {STACK[level]}")
-        axis.set_xticks(range(len(minibatches)), [str(mb) for mb in minibatches])
-        axis.set_xlabel("minibatch"), axis.set_ylabel(f"speedup vs N_mb={minibatches[0]} DSM")
-    elif name == "fig11_inference":
-        for network in sorted({p["network"] for p in points}):
-            for memory in (False, True):
-                rows = sorted((p for p in points if p["network"] == network and p["memory_reuse"] == memory), key=lambda p: p["n_mb"])
-                axis.plot([p["n_mb"] for p in rows], [p["utilization"] for p in rows], marker="o",
-                          label=f"{network} {'Mem-Opt+preload' if memory else 'DSM'}")
-        axis.set_xlabel("batch"), axis.set_ylabel("utilization"), axis.set_yscale("log")
-    elif name == "fig12_13_vgg16_layers":
-        layers = report["layers"]
-        bottom = [0.0] * len(layers)
-        for category in CATEGORIES:
-            values = []
-            for layer in layers:
-                total = sum(v["cycles"] for v in layer["passes"].values())
-                values.append(sum(v["categories"][category] for v in layer["passes"].values()) / total)
-            axis.bar(range(len(layers)), values, bottom=bottom, label=category)
-            bottom = [b + v for b, v in zip(bottom, values)]
-        axis.set_xticks(range(len(layers)), [f"{l['name']}\n{l['parallelism']}" for l in layers], rotation=90, fontsize=6)
-        axis.set_ylabel("fraction of time")
-    else:
-        key = "chips" if name == "fig14_scaling" else "scratchpad_mb"
-        for network in sorted({p["network"] for p in points}):
-            for level in sorted({p["level"] for p in points}):
-                rows = sorted((p for p in points if p["network"] == network and p["level"] == level), key=lambda p: p[key])
-                axis.plot([p[key] for p in rows], [p["utilization"] for p in rows], marker="o", label=f"{network} {STACK[level]}")
-        axis.set_xlabel(key), axis.set_ylabel("utilization")
-    axis.legend(fontsize=6, ncol=2)
+    figure = _PLOTTERS[name](plt, report)
     figure.tight_layout()
     png = out_dir / f"{name}.png"
     figure.savefig(png, dpi=120)

@@ -160,7 +160,11 @@ def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=Pas
     rot_chips = out_x * out_y          # chips sharing one set of features (model dims)
     # Feature input and other read / written structure of the pass.
     if pass_name == "FWD":
-        feat_c, feat_chip, other_c, other_chip, write_c, write_chip = act_c, act_chip, ker_c, ker_chip, out_c_el, out_chip
+        # The SFPs pool before the output leaves the core: the tensor written back is the
+        # stored (pooled) output, the same tensor the next layer reads as its input.
+        pooled = float(layer.pool_stride ** 2)
+        feat_c, feat_chip, other_c, other_chip = act_c, act_chip, ker_c, ker_chip
+        write_c, write_chip = out_c_el / pooled, out_chip / pooled
     elif pass_name == "BWD":
         feat_c, feat_chip, other_c, other_chip, write_c, write_chip = out_c_el, out_chip, ker_c, ker_chip, act_c, act_chip
     else:
@@ -236,7 +240,7 @@ def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=Pas
     # Non-overlapped, every repetition.
     red_dims = REDUCTION_DIMS[pass_name]
     reducers = np.prod(splits[:, list(red_dims)], axis=1)
-    pass_out_c = write_c
+    pass_out_c = out_c_el if pass_name == "FWD" else write_c     # partial sums are reduced before pooling
     psum = pass_out_c * bpe * (reducers - 1) / reducers / chip.core_to_core_bw
     if pass_name == "FWD" and "batchnorm" in layer.aux:
         bn_reducers = splits[:, IJ] * splits[:, MB]
