@@ -28,10 +28,16 @@ def pytest_configure(config):
         config.option.seed = config.workerinput["trainforge_seed"]
     elif config.option.seed is None:
         config.option.seed = int(os.environ.get("SEED", random.randrange(1 << 31)))
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_SeedToWorkers())
 
 
-def pytest_configure_node(node):
-    node.workerinput["trainforge_seed"] = node.config.option.seed
+class _SeedToWorkers:
+    """Hands the controller's base seed to every xdist worker."""
+
+    @staticmethod
+    def pytest_configure_node(node):
+        node.workerinput["trainforge_seed"] = node.config.option.seed
 
 
 def pytest_report_header(config):

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import pathlib
+import sys
 import uuid
 import xml.etree.ElementTree as ElementTree
 from contextlib import contextmanager
@@ -26,6 +27,11 @@ BUILD_ROOT = ROOT / "build" / "sim"
 VERIF_DIR = pathlib.Path(__file__).resolve().parent
 
 SIMULATORS = ("icarus", "verilator")
+
+# cocotb hands the simulator this process's sys.path as PYTHONPATH: the testbench
+# modules must be importable from it whatever the working directory.
+if str(VERIF_DIR) not in sys.path:
+    sys.path.insert(0, str(VERIF_DIR))
 
 
 class SimulationFailure(AssertionError):

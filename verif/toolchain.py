@@ -11,6 +11,9 @@ VERILATOR_WAIVERS = [
     # (`\i_row__payload.a[0]`) and keeps the unused carry-out bits of adders whose
     # sums are truncated on purpose (wrap-around accumulators). They drive nothing.
     "-Wno-UNUSEDSIGNAL",
+    # Amaranth writes a block and all of its submodules into the one file named after
+    # the block, so every submodule's name differs from its file name by construction.
+    "-Wno-DECLFILENAME",
 ]
 
 #: One time unit per ns, so that a 10 ns clock is exact in Icarus.

@@ -12,7 +12,7 @@ from .comm import LayerTensors
 from .config import ArrayConfig, TrainingSetup
 from .network import Network
 from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
-from .simulator import simulate_step
+from .simulator import simulate_step, simulate_steps
 
 STRATEGIES = ("MP", "DP", "HyPar")
 
@@ -84,35 +84,71 @@ def _explore(network, setup, array, base, cells):
     """Simulated performance (vs DP) of every setting of the (level, layer) ``cells`` on top of ``base``."""
     dp_seconds = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels), array).seconds
     every = enumerate_partitions(1, len(cells)).reshape(-1, len(cells))
-    points = []
-    for setting in every:
-        choices = base.copy()
-        for (level, layer), bit in zip(cells, setting):
-            choices[level, layer] = bit
-        points.append((choices, dp_seconds / simulate_step(network, setup, choices, array).seconds))
-    return points
+    grid = np.repeat(base[None], len(every), axis=0)
+    for index, (level, layer) in enumerate(cells):
+        grid[:, level, layer] = every[:, index]
+    seconds = simulate_steps(network, setup, grid, array).seconds
+    return [(choices, float(dp_seconds / value)) for choices, value in zip(grid, seconds)]
+
+
+def full_enumeration(network, setup, array):
+    """Every 2^(H x L) partition of ``network``: HyPar's rank under the proxy and under simulated time.
+
+    Returns a JSON-ready dict. Ranks count the partitions strictly better
+    than HyPar's, plus one; ``ties`` counts those equal to it (HyPar included).
+    """
+    every = enumerate_partitions(len(network), array.levels)
+    hypar = strategy_choices("HyPar", network, setup, array.levels)
+    code = int("".join("1" if bit else "0" for bit in hypar.ravel()), 2)
+    result = simulate_steps(network, setup, every, array)
+    seconds, proxy = result.seconds, result.communication_bytes
+    dp_seconds = seconds[0]  # code 0 is all dp
+    fastest = float(seconds.min())
+    proxy_minimal = np.isclose(proxy, proxy.min(), rtol=1e-12, atol=0.0)
+    time_optimal = seconds <= fastest * (1 + 1e-12)
+    ordered = np.sort(seconds)
+    ranks = np.unique(np.round(np.geomspace(1, len(every), 60)))
+
+    def rank(values, mine, tolerance):
+        return {"rank": int((values < mine * (1 - tolerance)).sum()) + 1,
+                "ties": int((np.abs(values - mine) <= tolerance * mine).sum())}
+
+    return {
+        "partitions": int(len(every)),
+        "hypar": {"levels": format_choices(hypar), "GB": float(proxy[code] / 1e9), "seconds": float(seconds[code]),
+                  "performance": float(dp_seconds / seconds[code])},
+        # traffic sums of different partitions that are equal in exact arithmetic differ in the last bits
+        "proxy": {"min_GB": float(proxy.min() / 1e9), **rank(proxy, proxy[code], 1e-12),
+                  "argmin_levels": format_choices(every[int(np.argmin(proxy))]),
+                  "minimal_partitions": int(proxy_minimal.sum())},
+        "time": {"min_seconds": fastest, "peak_performance": float(dp_seconds / fastest),
+                 **rank(seconds, seconds[code], 1e-12),
+                 "gap_percent": float(100.0 * (seconds[code] / fastest - 1.0)),
+                 "argmin_levels": format_choices(every[int(np.argmin(seconds))]),
+                 "optimal_partitions": int(time_optimal.sum()),
+                 "GB_of_optimum": float(proxy[int(np.argmin(seconds))] / 1e9),
+                 "proxy_minimal_performance_range": [float(dp_seconds / seconds[proxy_minimal].max()),
+                                                     float(dp_seconds / seconds[proxy_minimal].min())],
+                 # performance of the partition at each rank (1 = fastest), log-spaced ranks, for the plot
+                 "performance_at_rank": {str(int(r)): float(dp_seconds / ordered[int(r) - 1]) for r in ranks}},
+    }
 
 
 def fig9(setup, array):
-    """Lenet-c: H1 and H4 explored (H2, H3 fixed to HyPar's), plus the proxy over all 2^(4x4) partitions."""
+    """Lenet-c: H1 and H4 explored (H2, H3 fixed to HyPar's), and all 2^(4x4) partitions under proxy and time."""
     network = builtin_network("Lenet-c")
     hypar = strategy_choices("HyPar", network, setup, array.levels)
     cells = [(level, layer) for level in (0, array.levels - 1) for layer in range(len(network))]
     points = _explore(network, setup, array, hypar, cells)
     best_choices, best = max(points, key=lambda point: point[1])
     hypar_performance = next(value for choices, value in points if (choices == hypar).all())
-    every = enumerate_partitions(len(network), array.levels)
-    proxy = traffic_of(network, setup, every).total_bytes
     return {
         "ours": {
             "grid": [{"H1": format_choices(c)[0], "H4": format_choices(c)[-1], "performance": v} for c, v in points],
             "peak": {"H1": format_choices(best_choices)[0], "H4": format_choices(best_choices)[-1],
                      "performance": best},
             "hypar": {"levels": format_choices(hypar), "performance": hypar_performance},
-            "full_enumeration_proxy": {
-                "partitions": int(len(proxy)), "min_GB": float(proxy.min() / 1e9),
-                "argmin_levels": format_choices(every[int(np.argmin(proxy))]),
-                "hypar_GB": float(traffic_of(network, setup, hypar).total_bytes / 1e9)},
+            "full_enumeration": full_enumeration(network, setup, array),
         },
         "paper": PAPER_PROSE["fig9_peak"],
     }
@@ -202,82 +238,236 @@ FIGURES = {"fig5": fig5, "fig6_7": fig6_7, "fig8": fig8, "fig9": fig9, "fig10": 
            "fig12": fig12, "fig13": fig13}
 
 
+def _bar_groups(axis, names, series, log=True):
+    """Grouped bars: ``series`` = [(label, values, colour, hatch)], one bar per series and name."""
+    step = 0.84 / len(series)
+    for index, (label, values, colour, hatch) in enumerate(series):
+        axis.bar(np.arange(len(names)) - 0.42 + (index + 0.5) * step, values, step, label=label, color=colour,
+                 hatch=hatch, edgecolor="white" if hatch else None, linewidth=0)
+    axis.set_xticks(np.arange(len(names)), names, rotation=30)
+    if log:
+        axis.set_yscale("log")
+    axis.grid(axis="y", alpha=0.3)
+
+
+COLOURS = {"MP": "tab:blue", "DP": "tab:orange", "HyPar": "tab:green", "Trick": "tab:red"}
+#: Where the paper's prose pins a Fig. 6/7 bar: (figure key, network, strategy) -> value.
+_PAPER_FIG6_7_POINTS = {
+    "performance": {("SFC", "HyPar"): "fig6_sfc_hypar", ("SFC", "MP"): "fig6_sfc_mp", ("Lenet-c", "HyPar"):
+                    "fig6_lenet_c_hypar", ("VGG-A", "HyPar"): "fig6_vgg_a_hypar", ("Gmean", "HyPar"): "fig6_hypar_gmean"},
+    "energy_efficiency": {("SFC", "HyPar"): "fig7_sfc_hypar", ("SFC", "MP"): "fig7_sfc_mp",
+                          ("Gmean", "HyPar"): "fig7_hypar_gmean"},
+}
+
+
+def _plot_fig5(plt, data):
+    maps = data["ours"]
+    figure, axes = plt.subplots(2, 5, figsize=(17, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.2, 1.6]})
+    colours = plt.matplotlib.colors.ListedColormap(["tab:blue", "tab:red"])
+    for axis, (name, entry) in zip(axes.T.ravel(), maps.items()):
+        grid = np.array([[int(bit) for bit in row] for row in entry["levels"]])
+        axis.imshow(grid, cmap=colours, vmin=0, vmax=1, aspect="auto")
+        axis.set_xticks(range(len(entry["layers"])), entry["layers"], rotation=90, fontsize=7)
+        axis.set_yticks(range(len(entry["levels"])), [f"H{level + 1}" for level in range(len(entry["levels"]))])
+        axis.set_xticks(np.arange(len(entry["layers"])) - 0.5, minor=True)
+        axis.set_yticks(np.arange(len(entry["levels"])) - 0.5, minor=True)
+        axis.grid(which="minor", color="white", linewidth=1)
+        axis.tick_params(which="minor", length=0)
+        axis.set_title(name, fontsize=10)
+    handles = [plt.matplotlib.patches.Patch(color="tab:blue", label="dp (data parallel)"),
+               plt.matplotlib.patches.Patch(color="tab:red", label="mp (model parallel)")]
+    figure.legend(handles=handles, loc="upper right", ncol=2)
+    figure.suptitle("Fig. 5: HyPar's parallelism per level (rows H1..H4) and weighted layer, H = 4, batch 256 (ours)\n"
+                    "paper (Sec. 6.2.1): SFC all mp except fc1@H3; SCONV all dp; conv layers mostly dp, fc mostly mp",
+                    fontsize=10)
+    return figure
+
+
+def _plot_fig6_7(plt, data):
+    figure, axes = plt.subplots(2, 1, figsize=(14, 8.5), sharex=True)
+    columns = data["columns"]
+    for axis, key, title in zip(axes, ("performance", "energy_efficiency"),
+                                ("Fig. 6: performance (step time of DP / step time)",
+                                 "Fig. 7: energy efficiency (energy of DP / energy)")):
+        table = data[key]
+        names = list(table)
+        _bar_groups(axis, names, [(f"{strategy} (ours)", [table[n][i] for n in names], COLOURS[strategy], None)
+                                  for i, strategy in enumerate(columns)])
+        step = 0.84 / len(columns)
+        first = True
+        for (network, strategy), paper_key in _PAPER_FIG6_7_POINTS[key].items():
+            x = names.index(network) - 0.42 + (columns.index(strategy) + 0.5) * step
+            value = data["paper"][paper_key]
+            axis.plot(x, value, "k*", markersize=11, label="paper (prose)" if first else None)
+            axis.annotate(f"{value:g}", (x, value), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            first = False
+        low, high = data["paper"]["fig6_other_range" if key == "performance" else "fig7_other_range"]
+        axis.axhspan(low, high, color="grey", alpha=0.12,
+                     label=f"paper: HyPar on the other 8 networks, {low:g}-{high:g}x")
+        axis.set_ylabel("x DP (log)")
+        axis.set_title(title + ", H = 4 H tree, batch 256", fontsize=10)
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return figure
+
+
+def _plot_fig8(plt, data):
+    figure, axis = plt.subplots(figsize=(12, 5))
+    names = list(data["ours"])
+    series = []
+    for index, strategy in enumerate(data["columns"]):
+        series.append((f"{strategy} ours", [data["ours"][n][index] for n in names], COLOURS[strategy], None))
+        series.append((f"{strategy} paper", [data["paper"][n][index] for n in names], COLOURS[strategy], "///"))
+    _bar_groups(axis, names, series)
+    for patch in axis.patches:
+        if patch.get_hatch():
+            patch.set_alpha(0.55)
+    axis.set_ylabel("GB per training step (log)")
+    axis.set_title("Fig. 8: total communication per step, H = 4 (16 accelerators), batch 256, fp32 - ours (solid) vs "
+                   "paper (hatched)\npaper labels of VGG-B..E reassigned by their DP value (= weight count)",
+                   fontsize=10)
+    axis.legend(fontsize=7, ncol=3)
+    return figure
+
+
+def _heat_map(figure, axis, grid, keys, marks):
+    rows = sorted({entry[keys[0]] for entry in grid})
+    columns = sorted({entry[keys[1]] for entry in grid})
+    image = np.zeros((len(rows), len(columns)))
+    for entry in grid:
+        image[rows.index(entry[keys[0]]), columns.index(entry[keys[1]])] = entry["performance"]
+    shown = axis.imshow(image, cmap="viridis")
+    figure.colorbar(shown, ax=axis, label="performance (x DP)", fraction=0.046)
+    axis.set_yticks(range(len(rows)), rows, fontsize=7, family="monospace")
+    axis.set_xticks(range(len(columns)), columns, fontsize=7, rotation=90, family="monospace")
+    axis.set_ylabel(f"{keys[0]} (1 = mp)")
+    axis.set_xlabel(f"{keys[1]} (1 = mp)")
+    for label, point, style in marks:
+        axis.plot(columns.index(point[keys[1]]), rows.index(point[keys[0]]), style, markersize=12,
+                  markerfacecolor="none", markeredgewidth=2,
+                  label=f"{label} ({point[keys[0]]}, {point[keys[1]]}): {point['performance']:.3g}x")
+    axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, facecolor="lightgrey")
+
+
+def _plot_fig9(plt, data):
+    ours, enumeration = data["ours"], data["ours"]["full_enumeration"]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(15, 9), gridspec_kw={"width_ratios": [1.1, 1]})
+    levels = ours["hypar"]["levels"]
+    _heat_map(figure, left, ours["grid"], ("H1", "H4"),
+              [("ours HyPar", {"H1": levels[0], "H4": levels[-1], "performance": ours["hypar"]["performance"]}, "wo"),
+               ("ours grid peak", ours["peak"], "rs"),
+               ("paper peak = paper HyPar", data["paper"], "c^")])
+    left.set_title(f"H1 x H4 grid, H2 = {levels[1]}, H3 = {levels[2]} fixed to ours", fontsize=10)
+    ranks = {int(rank): value for rank, value in enumeration["time"]["performance_at_rank"].items()}
+    right.plot(list(ranks), list(ranks.values()), "-", color="tab:blue", label="all 65,536 partitions, sorted")
+    time = enumeration["time"]
+    right.plot(time["rank"], enumeration["hypar"]["performance"], "o", color="tab:green", markersize=9,
+               label=f"HyPar {' '.join(levels)}: rank {time['rank']} ({time['ties']} tied), "
+                     f"{enumeration['hypar']['performance']:.4g}x, {time['gap_percent']:.2f} % slower than optimum")
+    right.plot(1, time["peak_performance"], "r*", markersize=12,
+               label=f"optimum {' '.join(time['argmin_levels'])}: {time['peak_performance']:.4g}x "
+                     f"({time['optimal_partitions']} partitions)")
+    right.axhline(data["paper"]["performance"], color="tab:cyan", linestyle="--",
+                  label=f"paper peak of its 256-point grid: {data['paper']['performance']}x")
+    right.set_xscale("log")
+    right.set_xlabel("rank under simulated step time (1 = fastest)")
+    right.set_ylabel("performance (x DP)")
+    right.grid(alpha=0.3)
+    right.set_title(f"full enumeration: proxy min {enumeration['proxy']['min_GB']:.4g} GB (HyPar rank "
+                    f"{enumeration['proxy']['rank']}, {enumeration['proxy']['ties']} tied)", fontsize=10)
+    right.legend(fontsize=7, loc="lower left")
+    figure.suptitle("Fig. 9: Lenet-c, H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=11)
+    return figure
+
+
+def _plot_fig10(plt, data):
+    ours, paper = data["ours"], data["paper"]
+    figure, axis = plt.subplots(figsize=(9, 9.5))
+    _heat_map(figure, axis, ours["grid"], ("conv5_2", "fc1"),
+              [("ours HyPar", ours["hypar"], "wo"), ("ours grid peak", ours["peak"], "rs"),
+               ("paper HyPar", paper["hypar"], "c^"), ("paper peak", paper["peak"], "mv")])
+    axis.set_title("Fig. 10: VGG-A, conv5_2 and fc1 over H1..H4 (other layers fixed to ours),\n"
+                   "H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=10)
+    return figure
+
+
+def _plot_fig11(plt, data):
+    rows = data["ours"]
+    counts = [row["accelerators"] for row in rows]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    for strategy in ("DP", "HyPar"):
+        left.plot(counts, [row[strategy]["performance_gain"] for row in rows], "o-", color=COLOURS[strategy],
+                  label=f"{strategy} (ours)")
+        right.plot(counts[1:], [row[strategy]["communication_GB"] for row in rows[1:]], "o-",
+                   color=COLOURS[strategy], label=f"{strategy} (ours)")
+    left.plot(counts, counts, ":", color="grey", label="linear")
+    for axis in (left, right):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("accelerators (H tree)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    left.set_ylabel("performance gain (x one accelerator)")
+    left.set_title("gain; paper (prose only): DP's gain falls beyond 8,\nHyPar's rises until 32", fontsize=10)
+    right.set_ylabel("GB per training step")
+    right.set_title("total communication per step (none on one accelerator)", fontsize=10)
+    figure.suptitle("Fig. 11: VGG-A scaling, batch 256", fontsize=11)
+    return figure
+
+
+def _plot_fig12(plt, data):
+    figure, axis = plt.subplots(figsize=(12, 5))
+    names = list(data["ours"])
+    _bar_groups(axis, names, [("HyPar on torus (ours)", [data["ours"][n]["torus"] for n in names], "tab:purple", None),
+                              ("HyPar on H tree (ours)", [data["ours"][n]["htree"] for n in names], "tab:green", None)])
+    paper = data["paper"]["Gmean"]
+    gmean = names.index("Gmean")
+    for offset, key, colour in ((-0.21, "torus", "tab:purple"), (0.21, "htree", "tab:green")):
+        axis.plot(gmean + offset, paper[key], "k*", markersize=11)
+        axis.annotate(f"paper {paper[key]}x", (gmean + offset, paper[key]), textcoords="offset points",
+                      xytext=(-20, 6), fontsize=7)
+    axis.plot([], [], "k*", label="paper geometric mean (prose)")
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.set_ylabel("performance (x DP on the H tree, log)")
+    axis.set_title("Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256", fontsize=10)
+    axis.legend(fontsize=8)
+    return figure
+
+
+def _plot_fig13(plt, data):
+    figure, axis = plt.subplots(figsize=(12, 5))
+    rows, paper = data["ours"], data["paper"]
+    labels = [f"{r['layer']}\nbatch {r['batch']}\n{2 ** r['levels']} acc." for r in rows]
+    axis.bar(np.arange(len(labels)) - 0.2, [r["performance"] for r in rows], 0.4, label="performance (ours)",
+             color="tab:green")
+    axis.bar(np.arange(len(labels)) + 0.2, [r["energy_efficiency"] for r in rows], 0.4,
+             label="energy efficiency (ours)", color="tab:olive")
+    summary = data["ours_summary"]
+    for value, style, label in (
+            (paper["hypar_over_trick_performance_mean"], "--", "paper mean performance"),
+            (paper["hypar_over_trick_energy_mean"], ":", "paper mean energy efficiency"),
+            (paper["hypar_over_trick_performance_max"], "-.", "paper max performance"),
+            (summary["performance_mean"], "-", "ours: geometric mean performance")):
+        axis.axhline(value, linestyle=style, color="black" if label.startswith("paper") else "tab:green",
+                     linewidth=1, label=f"{label} {value:.3g}x")
+    axis.set_xticks(range(len(labels)), labels, fontsize=7)
+    axis.set_ylabel("HyPar / trick (x)")
+    axis.set_title("Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree", fontsize=10)
+    axis.legend(fontsize=7, ncol=2, loc="upper left")
+    axis.grid(axis="y", alpha=0.3)
+    return figure
+
+
+_PLOTTERS = {"fig5": _plot_fig5, "fig6_7": _plot_fig6_7, "fig8": _plot_fig8, "fig9": _plot_fig9,
+             "fig10": _plot_fig10, "fig11": _plot_fig11, "fig12": _plot_fig12, "fig13": _plot_fig13}
+
+
 def plot(name, data, path):
     """Write the PNG of figure ``name`` from its data dict to ``path`` (Agg backend)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(10, 4.5))
-    if name == "fig5":
-        maps = data["ours"]
-        width = max(len(entry["layers"]) for entry in maps.values())
-        grid = np.full((len(maps) * 5, width), np.nan)
-        for row, entry in enumerate(maps.values()):
-            for level, bits in enumerate(entry["levels"]):
-                grid[row * 5 + level, :len(bits)] = [int(bit) for bit in bits]
-        axis.imshow(grid, aspect="auto", cmap="coolwarm", interpolation="nearest")
-        axis.set_yticks([row * 5 + 1.5 for row in range(len(maps))], list(maps))
-        axis.set_xlabel("weighted layer (blue dp, red mp; rows H1..H4 per network)")
-    elif name in ("fig8", "fig6_7", "fig12"):
-        if name == "fig8":
-            tables = [("ours", data["ours"], data["columns"]),
-                      ("paper", data["paper"], [f"paper {c}" for c in data["columns"]])]
-            axis.set_ylabel("GB per step")
-        elif name == "fig6_7":
-            tables = [("perf", data["performance"], [f"perf {c}" for c in data["columns"]]),
-                      ("energy", data["energy_efficiency"], [f"energy {c}" for c in data["columns"]])]
-            axis.set_ylabel("normalised to DP")
-        else:
-            tables = [("ours", {k: [v["torus"], v["htree"]] for k, v in data["ours"].items()}, ["torus", "H tree"])]
-            axis.set_ylabel("performance vs DP (H tree)")
-        names = list(tables[0][1])
-        series = [(label, [table[n][i] for n in names]) for _, table, labels in tables for i, label in
-                  enumerate(labels)]
-        step = 0.8 / len(series)
-        for index, (label, values) in enumerate(series):
-            axis.bar(np.arange(len(names)) + index * step, values, step, label=label)
-        axis.set_xticks(np.arange(len(names)) + 0.4 - step / 2, names, rotation=30)
-        axis.set_yscale("log")
-        axis.legend(fontsize=7, ncol=2)
-    elif name in ("fig9", "fig10"):
-        grid = data["ours"]["grid"]
-        keys = ("H1", "H4") if name == "fig9" else ("conv5_2", "fc1")
-        rows = sorted({entry[keys[0]] for entry in grid})
-        columns = sorted({entry[keys[1]] for entry in grid})
-        image = np.zeros((len(rows), len(columns)))
-        for entry in grid:
-            image[rows.index(entry[keys[0]]), columns.index(entry[keys[1]])] = entry["performance"]
-        shown = axis.imshow(image, cmap="viridis")
-        figure.colorbar(shown, label="performance vs DP")
-        axis.set_yticks(range(len(rows)), rows, fontsize=6)
-        axis.set_xticks(range(len(columns)), columns, fontsize=6, rotation=90)
-        axis.set_ylabel(keys[0])
-        axis.set_xlabel(keys[1])
-    elif name == "fig11":
-        counts = [row["accelerators"] for row in data["ours"]]
-        for strategy in ("DP", "HyPar"):
-            axis.plot(counts, [row[strategy]["performance_gain"] for row in data["ours"]], "o-",
-                      label=f"{strategy} gain")
-        axis.set_xscale("log", base=2)
-        axis.set_xlabel("accelerators")
-        axis.set_ylabel("gain vs one accelerator")
-        twin = axis.twinx()
-        for strategy in ("DP", "HyPar"):
-            twin.plot(counts, [row[strategy]["communication_GB"] for row in data["ours"]], "x--",
-                      label=f"{strategy} GB")
-        twin.set_yscale("log")
-        twin.set_ylabel("GB per step")
-        axis.legend(loc="upper left")
-        twin.legend(loc="upper right")
-    elif name == "fig13":
-        labels = [f"{r['layer']} b{r['batch']} h{r['levels']}" for r in data["ours"]]
-        axis.bar(np.arange(len(labels)) - 0.2, [r["performance"] for r in data["ours"]], 0.4, label="performance")
-        axis.bar(np.arange(len(labels)) + 0.2, [r["energy_efficiency"] for r in data["ours"]], 0.4, label="energy")
-        axis.set_xticks(range(len(labels)), labels, rotation=45, fontsize=7)
-        axis.set_ylabel("HyPar / trick")
-        axis.legend()
-    axis.set_title(f"HyPar {name} (ours)")
+    figure = _PLOTTERS[name](plt, data)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -58,17 +58,21 @@ class LayerWork:
 
     @classmethod
     def of(cls, network, setup, choices):
-        """Per-accelerator work of ``network`` under the partition ``choices`` (H, L)."""
+        """Per-accelerator work of ``network`` under the partition ``choices`` (..., H, L).
+
+        Vectorised over leading axes: ``macs`` and ``dram_bytes`` get shape (..., 3, L).
+        """
         batch_share, in_channel_share = group_shares(np.asarray(choices, dtype=bool))
-        tensors = LayerTensors.of(network, setup, batch_share[-1], in_channel_share[-1])
+        batch_share, in_channel_share = batch_share[..., -1, :], in_channel_share[..., -1, :]
+        tensors = LayerTensors.of(network, setup, batch_share, in_channel_share)
         arrays = network.arrays
-        per_phase = (setup.batch * batch_share[-1] * arrays.in_channels * in_channel_share[-1]
+        per_phase = (setup.batch * batch_share * arrays.in_channels * in_channel_share
                      * arrays.out_channels * arrays.kernel_area * arrays.out_area)
-        macs = np.tile(per_phase, (3, 1))
-        macs[1, 0] = 0.0
+        macs = np.stack([per_phase] * 3, axis=-2)
+        macs[..., 1, 0] = 0.0
         streamed = (tensors.input_map + tensors.weights + tensors.partial_sums) * setup.bytes_per_element
-        dram = np.tile(streamed, (3, 1))
-        dram[1, 0] = 0.0
+        dram = np.stack([streamed] * 3, axis=-2)
+        dram[..., 1, 0] = 0.0
         return cls(macs=macs, dram_bytes=dram)
 
 
@@ -125,8 +129,47 @@ class StepResult:
     events: tuple
 
 
+def _task_graph(layers):
+    """The tasks of one step, in program order: [(name, resource, (duration table, row, layer), deps)].
+
+    ``resource`` is ``"compute"`` or ``"network"``. The duration of a task is
+    ``durations[table][..., row, layer]`` for compute (row = phase) and
+    ``durations[table][..., layer]`` for network tasks (row is None).
+    """
+    tasks = []
+    for index in range(layers):
+        deps = (f"fwd-transfer {index}",) if index else ()
+        if index:
+            tasks.append((f"fwd-transfer {index}", "network", ("forward_transfer", None, index),
+                          (f"fwd {index - 1}", f"fwd-reduce {index - 1}")))
+        tasks.append((f"fwd {index}", "compute", ("compute", 0, index), deps))
+        tasks.append((f"fwd-reduce {index}", "network", ("forward_reduce", None, index), (f"fwd {index}",)))
+    for index in range(layers - 1, -1, -1):
+        if index == layers - 1:
+            needs = (f"fwd-reduce {index}",)
+        else:
+            needs = (f"bwd-transfer {index + 1}",)
+            tasks.append((f"bwd-transfer {index + 1}", "network", ("backward_transfer", None, index + 1),
+                          (f"bwd {index + 1}",)))
+        tasks.append((f"bwd {index}", "compute", ("compute", 1, index), needs))
+        tasks.append((f"grad {index}", "compute", ("compute", 2, index), needs))
+        tasks.append((f"grad-reduce {index}", "network", ("gradient_reduce", None, index), (f"grad {index}",)))
+    return tasks
+
+
+def _duration(durations, key):
+    table, row, layer = key
+    values = durations[table]
+    return values[..., row, layer] if row is not None else values[..., layer]
+
+
 def _schedule(tasks):
-    """List-schedule ``tasks`` [(name, resource, duration, deps)] on 'compute' (in order) and 'network'."""
+    """List-schedule ``tasks`` [(name, resource, duration, deps)] on 'compute' (in order) and 'network'.
+
+    The reference, one partition at a time: every step, the task that can
+    start earliest is placed (ties: compute first, then the network task
+    listed first). :func:`_schedule_batch` is the same rule over a batch.
+    """
     finish, events = {}, []
     free = {"compute": 0.0, "network": 0.0}
     compute_queue = [task for task in tasks if task[1] == "compute"]
@@ -147,6 +190,94 @@ def _schedule(tasks):
         if duration > 0:
             events.append(Event(name, resource, start, finish[name]))
     return max(finish.values(), default=0.0), tuple(events)
+
+
+def _schedule_batch(graph, durations, count):
+    """:func:`_schedule`'s rule for ``count`` partitions at once; returns the step times, shape (count,).
+
+    Parameters
+    ----------
+    graph : list
+        :func:`_task_graph` output (the same tasks for every partition).
+    durations : dict of numpy.ndarray
+        Duration tables with a leading axis of length ``count``.
+    count : int
+
+    Every partition places one task per iteration, so the loop runs once per
+    task; within an iteration each partition picks its own task with the same
+    key as the reference: earliest start, then compute before network, then
+    the network task listed first.
+    """
+    names = [task[0] for task in graph]
+    position = {name: index for index, name in enumerate(names)}
+    deps = [[position[dep] for dep in task[3]] for task in graph]
+    length = np.array([np.broadcast_to(_duration(durations, task[2]), (count,)) for task in graph])  # (T, N)
+    is_network = np.array([task[1] == "network" for task in graph])
+    compute_order = np.flatnonzero(~is_network)
+    network_tasks = np.flatnonzero(is_network)
+    tasks, rows = len(graph), np.arange(count)
+    finish = np.zeros((tasks, count))
+    done = np.zeros((tasks, count), dtype=bool)
+    free_compute, free_network = np.zeros(count), np.zeros(count)
+    head = np.zeros(count, dtype=np.int64)  # position in compute_order of the next compute task
+    for _ in range(tasks):
+        ready = np.ones((tasks, count), dtype=bool)
+        latest = np.zeros((tasks, count))
+        for task, task_deps in enumerate(deps):
+            for dep in task_deps:
+                ready[task] &= done[dep]
+                latest[task] = np.maximum(latest[task], finish[dep])
+        # network candidate: the first listed task with the earliest start
+        network_start = np.where(ready[network_tasks] & ~done[network_tasks],
+                                 np.maximum(free_network, latest[network_tasks]), np.inf)
+        best = np.argmin(network_start, axis=0)  # argmin returns the first minimum, i.e. list order
+        best_network, best_network_start = network_tasks[best], network_start[best, rows]
+        has_compute = head < len(compute_order)
+        compute_task = compute_order[np.minimum(head, len(compute_order) - 1)]
+        compute_start = np.where(has_compute & ready[compute_task, rows],
+                                 np.maximum(free_compute, latest[compute_task, rows]), np.inf)
+        take_compute = compute_start <= best_network_start
+        chosen = np.where(take_compute, compute_task, best_network)
+        start = np.where(take_compute, compute_start, best_network_start)
+        if not np.isfinite(start).all():
+            raise RuntimeError("task graph deadlock")  # cannot happen for _task_graph
+        end = start + length[chosen, rows]
+        finish[chosen, rows] = end
+        done[chosen, rows] = True
+        free_compute = np.where(take_compute, end, free_compute)
+        free_network = np.where(take_compute, free_network, end)
+        head = head + take_compute
+    return finish.max(axis=0)
+
+
+def _durations(network, setup, choices, array, node_model):
+    """Work, traffic and per-task durations, vectorised over leading axes of ``choices`` (..., H, L)."""
+    work = LayerWork.of(network, setup, choices)
+    compute = np.asarray(node_model.phase_seconds(work), dtype=np.float64)
+    if compute.shape != work.macs.shape:
+        raise ValueError(f"node model returned shape {compute.shape}; expected {work.macs.shape} "
+                         "(phase_seconds must broadcast over leading axes)")
+    traffic = traffic_of(network, setup, choices)
+    per_byte = Topology(array).seconds_per_pair_byte[:, None]
+
+    def seconds(pair_bytes):
+        return (pair_bytes * per_byte).sum(axis=-2)
+
+    durations = {"compute": compute, "forward_reduce": seconds(traffic.forward_reduce),
+                 "gradient_reduce": seconds(traffic.gradient_reduce),
+                 "forward_transfer": seconds(traffic.forward_transfer),
+                 "backward_transfer": seconds(traffic.backward_transfer)}
+    return work, traffic, durations
+
+
+def _energy_joules(work, traffic, array, energy):
+    words_per_byte = 1.0 / 4.0  # the energy table is per 32-bit access
+    macs = work.macs.sum(axis=(-2, -1)) * array.accelerators
+    return 1e-12 * (
+        macs * (energy.add_pj + energy.multiply_pj + energy.sram_accesses_per_mac * energy.sram_pj)
+        + work.dram_bytes.sum(axis=(-2, -1)) * array.accelerators * words_per_byte * energy.dram_pj
+        # a communicated word is read from the remote DRAM and written to the local one
+        + traffic.total_bytes * words_per_byte * 2 * energy.dram_pj)
 
 
 def simulate_step(network, setup, choices, array=None, node_model=None, energy=None):
@@ -171,50 +302,60 @@ def simulate_step(network, setup, choices, array=None, node_model=None, energy=N
     node_model = node_model or RooflineNode()
     energy = energy or EnergyConfig()
     choices = np.asarray(choices, dtype=bool).reshape(array.levels, len(network))
-    work = LayerWork.of(network, setup, choices)
-    compute = node_model.phase_seconds(work)
-    traffic = traffic_of(network, setup, choices)
-    per_byte = Topology(array).seconds_per_pair_byte[:, None]
-
-    def seconds(pair_bytes):
-        return (pair_bytes * per_byte).sum(axis=0)
-
-    forward_reduce, gradient_reduce = seconds(traffic.forward_reduce), seconds(traffic.gradient_reduce)
-    forward_transfer, backward_transfer = seconds(traffic.forward_transfer), seconds(traffic.backward_transfer)
-    layers = len(network)
-    tasks = []
-    for index in range(layers):
-        deps = (f"fwd-transfer {index}",) if index else ()
-        if index:
-            tasks.append((f"fwd-transfer {index}", "network", forward_transfer[index],
-                          (f"fwd {index - 1}", f"fwd-reduce {index - 1}")))
-        tasks.append((f"fwd {index}", "compute", compute[0, index], deps))
-        tasks.append((f"fwd-reduce {index}", "network", forward_reduce[index], (f"fwd {index}",)))
-    for index in range(layers - 1, -1, -1):
-        if index == layers - 1:
-            needs = (f"fwd-reduce {index}",)
-        else:
-            needs = (f"bwd-transfer {index + 1}",)
-            tasks.append((f"bwd-transfer {index + 1}", "network", backward_transfer[index + 1],
-                          (f"bwd {index + 1}",)))
-        tasks.append((f"bwd {index}", "compute", compute[1, index], needs))
-        tasks.append((f"grad {index}", "compute", compute[2, index], needs))
-        tasks.append((f"grad-reduce {index}", "network", gradient_reduce[index], (f"grad {index}",)))
+    work, traffic, durations = _durations(network, setup, choices, array, node_model)
+    tasks = [(name, resource, _duration(durations, key), deps) for name, resource, key, deps
+             in _task_graph(len(network))]
     step_seconds, events = _schedule(tasks)
-
-    words_per_byte = 1.0 / 4.0  # the energy table is per 32-bit access
-    macs = work.macs.sum() * array.accelerators
-    joules = 1e-12 * (
-        macs * (energy.add_pj + energy.multiply_pj + energy.sram_accesses_per_mac * energy.sram_pj)
-        + work.dram_bytes.sum() * array.accelerators * words_per_byte * energy.dram_pj
-        # a communicated word is read from the remote DRAM and written to the local one
-        + traffic.total_bytes * words_per_byte * 2 * energy.dram_pj)
+    network_seconds = sum(durations[key].sum() for key in durations if key != "compute")
     return StepResult(
         seconds=step_seconds,
-        energy_joules=float(joules),
-        compute_seconds=float(compute.sum()),
-        network_seconds=float(forward_reduce.sum() + gradient_reduce.sum() + forward_transfer.sum()
-                              + backward_transfer.sum()),
+        energy_joules=float(_energy_joules(work, traffic, array, energy)),
+        compute_seconds=float(durations["compute"].sum()),
+        network_seconds=float(network_seconds),
         communication_bytes=float(traffic.total_bytes),
         events=events,
     )
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Many partitions of one network, simulated at once (arrays of shape (N,)).
+
+    Attributes
+    ----------
+    seconds, energy_joules, communication_bytes : numpy.ndarray
+        As in :class:`StepResult`, one entry per partition.
+    """
+
+    seconds: np.ndarray
+    energy_joules: np.ndarray
+    communication_bytes: np.ndarray
+
+
+def simulate_steps(network, setup, choices, array=None, node_model=None, energy=None, chunk=16384):
+    """:func:`simulate_step` for a batch of partitions ``choices`` (N, H, L), in numpy.
+
+    Gives exactly (bit for bit) the step time, energy and traffic that
+    :func:`simulate_step` gives for each partition alone; the timeline is the
+    same list schedule (:func:`_schedule_batch`) run over the batch. A custom
+    ``node_model`` must broadcast ``phase_seconds`` over leading axes.
+    ``chunk`` bounds the memory (about 2 x tasks x chunk floats).
+
+    Returns
+    -------
+    BatchResult
+    """
+    array = array or ArrayConfig()
+    node_model = node_model or RooflineNode()
+    energy = energy or EnergyConfig()
+    choices = np.asarray(choices, dtype=bool).reshape(-1, array.levels, len(network))
+    graph = _task_graph(len(network))
+    seconds, joules, traffic_bytes = [], [], []
+    for first in range(0, len(choices), chunk):
+        part = choices[first:first + chunk]
+        work, traffic, durations = _durations(network, setup, part, array, node_model)
+        seconds.append(_schedule_batch(graph, durations, len(part)))
+        joules.append(_energy_joules(work, traffic, array, energy))
+        traffic_bytes.append(traffic.total_bytes)
+    join = (lambda parts: np.concatenate(parts)) if len(choices) else (lambda parts: np.zeros(0))
+    return BatchResult(seconds=join(seconds), energy_joules=join(joules), communication_bytes=join(traffic_bytes))
