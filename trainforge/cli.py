@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = [
     "trainforge.hwflow",
     "trainforge.sim.dsm.cli",
     "trainforge.sim.hypar.cli",
+    "trainforge.sim.tensordash.cli",
 ]
 
 

@@ -1,0 +1,138 @@
+"""Cycle model of TensorDash PEs and tiles over whole operand streams: vectorised numpy.
+
+One *core* is a tile of ``rows`` schedulers sharing one staging-buffer
+window (a PE is the 1 x 1 tile). The model runs many independent cores at
+once (the batch axis ``N``), one numpy step per clock cycle.
+
+The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
+
+- The stream is cut into groups of ``depth`` rows (zero rows pad the last
+  group); the staging buffer holds up to ``2 * depth`` rows and takes a group
+  whenever at most ``depth`` rows are left in it after this cycle's advance.
+  With an always-valid source the first ``depth`` rows (the *window*) are
+  therefore always present until the stream ends.
+- Visible rows: window row ``d`` is visible when it is present, no window row
+  before it has ``read`` and neither it nor any row between the head and it
+  (head excluded) has ``clear``. So a dot product never mixes with the next.
+- Each row scheduler sees ``Z = effectual & not yet multiplied`` of its
+  window and makes a :func:`~.scheduler.schedule`.
+- Row synchronization ("Composing TensorDash Cores"): the tile advances all
+  staging buffers by ``min`` over rows of ``AS_r``. A row that drained more
+  keeps its emptied rows and has nothing to do on them until the slowest row
+  catches up; what a row multiplied ahead stays marked as done.
+- A ``read`` row that leaves the window ends the dot product: the result is
+  out :data:`LATENCY` cycles after that scheduling cycle.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .pattern import lane_levels
+from .scheduler import schedule
+
+__all__ = ["CoreRun", "pad_rows", "run_cores"]
+
+#: Cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
+LATENCY = 2
+
+
+@dataclass
+class CoreRun:
+    """Outcome of :func:`run_cores`.
+
+    Attributes
+    ----------
+    cycles : ndarray of int64, shape (N,)
+        Scheduling cycles each core needed for its whole stream.
+    macs : ndarray of int64, shape (N,)
+        Effectual pairs multiplied, summed over the rows of the tile.
+    read_cycles : ndarray of int64, shape (N, reads), or None
+        Scheduling cycle (from 0) that drained each ``read`` row; with ``record=True``.
+    multiplicity : ndarray of int64, shape (N, rows, T, lanes), or None
+        How often each pair was multiplied; with ``record=True``.
+    """
+    cycles: np.ndarray
+    macs: np.ndarray
+    read_cycles: np.ndarray = None
+    multiplicity: np.ndarray = None
+
+
+def pad_rows(count, depth):
+    """Rows after padding ``count`` rows up to whole groups of ``depth``."""
+    return -(-count // depth) * depth
+
+
+def _visible(read, clear, head, depth, total):
+    """Visible window rows, shape (N, depth), from the shared flags and each core's head row."""
+    index = head[:, None] + np.arange(depth)
+    present = index < total
+    index = np.minimum(index, len(read) - 1)
+    window_read = read[index] & present
+    window_clear = clear[index] & present
+    read_before = np.cumsum(window_read, axis=1) - window_read > 0
+    clear_after_head = np.cumsum(window_clear[:, 1:], axis=1) > 0
+    cut = read_before.copy()
+    cut[:, 1:] |= clear_after_head
+    return present & ~cut
+
+
+def run_cores(effectual, read, clear, pattern, depth, record=False):
+    """Run ``N`` cores, each with ``rows`` schedulers, over streams of ``T`` rows.
+
+    Parameters
+    ----------
+    effectual : array_like of bool, shape (N, rows, T, lanes)
+        Which pairs are effectual (B non-zero in B-only mode; both non-zero otherwise).
+        ``T`` is a whole number of groups (:func:`pad_rows`).
+    read, clear : array_like of bool, shape (T,)
+        Row flags, common to all cores.
+    pattern : sequence of (int, int)
+        Validated connectivity pattern.
+    depth : int
+        Staging buffer depth D.
+    record : bool
+        Also return the cycle of every ``read`` row and the multiplicity of every pair.
+
+    Returns
+    -------
+    CoreRun
+    """
+    effectual = np.asarray(effectual, dtype=bool)
+    count, rows, total, lanes = effectual.shape
+    if total % depth:
+        raise ValueError(f"stream of {total} rows is not a whole number of {depth}-row groups")
+    read = np.asarray(read, dtype=bool)
+    clear = np.asarray(clear, dtype=bool)
+    levels = lane_levels(pattern, lanes)
+    padded = np.concatenate([effectual, np.zeros((count, rows, 2 * depth, lanes), dtype=bool)], axis=2)
+    window = padded[:, :, :depth].copy()
+    head = np.zeros(count, dtype=np.int64)
+    cycles = np.zeros(count, dtype=np.int64)
+    macs = np.zeros(count, dtype=np.int64)
+    offsets = np.arange(depth)
+    heads = []
+    multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
+    while (head < total).any():
+        running = head < total
+        visible = _visible(read, clear, head, depth, total)
+        decision = schedule(window, pattern, np.broadcast_to(visible[:, None, :], (count, rows, depth)),
+                            levels=levels)
+        advance = decision.advance.min(axis=1)
+        cycles += running
+        macs += decision.chosen.sum(axis=(1, 2, 3))
+        if record:
+            n, r, d, lane = np.nonzero(decision.chosen)
+            np.add.at(multiplicity, (n, r, head[n] + d, lane), 1)
+            heads.append(head.copy())
+        upcoming = np.take_along_axis(padded, (head + depth)[:, None, None, None]
+                                      + offsets[None, None, :, None], axis=2)
+        joined = np.concatenate([window & ~decision.chosen, upcoming], axis=2)
+        window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
+        head = head + advance
+    read_cycles = None
+    if record:
+        # The read row t drains in the first cycle after which the head has passed it.
+        after = np.stack(heads[1:] + [head], axis=1)  # head after each cycle, (N, cycles)
+        read_rows = np.flatnonzero(read)
+        read_cycles = np.stack([np.searchsorted(after[n], read_rows, side="right") for n in range(count)])
+    return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity)

@@ -1,0 +1,50 @@
+"""The TensorDash family's blocks in the registry."""
+from ...golden.tensordash import pe as pe_golden
+from ...golden.tensordash import scheduler as scheduler_golden
+from ...golden.tensordash import transposer as transposer_golden
+from ..registry import Block
+from .pe import TDPE
+from .scheduler import TDSchedulerStream
+from .tile import TDTile
+from .transposer import TDTransposer
+
+BLOCKS = (
+    Block(
+        name="td_scheduler",
+        component=TDSchedulerStream,
+        golden=scheduler_golden.schedule,
+        testbench="tb_td_scheduler",
+        summary="TensorDash hierarchical priority-encoder scheduler (MS, AS) behind a registered stream",
+        test_params=({}, {"lanes": 16, "depth": 3}),
+        regress_params=({"depth": 2}, {"depth": 3}, {"depth": 5},
+                        {"lanes": 8, "depth": 4, "pattern": "0:0,1:0,2:0,3:0,1:1,1:-1,2:2,2:-2,3:4"}),
+    ),
+    Block(
+        name="td_pe",
+        component=TDPE,
+        golden=pe_golden.td_pe,
+        testbench="tb_td_pe",
+        summary="TensorDash PE: staging buffers, sparse muxes, scheduler, L multipliers, one accumulator",
+        test_params=({}, {"lanes": 16, "depth": 3, "mode": "b_only", "width": 6, "acc_width": 20}),
+        regress_params=({"depth": 2, "signed": False}, {"depth": 5, "width": 16, "acc_width": 40},
+                        {"depth": 3, "mode": "b_only"}),
+    ),
+    Block(
+        name="td_tile",
+        component=TDTile,
+        golden=pe_golden.td_tile,
+        testbench="tb_td_tile",
+        summary="TensorDash R x C tile, B-side skipping, rows synchronized on min(AS)",
+        test_params=({"rows": 2, "cols": 2},),
+        regress_params=({}, {"rows": 4, "cols": 2, "depth": 3}),
+    ),
+    Block(
+        name="td_transposer",
+        component=TDTransposer,
+        golden=transposer_golden.transpose_blocks,
+        testbench="tb_td_transposer",
+        summary="TensorDash 4x4 transposer between memory banks and scratchpads",
+        test_params=({},),
+        regress_params=({"size": 8, "width": 16},),
+    ),
+)

@@ -1,0 +1,106 @@
+"""Speedup studies of TensorDash from the golden cycle model (synthetic sparsity: no training traces offline).
+
+Sparsity model (synthetic, stated as such in every report): each B operand
+(the targeted operand: activations or gradients) is zero independently with
+probability ``sparsity`` (Fig. 15's random tensors). ``"clustered"`` draws a
+density per PE row (feature map) uniformly in ``[0, 2 * (1 - sparsity)]``
+(capped at 1) to model the clustering of non-zeros in some feature maps that
+the paper gives as the cause of row imbalance (Section IV-D, Fig. 13).
+Each sample is one long dot product of ``stream_rows`` rows per PE row;
+speedup = dense cycles (one row per cycle) / TensorDash cycles, averaged over samples.
+"""
+import numpy as np
+
+from trainforge.golden.tensordash.core import pad_rows, run_cores
+from trainforge.golden.tensordash.pattern import resolve_pattern
+
+__all__ = ["speedup", "PAPER_FIG15", "random_sparsity", "depth_sweep", "rows_sweep", "wide_pe", "all_figures"]
+
+#: Fig. 15 values quoted in the paper's text (accelerator of 4x4 tiles, 4-deep buffers).
+PAPER_FIG15 = {0.2: 1.23, 0.9: 3.7, 0.99: 3.99}
+
+
+def speedup(sparsity, *, rows=4, lanes=4, depth=4, pattern="default", samples=64, stream_rows=512,
+            model="random", seed=0):
+    """Mean speedup of a ``rows``-row tile (rows=1: a PE) over the dense one at the given sparsity."""
+    generator = np.random.default_rng(seed)
+    total = pad_rows(stream_rows, depth)
+    if model == "clustered":
+        density = np.minimum(1.0, generator.random((samples, rows, 1, 1)) * 2 * (1 - sparsity))
+    else:
+        density = np.full((samples, rows, 1, 1), 1 - sparsity)
+    effectual = generator.random((samples, rows, total, lanes)) < density
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    clear[0], read[-1] = True, True
+    run = run_cores(effectual, read, clear, resolve_pattern(pattern, lanes, depth), depth)
+    return float(np.mean(total / run.cycles))
+
+
+def ideal(sparsity, depth):
+    return min(depth, 1 / max(1 - sparsity, 1e-12))
+
+
+def random_sparsity(levels=(0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 0.9999), **kwargs):
+    return [{"sparsity": s, "pe": speedup(s, rows=1, **kwargs), "tile_4x4": speedup(s, rows=4, **kwargs),
+             "ideal": ideal(s, 4), "paper_tile": PAPER_FIG15.get(s)} for s in levels]
+
+
+def depth_sweep(sparsity=0.62, **kwargs):
+    """Fig. 12 analogue; 0.62 sparsity is the paper's average potential of 2.6x (Fig. 1)."""
+    return [{"depth": d, "tile_4x4": speedup(sparsity, rows=4, depth=d, **kwargs), "ideal": ideal(sparsity, d)}
+            for d in (2, 3, 4, 5)]
+
+
+def rows_sweep(sparsity=0.62, **kwargs):
+    """Fig. 13 analogue: rows 1..16, 4 columns, random and clustered sparsity."""
+    return [{"rows": r, "random": speedup(sparsity, rows=r, **kwargs),
+             "clustered": speedup(sparsity, rows=r, model="clustered", **kwargs)} for r in (1, 2, 4, 8, 16)]
+
+
+def wide_pe(levels=(0.3, 0.5, 0.62, 0.8, 0.9), **kwargs):
+    """Fig. 14 analogue: 16-lane 3-deep tile against the 4-lane 4-deep tile."""
+    return [{"sparsity": s, "lanes16_depth3": speedup(s, rows=4, lanes=16, depth=3, **kwargs),
+             "lanes4_depth4": speedup(s, rows=4, **kwargs), "ideal_depth3": ideal(s, 3)} for s in levels]
+
+
+def all_figures(samples=64, stream_rows=512):
+    kwargs = {"samples": samples, "stream_rows": stream_rows}
+    return {
+        "sparsity_model": "synthetic: i.i.d. zeros in the targeted (B) operand; 'clustered' = per-row density",
+        "random_sparsity": random_sparsity(**kwargs),
+        "depth": depth_sweep(**kwargs),
+        "rows": rows_sweep(**kwargs),
+        "wide_pe": wide_pe(**kwargs),
+    }
+
+
+def plot(report, directory):
+    """PNG plots of :func:`all_figures` into ``directory``; returns the file names."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    directory.mkdir(parents=True, exist_ok=True)
+    files = []
+    rows = report["random_sparsity"]
+    figure, axes = plt.subplots()
+    x = [r["sparsity"] * 100 for r in rows]
+    for key, label in (("pe", "PE 4x4-deep"), ("tile_4x4", "4x4 tile"), ("ideal", "ideal min(4, 1/(1-s))")):
+        axes.plot(x, [r[key] for r in rows], marker="o", label=label)
+    axes.plot([s * 100 for s in PAPER_FIG15], list(PAPER_FIG15.values()), "k*", label="paper Fig. 15")
+    axes.set_xlabel("sparsity (%)")
+    axes.set_ylabel("speedup")
+    axes.legend()
+    figure.savefig(directory / "random_sparsity.png")
+    files.append("random_sparsity.png")
+    for name, key, series in (("depth", "depth", ("tile_4x4", "ideal")), ("rows", "rows", ("random", "clustered")),
+                              ("wide_pe", "sparsity", ("lanes16_depth3", "lanes4_depth4", "ideal_depth3"))):
+        figure, axes = plt.subplots()
+        for item in series:
+            axes.plot([r[key] for r in report[name]], [r[item] for r in report[name]], marker="o", label=item)
+        axes.set_xlabel(key)
+        axes.set_ylabel("speedup")
+        axes.legend()
+        figure.savefig(directory / f"{name}.png")
+        files.append(f"{name}.png")
+    plt.close("all")
+    return files

@@ -1,0 +1,197 @@
+"""cocotb testbench of ``td_pe`` (also driving ``td_tile`` through :class:`Harness`).
+
+Values are compared with the dense PE golden model, and, with a full-rate
+source and sink, every result's cycle with the golden cycle model
+(:mod:`trainforge.golden.tensordash.core`).
+"""
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+
+from trainforge.golden.dense_pe import wrap
+from trainforge.golden.tensordash.core import LATENCY
+from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_tile, td_tile_cycles
+from trainforge.hw.tensordash.tile import TDTile
+
+from streams import StreamSink, StreamSource, pack, unpack
+from tbutil import start
+
+
+class Harness:
+    """Stimulus, encoding, golden results and golden timing for a PE (1 x 1) or a tile (rows x cols)."""
+
+    def __init__(self, bench):
+        self.bench = bench
+        self.component = component = bench.component
+        self.is_tile = isinstance(component, TDTile)
+        self.rows, self.cols = (component.rows, component.cols) if self.is_tile else (1, 1)
+        self.lanes, self.depth = component.lanes, component.depth
+        self.generator = np.random.default_rng(bench.seed)
+        if component.is_signed:
+            self.low, self.high = -(1 << (component.width - 1)), (1 << (component.width - 1)) - 1
+        else:
+            self.low, self.high = 0, (1 << component.width) - 1
+
+    def values(self, mask):
+        """Random non-zero operands where ``mask``, zeros elsewhere."""
+        values = self.generator.integers(self.low, self.high, size=mask.shape, endpoint=True)
+        values[values == 0] = 1
+        return np.where(mask, values, 0)
+
+    def flags(self, total, longest=24):
+        """Dot products of random lengths 1..longest: clear on the first row, read on the last."""
+        clear = np.zeros(total, bool)
+        read = np.zeros(total, bool)
+        start_row = 0
+        while start_row < total:
+            end = min(total, start_row + int(self.generator.integers(1, longest, endpoint=True)))
+            clear[start_row] = True
+            read[end - 1] = True
+            start_row = end
+        return clear, read
+
+    def stream(self, total, density_a, density_b, mask_b=None):
+        """Operands ``a`` (T, cols, lanes) and ``b`` (T, rows, lanes) at the given densities."""
+        mask_a = self.generator.random((total, self.cols, self.lanes)) < density_a
+        if mask_b is None:
+            mask_b = self.generator.random((total, self.rows, self.lanes)) < density_b
+        return self.values(mask_a), self.values(mask_b)
+
+    def adversarial(self, total):
+        """B masks: all zeros, all dense, one dense lane, alternating rows, zero runs longer than D."""
+        shape = (total, self.rows, self.lanes)
+        one_lane = np.zeros(shape, bool)
+        one_lane[:, :, 0] = True
+        alternating = np.zeros(shape, bool)
+        alternating[::2] = True
+        zero_runs = np.zeros(shape, bool)
+        zero_runs[::self.depth + 2] = True
+        return {"all zeros": np.zeros(shape, bool), "all dense": np.ones(shape, bool), "one dense lane": one_lane,
+                "alternating rows": alternating, "zero runs longer than D": zero_runs}
+
+    def row(self, a, b, clear, read, t):
+        if self.is_tile:
+            return {"a": [[int(v) for v in a[t, c]] for c in range(self.cols)],
+                    "b": [[int(v) for v in b[t, r]] for r in range(self.rows)],
+                    "clear": int(clear[t]), "read": int(read[t])}
+        return {"a": [int(v) for v in a[t, 0]], "b": [int(v) for v in b[t, 0]],
+                "clear": int(clear[t]), "read": int(read[t])}
+
+    def encode(self, a, b, clear, read):
+        """Groups of ``depth`` rows, the last padded with zero rows (as the golden model pads)."""
+        a, b, clear, read = pad_stream((a, b), clear, read, self.depth)
+        layout = self.component.group_layout
+        return [pack(layout, [self.row(a, b, clear, read, g + j) for j in range(self.depth)])
+                for g in range(0, len(clear), self.depth)]
+
+    def expected(self, a, b, clear, read):
+        params = self.bench.params
+        if self.is_tile:
+            return td_tile(a, b, clear, read, **params).reshape(-1, self.rows * self.cols)
+        return td_pe(a[:, 0], b[:, 0], clear, read, **params)[:, None]
+
+    def cycle_model(self, a, b, clear, read):
+        params = {k: v for k, v in self.bench.params.items() if k in ("lanes", "depth", "pattern", "mode")}
+        if self.is_tile:
+            return td_tile_cycles(a, b, clear, read, record=True, **params)
+        return td_pe_cycles(a[:, 0], b[:, 0], clear, read, record=True, **params)
+
+    def decode(self, bits):
+        component = self.component
+        if self.is_tile:
+            view = unpack(component.result_shape, bits)
+            raw = [int(view[r][c]) for r in range(self.rows) for c in range(self.cols)]
+        else:
+            raw = [int(bits)]
+        mask = (1 << component.acc_width) - 1
+        return wrap(np.array([v & mask for v in raw], dtype=np.uint64), component.acc_width, component.is_signed)
+
+
+def attach(bench, valid_probability, ready_probability):
+    return (StreamSource(bench.dut, "i_group", bench.cycle, bench.rng, valid_probability),
+            StreamSink(bench.dut, "o_sum", bench.cycle, bench.rng, ready_probability))
+
+
+async def send_and_check(harness, source, sink, a, b, clear, read, label, exact_timing=False):
+    """Send one stream, compare every result with the golden model and, if ``exact_timing``, its cycle."""
+    bench = harness.bench
+    expected = harness.expected(a, b, clear, read)
+    before_sent, before = len(source.sent), len(sink.received)
+    source.send(harness.encode(a, b, clear, read))
+    await bench.wait_until(lambda: source.idle and len(sink.received) >= before + len(expected),
+                           timeout=40 * len(a) + 200, what=f"{len(expected)} results ({label})")
+    for _ in range(5):
+        await RisingEdge(bench.dut.clk)
+    received = sink.received[before:]
+    assert len(received) == len(expected), \
+        f"{label}: expected {len(expected)} results, got {len(received)} {bench.where()}"
+    for k, (_, bits) in enumerate(received):
+        actual = harness.decode(bits)
+        assert np.array_equal(actual, expected[k]), \
+            f"{label}: result {k} expected {expected[k].tolist()} got {actual.tolist()} {bench.where()}"
+    if exact_timing:
+        model = harness.cycle_model(a, b, clear, read)
+        first = source.sent[before_sent][0]
+        want = (first + 1 + model.read_cycles[0] + LATENCY).tolist()
+        got = [cycle for cycle, _ in received]
+        late = [k for k in range(len(want)) if want[k] != got[k]]
+        assert not late, (f"{label}: result {late[0]} expected at cycle {want[late[0]]} got {got[late[0]]}"
+                          f" (golden {model.cycles[0]} scheduling cycles) {bench.where()}")
+    return received
+
+
+@cocotb.test()
+async def random_sparsity_cycle_exact(dut):
+    """Random streams from 0% to 99.99% sparsity at full rate: values and every result cycle as the golden model."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    source, sink = attach(bench, 1.0, 1.0)
+    for sparsity in (0.0, 0.3, 0.6, 0.9, 0.9999):
+        a, b = harness.stream(96, 0.8, 1 - sparsity)
+        clear, read = harness.flags(len(a))
+        await send_and_check(harness, source, sink, a, b, clear, read, f"sparsity {sparsity}", exact_timing=True)
+
+
+@cocotb.test()
+async def adversarial_cycle_exact(dut):
+    """All zeros, all dense, one dense lane, alternating rows, zero runs longer than D: values and cycles."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    source, sink = attach(bench, 1.0, 1.0)
+    for label, mask_b in harness.adversarial(64).items():
+        a, b = harness.stream(64, 1.0, 1.0, mask_b=mask_b)
+        clear, read = harness.flags(len(a), longest=40)
+        await send_and_check(harness, source, sink, a, b, clear, read, label, exact_timing=True)
+
+
+@cocotb.test()
+async def random_backpressure(dut):
+    """Random valid gaps and random ready on the result: values still exact."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    source, sink = attach(bench, 0.6, 0.4)
+    a, b = harness.stream(160, 0.7, 0.4)
+    clear, read = harness.flags(len(a), longest=6)
+    await send_and_check(harness, source, sink, a, b, clear, read, "backpressure")
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset in the middle of a stream empties the buffer and the pipeline; the next stream is exact."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    source, sink = attach(bench, 0.8, 0.5)
+    a, b = harness.stream(120, 0.7, 0.5)
+    clear, read = harness.flags(len(a))
+    source.send(harness.encode(a, b, clear, read))
+    for _ in range(bench.rng.randrange(5, 30)):
+        await RisingEdge(dut.clk)
+    source.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(dut.clk)
+    assert dut.o_sum__valid.value == 0, f"o_sum still valid after reset {bench.where()}"
+    sink.received.clear()
+    a, b = harness.stream(80, 0.7, 0.5)
+    clear, read = harness.flags(len(a))
+    clear[0] = False  # the accumulator is zero after reset
+    await send_and_check(harness, source, sink, a, b, clear, read, "after reset")

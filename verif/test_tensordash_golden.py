@@ -1,0 +1,142 @@
+"""Unit tests of the TensorDash golden models: patterns, scheduler, cycle model, transposer, parameters."""
+import re
+
+import numpy as np
+import pytest
+
+from trainforge.golden.dense_pe import dense_pe
+from trainforge.golden.tensordash.core import pad_rows, run_cores
+from trainforge.golden.tensordash.pattern import (PatternError, default_pattern, lane_levels, option_slots,
+                                                  parse_pattern, validate_pattern)
+from trainforge.golden.tensordash.pe import td_pe, td_pe_cycles, td_tile_cycles
+from trainforge.golden.tensordash.scheduler import schedule
+from trainforge.golden.tensordash.transposer import transpose_blocks
+from trainforge.hw.params import ParamError
+from trainforge.hw.tensordash.pe import TDPE
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("0:0,1:0,1:0", "repeats"),
+    ("0:0,1:1,1:5", "repeats"),          # 5 == 1 modulo 4 lanes
+    ("0:0,4:0", "outside 0..3"),
+    ("0:0,-1:0", "outside 0..3"),
+    ("1:0,2:0", "no (0, 0)"),
+    ("1:0,0:0", "must come first"),
+    ("0:0,1", "step:offset"),
+])
+def test_invalid_patterns_are_rejected(text, reason):
+    with pytest.raises(PatternError, match=re.escape(reason)):
+        validate_pattern(parse_pattern(text), 4, 4)
+
+
+def test_block_rejects_invalid_pattern_naming_the_parameter():
+    with pytest.raises(ParamError, match="parameter 'pattern'"):
+        TDPE(pattern="0:0,3:0", depth=2)
+
+
+@pytest.mark.parametrize("lanes,depth,levels", [(4, 4, 4), (16, 3, 6), (4, 2, 4), (4, 5, 4)])
+def test_levels_are_disjoint_and_counted(lanes, depth, levels):
+    pattern = validate_pattern(default_pattern(lanes, depth), lanes, depth)
+    found = lane_levels(pattern, lanes)
+    assert sorted(lane for level in found for lane in level) == list(range(lanes))
+    for level in found:
+        slots = [set(option_slots(pattern, lanes, lane)) for lane in level]
+        for i in range(len(slots)):
+            for j in range(i):
+                assert not slots[i] & slots[j], f"lanes {level[i]} and {level[j]} share a slot"
+    assert len(found) == levels, f"expected {levels} levels, got {len(found)}: {found}"
+
+
+def reference_schedule(z, visible, pattern):
+    """Scalar re-statement of the rule: lanes one by one in lane order (levels only regroup disjoint lanes)."""
+    depth, lanes = z.shape
+    z = z & visible[:, None]
+    ms, active = [0] * lanes, [False] * lanes
+    levels = lane_levels(pattern, lanes)
+    for lane in [lane for level in levels for lane in level]:
+        for index, (row, column) in enumerate(option_slots(pattern, lanes, lane)):
+            if z[row, column]:
+                z[row, column] = False
+                ms[lane], active[lane] = index, True
+                break
+    advance = 0
+    while advance < depth and visible[advance] and not z[advance].any():
+        advance += 1
+    return ms, active, advance
+
+
+@pytest.mark.parametrize("lanes,depth", [(4, 4), (16, 3), (4, 2), (8, 5)])
+def test_scheduler_matches_scalar_reference(lanes, depth, seed):
+    rng = np.random.default_rng(seed)
+    pattern = validate_pattern(default_pattern(lanes, depth), lanes, depth)
+    z = rng.random((500, depth, lanes)) < rng.random((500, 1, 1))
+    visible = rng.random((500, depth)) < 0.8
+    result = schedule(z, pattern, visible)
+    for k in range(len(z)):
+        ms, active, advance = reference_schedule(z[k].copy(), visible[k], pattern)
+        assert result.ms[k].tolist() == ms and result.active[k].tolist() == active, \
+            f"seed {seed} vector {k}: expected {ms}/{active}, got {result.ms[k].tolist()}/{result.active[k].tolist()}"
+        assert result.advance[k] == advance, f"seed {seed} vector {k}: AS expected {advance} got {result.advance[k]}"
+    visible_z = z & visible[..., None]
+    assert np.array_equal(result.chosen | result.remaining, visible_z) and not (result.chosen & result.remaining).any()
+    assert np.array_equal(result.chosen.sum(axis=(-2, -1)), result.active.sum(axis=-1))
+    assert not result.remaining[visible[:, 0], 0].any(), "the head row must always drain"
+
+
+@pytest.mark.parametrize("rows,lanes,depth", [(1, 4, 4), (4, 4, 4), (2, 16, 3), (3, 4, 2)])
+def test_every_effectual_pair_multiplied_exactly_once(rows, lanes, depth, seed):
+    rng = np.random.default_rng(seed)
+    total = pad_rows(203, depth)
+    effectual = rng.random((6, rows, total, lanes)) < rng.random((6, 1, 1, 1))
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    cuts = np.sort(rng.choice(np.arange(1, total), 12, replace=False))
+    clear[0], clear[cuts] = True, True
+    read[cuts - 1], read[-1] = True, True
+    pattern = validate_pattern(default_pattern(lanes, depth), lanes, depth)
+    run = run_cores(effectual, read, clear, pattern, depth, record=True)
+    assert np.array_equal(run.multiplicity, effectual.astype(np.int64)), f"seed {seed}: multiplicity != effectual"
+    assert np.array_equal(run.macs, effectual.sum(axis=(1, 2, 3)))
+    assert (run.cycles >= total // depth).all() and (run.cycles <= total).all(), f"seed {seed}: {run.cycles}"
+    assert (np.diff(run.read_cycles, axis=1) >= 0).all()
+
+
+def test_dense_stream_takes_one_cycle_per_row_and_zeros_take_one_per_group():
+    total = 64
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    clear[0], read[-1] = True, True
+    ones = np.ones((total, 4), dtype=np.int64)
+    assert td_pe_cycles(ones, ones, clear, read).cycles[0] == total
+    zeros = np.zeros((total, 4), dtype=np.int64)
+    assert td_pe_cycles(zeros, zeros, clear, read).cycles[0] == total // 4
+
+
+def test_sparsity_reduces_cycles_and_results_stay_dense(seed):
+    rng = np.random.default_rng(seed)
+    total = 400
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    clear[::20], read[19::20] = True, True
+    a = rng.integers(-128, 127, size=(total, 4))
+    cycles = []
+    for sparsity in (0.0, 0.5, 0.9):
+        b = np.where(rng.random((total, 4)) < sparsity, 0, rng.integers(1, 127, size=(total, 4)))
+        cycles.append(td_pe_cycles(a, b, clear, read, mode="b_only").cycles[0])
+        assert np.array_equal(td_pe(a, b, clear, read), dense_pe(a, b, clear, read))
+    assert cycles[0] > cycles[1] > cycles[2], f"seed {seed}: cycles {cycles} do not drop with sparsity"
+
+
+def test_tile_is_never_faster_than_its_slowest_row(seed):
+    rng = np.random.default_rng(seed)
+    total = 256
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    clear[0], read[-1] = True, True
+    b = np.where(rng.random((total, 4, 4)) < 0.7, 0, 1)
+    b[:, 3] = np.where(rng.random((total, 4)) < 0.1, 0, 1)  # one dense row
+    tile = td_tile_cycles(np.ones((total, 4, 4)), b, clear, read).cycles[0]
+    slowest = max(td_pe_cycles(np.ones((total, 4)), b[:, r], clear, read, mode="b_only").cycles[0] for r in range(4))
+    assert tile >= slowest, f"seed {seed}: tile {tile} cycles < slowest row {slowest}"
+
+
+def test_transpose_blocks():
+    blocks = np.arange(32).reshape(8, 4)
+    out = transpose_blocks(blocks)
+    assert out[0].tolist() == [0, 4, 8, 12] and out[5].tolist() == [17, 21, 25, 29]
