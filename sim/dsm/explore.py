@@ -180,8 +180,12 @@ class _Explorer:
         return result, index
 
     def layer_cost(self, position, state, fwd_resident=False, producer_split=None, err_in=False, drop_bwd_write=False,
-                   drop_fwd_write=False):
-        """Cost of all passes of one layer in one state; returns (cycles, per-pass records)."""
+                   drop_fwd_write=False, carried_write=0.0):
+        """Cost of all passes of one layer in one state; returns (cycles, per-pass records).
+
+        ``carried_write`` is the producer's FWD output (bytes per chip) that this
+        layer's FWD writes back while it computes (training with memory reuse).
+        """
         layer = self.workload.layers[position]
         keep_kernel = self.opts.memory_reuse and layer.n_ts > 1
         weight_fetches = 0 if layer.name in self.preloaded else None
@@ -191,20 +195,27 @@ class _Explorer:
             if pass_name == "BWD" and position == 0 and not self.first_layer_bwd:
                 continue
             if pass_name == "FWD":
-                resident = fwd_resident
-                context = PassContext(input_resident=resident, producer_split=producer_split, held_bytes=self.held,
+                context = PassContext(input_resident=fwd_resident, producer_split=producer_split, held_bytes=self.held,
                                       weight_fetches=weight_fetches, keep_kernel=keep_kernel,
-                                      drop_write=drop_fwd_write, shortcut_resident=self._shortcut_resident(position, state))
+                                      drop_write=drop_fwd_write, shortcut_resident=self._shortcut_resident(position, state),
+                                      carried_write_bytes=carried_write)
             else:
-                resident = err_in
-                context = PassContext(input_resident=resident, held_bytes=self.held, keep_kernel=keep_kernel,
+                context = PassContext(input_resident=err_in, held_bytes=self.held, keep_kernel=keep_kernel,
                                       drop_write=drop_bwd_write and pass_name == "BWD")
-            result, index = self.best(position, pass_name, state, context)
-            total += result["total"][index]
-            records[pass_name] = {"split": result["splits"][index], "cycles": result["total"][index],
-                                  "input_resident": resident, "categories": _categories(result, index),
-                                  "once": result["once"][index]}
+            cycles, records[pass_name] = self.pass_record(position, pass_name, state, context)
+            total += cycles
         return total, records
+
+    def pass_record(self, position, pass_name, state, context):
+        """Best split of one pass under ``context``; returns (cycles, record)."""
+        result, index = self.best(position, pass_name, state, context)
+        return result["total"][index], {
+            "split": result["splits"][index], "cycles": result["total"][index],
+            "input_resident": context.input_resident, "categories": _categories(result, index),
+            "once": result["once"][index], "write_bytes": float(result["write_bytes"][index]),
+            "transfers": {name: float(np.broadcast_to(value, result["total"].shape)[index])
+                          for name, value in result["transfers"].items()},
+            "context": context}
 
     def _shortcut_resident(self, position, state):
         layer = self.workload.layers[position]
@@ -212,13 +223,19 @@ class _Explorer:
             return False
         return 2 * self.resident_bytes(position, state) <= self.usable
 
-    def can_reuse(self, producer, consumer, state):
-        """Whether ``consumer`` can read ``producer``'s output from the scratchpads in ``state``."""
+    def can_reuse(self, producer, consumer, state, producer_input_resident=False):
+        """Whether ``consumer`` can read ``producer``'s output from the scratchpads in ``state``.
+
+        When the producer itself computes from a resident input, that input and the
+        output being held coexist in the scratchpads until the producer finishes.
+        """
         if not self.opts.memory_reuse or producer is None:
             return False
         need = self.resident_bytes(consumer, state)
         if consumer - producer > 1:
             need *= 2          # retained across the layers in between
+        elif producer_input_resident:
+            need += self.resident_bytes(producer, state)
         return need <= self.usable
 
     def run(self):
@@ -237,24 +254,34 @@ class _Explorer:
                 for prev_state, (prev_cost, prev_path, _) in (previous or {}).items():
                     cost, records = base_cost, base_records
                     prev_records = prev_path[-1][2]
-                    if prev_state == state and producer is not None and self.can_reuse(producer, position, state):
-                        fwd_split = prev_records["FWD"]["split"] if producer == position - 1 else None
+                    if prev_state == state and producer is not None and self.can_reuse(
+                            producer, position, state, prev_records["FWD"]["input_resident"] and producer == position - 1):
+                        # The producer's output stays in the scratchpads for this layer. When the producer
+                        # ran just before, its passes are re-timed: FWD no longer writes the output (inference:
+                        # discarded; training: written back by this layer's FWD while it computes, Section
+                        # III-B), BWD/UPD read this layer's errors from the scratchpads (training).
                         single = len(self.consumers.get(producer, [])) == 1
-                        cost, records = self.layer_cost(position, state, fwd_resident=True, producer_split=fwd_split,
-                                                        drop_bwd_write=self.training)
-                        # The producer's BWD/UPD read this layer's errors from the scratchpads.
-                        delta = 0.0
-                        if self.training and producer == position - 1:
-                            old = sum(prev_records[p]["cycles"] for p in ("BWD", "UPD") if p in prev_records)
-                            new_cost, new_records = self._producer_with_resident_error(producer, state)
-                            delta = new_cost - old
-                        elif not self.training and producer == position - 1 and single:
+                        fwd_split, carried, delta, new_records = None, 0.0, 0.0, None
+                        if producer == position - 1 and (self.training or single):
+                            drop = replace(prev_records["FWD"]["context"], drop_write=True)
+                            p_cost, p_fwd = self.pass_record(producer, "FWD", prev_state, drop)
+                            new_records = {"FWD": p_fwd}
                             old = prev_records["FWD"]["cycles"]
-                            new_cost, new_records = self.layer_cost(
-                                producer, state, drop_fwd_write=True, fwd_resident=prev_records["FWD"]["input_resident"])
-                            delta = new_cost - old
+                            if self.training:
+                                carried = p_fwd["write_bytes"]
+                                old += sum(prev_records[p]["cycles"] for p in ("BWD", "UPD") if p in prev_records)
+                                e_cost, e_records = self._producer_with_resident_error(producer, state)
+                                p_cost += e_cost
+                                new_records.update(e_records)
+                            delta = p_cost - old
+                            fwd_split = p_fwd["split"]
+                        elif producer == position - 1:
+                            fwd_split = prev_records["FWD"]["split"]
+                        cost, records = self.layer_cost(position, state, fwd_resident=True, producer_split=fwd_split,
+                                                        drop_bwd_write=self.training, carried_write=carried)
                         cost = cost + delta
-                        options.append((prev_cost + cost, prev_state, records, (producer, new_records) if delta else None))
+                        options.append((prev_cost + cost, prev_state, records,
+                                        (producer, new_records) if new_records is not None else None))
                     else:
                         extra = 0.0
                         if prev_state[0] != state[0] and producer is not None:
@@ -282,11 +309,8 @@ class _Explorer:
                 continue
             layer = self.workload.layers[producer]
             context = PassContext(input_resident=True, held_bytes=self.held, keep_kernel=self.opts.memory_reuse and layer.n_ts > 1)
-            result, index = self.best(producer, pass_name, state, context)
-            cost += result["total"][index]
-            records[pass_name] = {"split": result["splits"][index], "cycles": result["total"][index],
-                                  "input_resident": True, "categories": _categories(result, index),
-                                  "once": result["once"][index]}
+            cycles, records[pass_name] = self.pass_record(producer, pass_name, state, context)
+            cost += cycles
         return cost, records
 
     def _boundary_elements(self, position):

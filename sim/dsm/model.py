@@ -84,9 +84,17 @@ class PassContext:
         Keep the kernel on chip across repetitions (LSTM timesteps) for the
         splits where it fits next to the resident data: fetched once.
     drop_write : bool
-        The output stays on chip for the next layer and is never written (inference).
+        The output stays on chip for the next layer and is not written by this
+        pass: discarded (inference) or written back by the next layer
+        (training, see ``carried_write_bytes``).
     shortcut_resident : bool
         The residual shortcut tensor is in the scratchpads.
+    carried_write_bytes : float
+        Per-chip bytes of the resident input (the producer's FWD output) that
+        this pass writes back to external memory while it computes (Section
+        III-B: in training the held output "can then be written back to the
+        external memory when the next layer is in progress"). Spread evenly
+        over the repetitions and added to the overlapped group (WriteOut).
     """
 
     input_resident: bool = False
@@ -96,6 +104,7 @@ class PassContext:
     drop_write: bool = False
     shortcut_resident: bool = False
     keep_kernel: bool = False
+    carried_write_bytes: float = 0.0
 
 
 def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=PassContext(), splits=None):
@@ -204,19 +213,24 @@ def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=Pas
         w_reps = reps if context.weight_fetches is None else context.weight_fetches
     else:
         w_reps = reps
+    # The producer's output, held on chip, written back during this pass (per repetition).
+    carried_chip = context.carried_write_bytes / reps / bpe
+    carried_c = carried_chip / chip.cores
     # Per-repetition bytes, computing the variant with and without the kernel.
     def ovl_group(with_kernel):
         kernel_scale = 1.0 if (with_kernel or not weight_is_other) else 0.0
         feat_mem = 0.0 if context.input_resident else 1.0
         reads_chip = feat_mem * feat_ext_chip * refetch_feat + kernel_scale * other_ext_chip * refetch_other
-        writes_chip = 0.0 if context.drop_write else write_chip
+        own_write = 0.0 if context.drop_write else 1.0
+        writes_chip = own_write * write_chip + carried_chip
         shortcut = 0.0
         if "residual" in layer.aux and not context.shortcut_resident and pass_name == "FWD":
             shortcut = out_chip
         ext = (reads_chip + writes_chip + shortcut) * bpe
         ring = (feat_mem * feat_chip * refetch_feat + kernel_scale * other_chip * refetch_other
-                + write_chip + shortcut) * bpe
-        port = (feat_mem * feat_c * refetch_feat + kernel_scale * other_c * refetch_other + write_c) * bpe
+                + writes_chip + shortcut) * bpe
+        port = (feat_mem * feat_c * refetch_feat + kernel_scale * other_c * refetch_other
+                + own_write * write_c + carried_c) * bpe
         times = {
             "FetchInp": feat_mem * feat_ext_chip * refetch_feat * bpe / (chip.ext_mem_bw * chip.ext_mem_efficiency) * np.ones_like(port),
             "FetchKer": kernel_scale * other_ext_chip * refetch_other * bpe / (chip.ext_mem_bw * chip.ext_mem_efficiency) * np.ones_like(port),
@@ -303,8 +317,14 @@ def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=Pas
 
     reps_with_w = np.full(len(splits), min(w_reps, reps), dtype=float)
     if context.keep_kernel and weight_is_other:
-        kernel_fits = ker_c * bpe <= usable * (1.0 - core.stream_buffer_fraction) - resident_c
-        reps_with_w = np.where(kernel_fits, min(1, w_reps), reps_with_w)
+        # The kernel stays if it fits next to the resident input and the stream space: the
+        # stream-buffer reservation, or less when a double-buffered per-repetition stream
+        # (inputs read, outputs written) is smaller than it (batch-1 inference). Each direction
+        # of a bidirectional layer has its own kernel, fetched once per direction.
+        stream_c = feat_reads + (0.0 if context.drop_write else write_c) + carried_c
+        stream_space = np.minimum(2.0 * stream_c * bpe, usable * core.stream_buffer_fraction)
+        kernel_fits = ker_c * bpe + stream_space + resident_c <= usable
+        reps_with_w = np.where(kernel_fits, min(layer.directions, w_reps), reps_with_w)
     per_rep_core = aux + nonovl_rep
     total = (reps_with_w * np.maximum(pri, ovl_w) + (reps - reps_with_w) * np.maximum(pri, ovl_now)
              + reps * per_rep_core + nonovl_once + aux_once)
@@ -313,11 +333,12 @@ def evaluate_pass(layer, pass_name, parallelism, arch, n_mb, dysm=1, context=Pas
         "total": total,
         "pri": pri * reps,
         "ideal": np.full_like(total, ideal * reps),
-        "busy": np.maximum(pri, ovl_mean) * reps,
+        "busy": reps_with_w * np.maximum(pri, ovl_w) + (reps - reps_with_w) * np.maximum(pri, ovl_now),
         "ovl": ovl_mean * reps,
         "aux": aux * reps + aux_once,
         "nonovl": nonovl_rep * reps + nonovl_once,
         "once": nonovl_once + aux_once,
+        "write_bytes": np.full_like(total, write_chip * bpe * reps) if pass_name == "FWD" else np.zeros_like(total),
         "transfers": transfers,
         "splits": splits,
     }
