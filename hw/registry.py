@@ -13,10 +13,7 @@ the registry imports every such module, so adding a block is one entry in
 its family's ``blocks.py``.
 """
 import hashlib
-import importlib
-import importlib.util
 import json
-import pkgutil
 from dataclasses import dataclass, field
 
 from .params import ParamError
@@ -98,13 +95,10 @@ def _blocks():
 
 
 def _family_blocks():
-    import trainforge.hw as hw_package
+    from ..discover import family_modules
 
-    for module in sorted(pkgutil.iter_modules(hw_package.__path__), key=lambda info: info.name):
-        if module.ispkg:
-            spec = importlib.util.find_spec(f"trainforge.hw.{module.name}.blocks")
-            if spec is not None:
-                yield from importlib.import_module(spec.name).BLOCKS
+    for module in family_modules("trainforge.hw", "blocks"):
+        yield from module.BLOCKS
 
 
 def _collect():

@@ -1,11 +1,10 @@
 """Benchmark runner: median wall time of registered workloads, with the machine and the inputs.
 
-Benchmarks are registered in the modules named in :data:`BENCHMARK_MODULES`,
+Benchmarks are registered in the modules found by :func:`benchmark_modules`,
 each with a dict ``BENCHMARKS`` mapping a name to either a zero-argument
 callable or a ``(callable, inputs)`` pair, where ``inputs`` is a JSON-able
 description of the workload. Nothing here asserts on time.
 """
-import importlib
 import os
 import platform
 import statistics
@@ -13,20 +12,24 @@ import time
 
 import numpy
 
-#: Modules that define ``BENCHMARKS``. A missing module is an error, not a skip.
-BENCHMARK_MODULES = [
-    "trainforge.golden.bench",
-    "trainforge.hw.bench",
-    "trainforge.sim.hypar.bench",
-    "trainforge.sim.dsm.bench",
-]
+
+def benchmark_modules():
+    """Modules that define ``BENCHMARKS``: ``trainforge.golden.bench``, ``trainforge.hw.bench``
+    and every family's ``bench`` module under ``trainforge.golden``, ``trainforge.hw`` and ``trainforge.sim``."""
+    from . import discover
+    from .golden import bench as golden_bench
+    from .hw import bench as hw_bench
+
+    return [golden_bench, hw_bench,
+            *(module for package in ("trainforge.golden", "trainforge.hw", "trainforge.sim")
+              for module in discover.family_modules(package, "bench"))]
 
 
 def collect():
     """Every registered benchmark: name to ``(callable, inputs)``."""
     benchmarks = {}
-    for module_name in BENCHMARK_MODULES:
-        for name, entry in importlib.import_module(module_name).BENCHMARKS.items():
+    for module in benchmark_modules():
+        for name, entry in module.BENCHMARKS.items():
             function, inputs = entry if isinstance(entry, tuple) else (entry, None)
             if inputs is None:
                 inputs = (function.__doc__ or name).strip().splitlines()[0]

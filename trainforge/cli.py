@@ -2,12 +2,11 @@
 
 Subcommands of the hardware flow (``list``, ``verilog``, ``synth``, ``fpga``,
 ``bench``, ``report``) live here; the system models add their own
-subcommands through a ``register(subparsers)`` function in the modules named
-in :data:`SUBCOMMAND_MODULES`. Every handler returns the process exit code:
+subcommands through a ``register(subparsers)`` function in the modules found by
+:func:`subcommand_modules`. Every handler returns the process exit code:
 0 on success, 2 on a usage or parameter error (nothing partial is written).
 """
 import argparse
-import importlib
 import sys
 
 from .errors import UsageError
@@ -15,15 +14,18 @@ from .hw.params import ParamError
 
 __all__ = ["UsageError", "main"]
 
-#: Modules that add subcommands. Each defines ``register(subparsers)``, which
-#: calls ``subparsers.add_parser(...)`` and sets ``func`` to a handler taking
-#: the parsed arguments and returning an exit code.
-SUBCOMMAND_MODULES = [
-    "trainforge.hwflow",
-    "trainforge.sim.dsm.cli",
-    "trainforge.sim.hypar.cli",
-    "trainforge.sim.tensordash.cli",
-]
+
+def subcommand_modules():
+    """Modules that add subcommands: the hardware flow, then every ``trainforge.sim.<model>.cli``.
+
+    Each defines ``register(subparsers)``, which calls ``subparsers.add_parser(...)``
+    and sets ``func`` to a handler taking the parsed arguments and returning an
+    exit code.
+    """
+    from . import hwflow
+    from .discover import family_modules
+
+    return [hwflow, *family_modules("trainforge.sim", "cli")]
 
 
 def build_parser():
@@ -32,8 +34,8 @@ def build_parser():
         description="RTL generators, golden models and models for DNN training accelerators.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for module in subcommand_modules():
+        module.register(subparsers)
     return parser
 
 

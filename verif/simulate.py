@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from trainforge.emit import emit
 from trainforge.hw.registry import params_key
 
-from toolchain import TIMESCALE, VERILATOR_WAIVERS
+from toolchain import ICARUS_BUILD_ARGS, TIMESCALE, VERILATOR_MAKE_VARIABLES, VERILATOR_WAIVERS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_ROOT = ROOT / "build" / "sim"
@@ -40,6 +40,23 @@ class SimulationFailure(AssertionError):
 
 def waves_requested():
     return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+@contextmanager
+def _make_variables(simulator):
+    """Pass Verilator's compile options through MAKEFLAGS (the runner's ``make`` reads them)."""
+    if simulator != "verilator":
+        yield
+        return
+    saved = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = f"{saved or ''} {VERILATOR_MAKE_VARIABLES}".strip()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["MAKEFLAGS"]
+        else:
+            os.environ["MAKEFLAGS"] = saved
 
 
 @contextmanager
@@ -69,9 +86,9 @@ def build(block_name, params, simulator, waves=False):
     params = emitted.params
     key = params_key(block_name, params)
     build_dir = BUILD_ROOT / f"{block_name}-{key}-{simulator}{'-waves' if waves else ''}"
-    build_args = list(VERILATOR_WAIVERS) if simulator == "verilator" else []
+    build_args = list(VERILATOR_WAIVERS if simulator == "verilator" else ICARUS_BUILD_ARGS)
     stamp_text = hashlib.sha256(
-        json.dumps([emitted.text, build_args, waves]).encode()).hexdigest()
+        json.dumps([emitted.text, build_args, VERILATOR_MAKE_VARIABLES, waves]).encode()).hexdigest()
     runner = _runner(simulator)
     with _locked(build_dir.with_suffix(".lock")):
         stamp = build_dir / ".trainforge-stamp"
@@ -79,15 +96,16 @@ def build(block_name, params, simulator, waves=False):
         if not (stamp.exists() and stamp.read_text() == stamp_text):
             build_dir.mkdir(parents=True, exist_ok=True)
             source.write_text(emitted.text)
-            runner.build(
-                verilog_sources=[source],
-                hdl_toplevel=block_name,
-                build_dir=build_dir,
-                build_args=build_args,
-                timescale=TIMESCALE,
-                waves=waves,
-                always=True,
-            )
+            with _make_variables(simulator):
+                runner.build(
+                    verilog_sources=[source],
+                    hdl_toplevel=block_name,
+                    build_dir=build_dir,
+                    build_args=build_args,
+                    timescale=TIMESCALE,
+                    waves=waves,
+                    always=True,
+                )
             stamp.write_text(stamp_text)
     return runner, build_dir, params
 

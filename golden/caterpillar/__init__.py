@@ -1,0 +1,1 @@
+"""Golden models of the CATERPILLAR family: the LAC core's microprograms, the ring, Goldschmidt."""

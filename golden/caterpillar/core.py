@@ -1,0 +1,275 @@
+"""Golden model of the CATERPILLAR linear algebra core (``cp_core``): data mapping, results and cycles.
+
+Vectorised numpy, bit-exact with the fixed-point RTL and cycle-exact without
+backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.core.CpCore`:
+
+- A matrix ``W`` of ``m x n`` is zero-padded to ``Mb * n_r`` by ``Nb * n_r``
+  (``Mb = ceil(m / n_r)``, ``Nb = ceil(n / n_r)``) and distributed 2D round
+  robin: ``W[i, j]`` lives in PE ``(i % n_r, j % n_r)`` at local address
+  ``base + (j // n_r) * Mb + i // n_r``.
+- GEMV forward ``y = x^T W``: ``x`` on the row buses, one output block of
+  ``n_r`` elements per ``Mb`` MAC cycles, then the column reduction into the
+  diagonal PEs and the output cycle.
+- GEMV backward ``d = W e`` (the transpose, weights left in place): ``e`` on
+  the column buses, ``Nb`` MAC cycles per output block, then the row reduction.
+- GEMM ``C = W B`` by rank-1 updates: at step ``p`` the column ``W[:, p]`` is
+  broadcast on the row buses by the PEs of PE column ``p % n_r`` and the row
+  ``B[p, :]`` on the column buses; every PE accumulates one element of an
+  ``n_r x n_r`` block of ``C``, read out row by row in ``n_r`` cycles.
+- All arithmetic wraps modulo ``2 ** acc_width`` (two's complement).
+"""
+import math
+
+import numpy as np
+
+from ..dense_pe import wrap
+
+__all__ = [
+    "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD",
+    "blocks", "pad", "distribute", "load_words", "reduction_cycles",
+    "gemv_forward", "gemv_backward", "gemm", "Schedule", "schedule",
+    "gemv_utilization",
+]
+
+OP_GEMV_FORWARD, OP_GEMV_BACKWARD, OP_GEMM, OP_LOAD = 0, 1, 2, 3
+
+#: Cycles from the acceptance of a command to the first issue of its first micro-operation.
+COMMAND_LATENCY = 1
+#: Cycles from the execute stage of an output micro-operation to the result on ``o_data``.
+OUTPUT_LATENCY = 1
+
+
+def blocks(size, n_r):
+    """Number of ``n_r``-element blocks covering ``size`` elements (at least one)."""
+    return max(1, -(-int(size) // n_r))
+
+
+def pad(matrix, rows, cols):
+    """``matrix`` zero-padded to ``rows x cols`` (int64)."""
+    matrix = np.asarray(matrix, dtype=np.int64)
+    padded = np.zeros((rows, cols), dtype=np.int64)
+    padded[:matrix.shape[0], :matrix.shape[1]] = matrix
+    return padded
+
+
+def distribute(weights, n_r):
+    """Local memory images of the 2D round-robin distribution.
+
+    Parameters
+    ----------
+    weights : array_like, shape (m, n)
+    n_r : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_r, n_r, Nb * Mb)
+        ``image[r, c, a]`` is the word at address ``a`` (relative to the base) of PE ``(r, c)``.
+    """
+    weights = np.asarray(weights)
+    mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
+    padded = pad(weights, mb * n_r, nb * n_r)
+    # padded[ib * n_r + r, jb * n_r + c] -> image[r, c, jb * Mb + ib]
+    tiles = padded.reshape(mb, n_r, nb, n_r).transpose(1, 3, 2, 0)
+    return tiles.reshape(n_r, n_r, nb * mb)
+
+
+def load_words(weights, n_r):
+    """The ``i_data`` words of a LOAD command: one row of PEs per word, address-major.
+
+    Returns
+    -------
+    numpy.ndarray, shape (Nb * Mb * n_r, n_r)
+        Word ``a * n_r + r`` writes lane ``c`` into PE ``(r, c)`` at address ``base + a``.
+    """
+    image = distribute(weights, n_r)
+    return image.transpose(2, 0, 1).reshape(-1, n_r)
+
+
+def reduction_cycles(n_r, reduction="bus"):
+    """Cycles of the reduction of ``n_r`` partial sums into the diagonal PE.
+
+    ``"bus"``: the PEs of a column broadcast in turn on the column bus, ``n_r - 1``
+    cycles. ``"tree"``: pairwise links at distances 1, 2, 4, ... halve the
+    partial sums each cycle, ``ceil(log2(n_r))`` cycles.
+    """
+    if reduction == "bus":
+        return n_r - 1
+    if reduction == "tree":
+        return math.ceil(math.log2(n_r))
+    raise ValueError(f"unknown reduction {reduction!r}; allowed: bus, tree")
+
+
+def _vector_blocks(vector, count, n_r):
+    vector = np.asarray(vector, dtype=np.int64).reshape(-1)
+    padded = np.zeros(count * n_r, dtype=np.int64)
+    padded[:vector.size] = vector
+    return padded.reshape(count, n_r)
+
+
+def gemv_forward(weights, x, *, n_r=4, acc_width=32, **_):
+    """GEMV forward ``y = x^T W``.
+
+    Returns
+    -------
+    inputs : numpy.ndarray, shape (Mb, n_r)
+        The ``i_data`` words (the padded ``x``, one block per word).
+    outputs : numpy.ndarray, shape (Nb, n_r)
+        The ``o_data`` words: block ``jb`` holds ``y[jb * n_r : (jb + 1) * n_r]``
+        (padding lanes are zero).
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
+    inputs = _vector_blocks(x, mb, n_r)
+    padded = pad(weights, mb * n_r, nb * n_r).astype(np.uint64)
+    y = inputs.reshape(-1).astype(np.uint64) @ padded
+    return inputs, wrap(y, acc_width, True).reshape(nb, n_r)
+
+
+def gemv_backward(weights, e, *, n_r=4, acc_width=32, **_):
+    """GEMV backward ``d = W e`` with the weights of the forward pass left in place.
+
+    Returns
+    -------
+    inputs : numpy.ndarray, shape (Nb, n_r)
+    outputs : numpy.ndarray, shape (Mb, n_r)
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
+    inputs = _vector_blocks(e, nb, n_r)
+    padded = pad(weights, mb * n_r, nb * n_r).astype(np.uint64)
+    d = padded @ inputs.reshape(-1).astype(np.uint64)
+    return inputs, wrap(d, acc_width, True).reshape(mb, n_r)
+
+
+def gemm(weights, b, *, n_r=4, acc_width=32, **_):
+    """GEMM ``C = W B`` by rank-1 updates.
+
+    Parameters
+    ----------
+    weights : array_like, shape (m, k)
+        Resident in the local memories (distributed as by :func:`distribute`).
+    b : array_like, shape (k, q)
+        Streamed on ``i_data``.
+
+    Returns
+    -------
+    inputs : numpy.ndarray, shape (Qb * Mb * Kb * n_r, n_r)
+        The ``i_data`` words: for each output block ``(qb, ib)`` (``qb`` outer)
+        the ``Kb * n_r`` rows ``B[p, qb * n_r : (qb + 1) * n_r]``.
+    outputs : numpy.ndarray, shape (Qb * Mb * n_r, n_r)
+        The ``o_data`` words: for each output block, its ``n_r`` rows.
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if weights.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: W is {weights.shape}, B is {b.shape}")
+    mb, kb, qb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r), blocks(b.shape[1], n_r)
+    padded_w = pad(weights, mb * n_r, kb * n_r)
+    padded_b = pad(b, kb * n_r, qb * n_r)
+    c = wrap(padded_w.astype(np.uint64) @ padded_b.astype(np.uint64), acc_width, True)
+    # inputs[qb, ib, p, lane] = B[p, qb * n_r + lane], repeated for every ib.
+    b_panels = padded_b.reshape(kb * n_r, qb, n_r).transpose(1, 0, 2)
+    inputs = np.broadcast_to(b_panels[:, None], (qb, mb, kb * n_r, n_r)).reshape(-1, n_r)
+    # outputs[qb, ib, r, lane] = C[ib * n_r + r, qb * n_r + lane]
+    outputs = c.reshape(mb, n_r, qb, n_r).transpose(2, 0, 1, 3).reshape(-1, n_r)
+    return inputs, outputs
+
+
+class Schedule:
+    """Cycle schedule of one command on an unstalled core.
+
+    Attributes
+    ----------
+    issue_cycles : int
+        Cycles the sequencer spends issuing the command (from its first issue
+        to the cycle after its last, including the drain of the reduction).
+    output_offsets : numpy.ndarray of int
+        For each ``o_data`` word, cycles from the command's acceptance on
+        ``i_cmd`` to the word's transfer.
+    mac_cycles : int
+        Cycles in which every PE performs a MAC.
+    """
+
+    def __init__(self, issue_cycles, output_offsets, mac_cycles):
+        self.issue_cycles = int(issue_cycles)
+        self.output_offsets = np.asarray(output_offsets, dtype=np.int64)
+        self.mac_cycles = int(mac_cycles)
+
+    @property
+    def utilization(self):
+        """MAC cycles over issue cycles."""
+        return self.mac_cycles / self.issue_cycles
+
+
+def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
+    """Cycle schedule of one command, as the sequencer runs it.
+
+    Each output block takes ``steps`` MAC issue cycles and then ``gap`` idle
+    issue cycles, so that consecutive blocks start ``period = steps + gap``
+    cycles apart; the last block always drains (its gap lets the reduction and
+    the read-out finish before the next command).
+
+    - GEMV forward: ``Nb`` blocks of ``steps = Mb``; backward: ``Mb`` blocks of
+      ``steps = Nb``. Without overlap ``gap = R + 1`` (the reduction, then the
+      broadcast of the result); with overlap (CP) the reduction of a block
+      runs on the other buses during the MACs of the next, ``gap = max(0, R + 1 - steps)``.
+    - GEMM: ``Qb * Mb`` blocks of ``steps = Kb * n_r`` rank-1 updates and
+      ``gap = n_r`` read-out cycles.
+    - LOAD: ``Mb * Nb * n_r`` word writes, no output.
+
+    Parameters
+    ----------
+    op : int
+        ``OP_GEMV_FORWARD``, ``OP_GEMV_BACKWARD``, ``OP_GEMM`` or ``OP_LOAD``.
+    mb, nb, qb : int
+        Block counts; for GEMM ``mb``, ``nb`` are ``Mb``, ``Kb`` of ``W`` and ``qb`` those of ``B``'s columns.
+    n_r : int
+    reduction : str
+        ``"bus"`` or ``"tree"`` (:func:`reduction_cycles`).
+    overlap : bool
+        Overlap each GEMV reduction with the next block's MACs.
+
+    Returns
+    -------
+    Schedule
+    """
+    if op == OP_LOAD:
+        return Schedule(mb * nb * n_r, [], 0)
+    r = reduction_cycles(n_r, reduction)
+    if op == OP_GEMM:
+        count, steps, drain, outputs = qb * mb, nb * n_r, n_r, n_r
+        first_output = 0
+    elif op in (OP_GEMV_FORWARD, OP_GEMV_BACKWARD):
+        count, steps = (nb, mb) if op == OP_GEMV_FORWARD else (mb, nb)
+        drain, outputs = r + 1, 1
+        first_output = r
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    gap = max(0, drain - steps) if (overlap and op != OP_GEMM) else drain
+    period = steps + gap
+    # The last MAC of block b executes COMMAND_LATENCY + b * period + steps cycles after
+    # acceptance; its outputs follow the reduction, one per cycle, OUTPUT_LATENCY + 1 later.
+    handoff = COMMAND_LATENCY + np.arange(count) * period + steps
+    offsets = (handoff[:, None] + first_output + 1 + OUTPUT_LATENCY + np.arange(outputs)[None, :]).reshape(-1)
+    issue = (count - 1) * period + steps + drain
+    return Schedule(issue, offsets, count * steps)
+
+
+def gemv_utilization(m, n, n_r, reduction="bus", overlap=False, passes=("forward",)):
+    """MAC utilization of GEMV on one core, from :func:`schedule`.
+
+    Parameters
+    ----------
+    m, n : int
+        Matrix shape.
+    passes : tuple of str
+        ``"forward"`` and/or ``"backward"``.
+    """
+    mb, nb = blocks(m, n_r), blocks(n, n_r)
+    useful = cycles = 0
+    for direction in passes:
+        op = OP_GEMV_FORWARD if direction == "forward" else OP_GEMV_BACKWARD
+        result = schedule(op, mb, nb, n_r=n_r, reduction=reduction, overlap=overlap)
+        useful += m * n / n_r ** 2
+        cycles += result.issue_cycles + COMMAND_LATENCY
+    return useful / cycles

@@ -1,0 +1,72 @@
+"""Golden model of :class:`trainforge.hw.caterpillar.pe.CpPE`: vectorised numpy, bit-exact, per cycle."""
+import numpy as np
+
+from ..dense_pe import wrap
+
+__all__ = ["segmented_sum", "cp_pe"]
+
+
+def segmented_sum(starts, start_values, increments):
+    """Running sum that restarts from ``start_values[t]`` wherever ``starts[t]``, else adds ``increments[t]``.
+
+    Before the first start the sum begins from zero. All values are ``uint64`` (modulo ``2**64``).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        The value after each step.
+    """
+    starts = np.asarray(starts, dtype=bool)
+    start_values = np.asarray(start_values, dtype=np.uint64)
+    increments = np.where(starts, np.uint64(0), np.asarray(increments, dtype=np.uint64))
+    running = np.cumsum(increments, dtype=np.uint64)
+    steps = np.arange(len(starts))
+    last_start = np.maximum.accumulate(np.where(starts, steps, -1))
+    anchor = np.maximum(last_start, 0)
+    base = np.where(last_start >= 0, start_values[anchor] - running[anchor], np.uint64(0))
+    return base + running
+
+
+def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in,
+          *, width=16, acc_width=32, **_):
+    """Accumulator and reduction register of a PE after each enabled cycle.
+
+    The stimulus is given per enabled cycle (cycles with ``en`` low change
+    nothing and are left out). ``rd_addr[t]`` is the issue-stage read of cycle
+    ``t``; its word is the ``mem_data`` operand of the execute stage at cycle
+    ``t + 1``, so the execute-stage controls of cycle ``t`` use ``memory[rd_addr[t - 1]]``
+    (zero at ``t = 0``, the SRAM read register's reset value).
+
+    Parameters
+    ----------
+    memory : array_like of int
+        The SRAM contents (written before the sequence).
+    rd_addr : array_like of int, shape (T,)
+    mac_op : array_like of int, shape (T,)
+        :class:`~trainforge.hw.caterpillar.pe.MacOp` values.
+    mac_clear, handoff, red_add : array_like of bool, shape (T,)
+    row_bus, col_bus, red_in : array_like of int, shape (T,)
+        Bus values, within ``acc_width`` bits.
+
+    Returns
+    -------
+    acc, red, mem_data : numpy.ndarray of int64, shape (T,)
+        The registers after each cycle and the ``mem_data`` output during it.
+    """
+    memory = np.asarray(memory, dtype=np.int64)
+    rd_addr = np.asarray(rd_addr, dtype=np.int64)
+    mac_op = np.asarray(mac_op, dtype=np.int64)
+    mem_data = np.concatenate(([0], memory[rd_addr[:-1]])).astype(np.int64)
+    row_operand = wrap(np.asarray(row_bus, dtype=np.int64).astype(np.uint64), width, True)
+    col_operand = wrap(np.asarray(col_bus, dtype=np.int64).astype(np.uint64), width, True)
+    first = np.where((mac_op == 1) | (mac_op == 3), row_operand, col_operand)
+    second = np.where(mac_op == 3, col_operand, mem_data)
+    product = np.where(mac_op != 0, first.astype(np.uint64) * second.astype(np.uint64), np.uint64(0))
+    active = mac_op != 0
+    restart = active & np.asarray(mac_clear, dtype=bool)
+    acc = segmented_sum(restart, product, product)
+    handoff = np.asarray(handoff, dtype=bool)
+    adds = np.asarray(red_add, dtype=bool) & ~handoff
+    red = segmented_sum(handoff, acc, np.where(adds, np.asarray(red_in, dtype=np.int64).astype(np.uint64),
+                                               np.uint64(0)))
+    return wrap(acc, acc_width, True), wrap(red, acc_width, True), mem_data

@@ -1,0 +1,47 @@
+"""Registered blocks of the CATERPILLAR family."""
+from ...golden.caterpillar import core as core_golden
+from ...golden.caterpillar import goldschmidt as goldschmidt_golden
+from ...golden.caterpillar import pe as pe_golden
+from ..registry import Block
+from .core import CpCore
+from .pe import CpPE
+from .reciprocal import CpReciprocal
+
+BLOCKS = (
+    Block(
+        name="cp_pe",
+        component=CpPE,
+        golden=pe_golden.cp_pe,
+        testbench="tb_cp_pe",
+        summary="CATERPILLAR LAC PE: swappable MAC unit, local SRAM, accumulator and reduction register",
+        test_params=({"sram_depth": 32},),
+        regress_params=({"width": 8, "acc_width": 16, "sram_depth": 8192},),
+    ),
+    Block(
+        name="cp_core",
+        component=CpCore,
+        golden=core_golden.gemv_forward,
+        testbench="tb_cp_core",
+        summary="CATERPILLAR LAC core: n_r x n_r PEs, row/column buses, GEMV fwd/bwd, GEMM, microcoded sequencer",
+        test_params=(
+            {"n_r": 2, "sram_depth": 64, "max_blocks": 8},
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
+        ),
+        regress_params=(
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8},
+            {"n_r": 2, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "width": 8, "acc_width": 20},
+            {"n_r": 3, "sram_depth": 128, "max_blocks": 8, "reduction": "tree"},
+            {"n_r": 8, "sram_depth": 64, "max_blocks": 4},
+        ),
+    ),
+    Block(
+        name="cp_reciprocal",
+        component=CpReciprocal,
+        golden=goldschmidt_golden.reciprocal_unit,
+        testbench="tb_cp_reciprocal",
+        summary="CATERPILLAR Goldschmidt reciprocal: lookup table + iterations on the PE's MAC unit",
+        test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1}),
+        regress_params=({"width": 40, "frac": 24, "table_bits": 6, "iterations": 3},
+                        {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0}),
+    ),
+)

@@ -1,0 +1,388 @@
+"""LAC core of CATERPILLAR (Fig. 3(b)): n_r x n_r PEs, row and column broadcast buses, microcoded sequencer."""
+import math
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+from .mac import MAC_UNITS
+from .pe import CpPE, MacOp
+
+__all__ = ["CoreOp", "CpCore"]
+
+
+class CoreOp:
+    """Op codes of the ``i_cmd`` stream (the microprograms)."""
+    GEMV_FORWARD = 0  #: ``y = x^T W``: x on the row buses, column reduction into the diagonal
+    GEMV_BACKWARD = 1  #: ``d = W e``: e on the column buses, row reduction into the diagonal
+    GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
+    LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
+
+
+class CpCore(wiring.Component):
+    """An ``n_r x n_r`` linear algebra core running GEMV (forward and backward) and GEMM microprograms.
+
+    Data mapping (see :mod:`trainforge.golden.caterpillar.core`): ``W[i, j]``
+    of an ``m x n`` matrix lives in PE ``(i % n_r, j % n_r)`` at address
+    ``base + (j // n_r) * Mb + i // n_r``; matrices are zero-padded to whole
+    ``n_r x n_r`` blocks (``Mb``, ``Nb`` blocks).
+
+    Each command on ``i_cmd`` names a microprogram and its block counts. The
+    sequencer issues one micro-operation per cycle into a two-stage pipeline
+    (issue: local SRAM and vector buffer reads; execute: MACs on the buses):
+
+    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``): reads ``Mb``
+      words of ``x`` from ``i_data`` (kept in the vector buffer for the later
+      output blocks). For each output block ``jb``, ``Mb`` cycles broadcast
+      ``x`` on the row buses while every PE accumulates
+      ``x[i] * W[i, j]``; the last MAC hands the partial sums to the
+      reduction registers, the reduction engine sums each column into its
+      diagonal PE (``reduction``: ``n_r - 1`` cycles on the column bus, or
+      ``ceil(log2 n_r)`` over the neighbour links), and the diagonal PEs send
+      ``y[jb * n_r + c]`` on lane ``c`` of ``o_data``. Without ``overlap``
+      (SGD) the MACs of the next block wait for the reduction and the
+      broadcast; with ``overlap`` (CP) they run during it, since the
+      reduction uses the column buses and the MACs the row buses.
+    - ``GEMV_BACKWARD``: the same with the weights left in place: ``Nb`` words
+      of ``e`` on the column buses, reduction along the row buses, ``Mb``
+      output words ``d = W e``.
+    - ``GEMM`` (``mb``, ``nb`` = ``Kb``, ``qb``): for each output block
+      ``(qb, ib)`` (``qb`` outer), ``Kb * n_r`` rank-1 updates: the PEs of
+      PE column ``p % n_r`` broadcast ``W[:, p]`` on the row buses, ``i_data``
+      brings ``B[p, qb * n_r : (qb + 1) * n_r]`` on the column buses; then the
+      block is read out row by row, ``n_r`` words.
+    - ``LOAD`` (``mb``, ``nb``, ``base``): ``Mb * Nb * n_r`` words from
+      ``i_data``; word ``a * n_r + r`` writes lane ``c`` into PE ``(r, c)`` at
+      ``base + a``.
+
+    A command is accepted only when the previous one has drained. The whole
+    pipeline stalls while ``o_data`` holds an untaken word or a needed
+    ``i_data`` word is missing; without stalls the cycle schedule is
+    :func:`trainforge.golden.caterpillar.core.schedule`.
+
+    Parameters
+    ----------
+    n_r : int
+        PEs per row and column.
+    width, acc_width, sram_depth, mac :
+        PE parameters (:class:`~trainforge.hw.caterpillar.pe.CpPE`).
+    max_blocks : int
+        Largest block count of a command; also the depth of the vector buffer.
+    reduction : str
+        ``"bus"`` or ``"tree"`` (neighbour links).
+
+    Members
+    -------
+    i_cmd : In(stream.Signature(cmd_layout))
+    i_data : In(stream.Signature(data_layout))
+        ``n_r`` operands per word.
+    o_data : Out(stream.Signature(result_layout))
+        ``n_r`` results per word.
+
+    Attributes
+    ----------
+    cmd_layout : data.StructLayout
+        ``op`` (a :class:`CoreOp`), ``overlap``, ``mb``, ``nb``, ``qb`` (block counts, at least 1), ``base``.
+    data_layout, result_layout : data.ArrayLayout
+    reduction_cycles : int
+    """
+
+    PARAMS = ParamSchema((
+        Param("n_r", int, 4, "PEs per row and per column of the core", minimum=2, maximum=16),
+        Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
+        Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
+        Param("sram_depth", int, 8192, "words per PE local SRAM (8192 x 16 bit = 16 KB)", minimum=2, maximum=65536),
+        Param("max_blocks", int, 64, "largest block count of a command (vector buffer depth)",
+              minimum=1, maximum=4096),
+        Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
+              choices=("bus", "tree")),
+        Param("mac", str, "fixed", "MAC unit of the PEs", choices=tuple(MAC_UNITS)),
+    ), constraints=(lambda values: _check_pe_params(values),))
+
+    def __init__(self, *, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
+                 reduction="bus", mac="fixed"):
+        self.params = self.PARAMS.resolve(n_r=n_r, width=width, acc_width=acc_width, sram_depth=sram_depth,
+                                          max_blocks=max_blocks, reduction=reduction, mac=mac)
+        self.n_r = n_r
+        self.width = width
+        self.acc_width = acc_width
+        self.sram_depth = sram_depth
+        self.max_blocks = max_blocks
+        self.reduction = reduction
+        self.mac = mac
+        self.reduction_cycles = n_r - 1 if reduction == "bus" else math.ceil(math.log2(n_r))
+        self.addr_width = max(1, (sram_depth - 1).bit_length())
+        count_shape = unsigned(max_blocks.bit_length())
+        self.cmd_layout = data.StructLayout({
+            "op": 2,
+            "overlap": 1,
+            "mb": count_shape,
+            "nb": count_shape,
+            "qb": count_shape,
+            "base": unsigned(self.addr_width),
+        })
+        self.data_layout = data.ArrayLayout(signed(width), n_r)
+        self.result_layout = data.ArrayLayout(signed(acc_width), n_r)
+        super().__init__({
+            "i_cmd": In(stream.Signature(self.cmd_layout)),
+            "i_data": In(stream.Signature(self.data_layout)),
+            "o_data": Out(stream.Signature(self.result_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n_r, reduction_cycles = self.n_r, self.reduction_cycles
+        pes = [[CpPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
+                for _ in range(n_r)] for _ in range(n_r)]
+        for r in range(n_r):
+            for c in range(n_r):
+                pes[r][c].build_into(m, f"pe_{r}_{c}")
+
+        # ---- command registers and the issue-stage sequencer ----
+        cmd = Signal(self.cmd_layout)
+        busy = Signal()
+        in_gap = Signal()
+        count_max = self.max_blocks * self.max_blocks * n_r
+        step = Signal(range(count_max + 1))
+        gap_count = Signal(range(reduction_cycles + n_r + 2))
+        block_a = Signal(range(self.max_blocks + 1))  # jb (forward), ib (backward, GEMM)
+        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM)
+        op = cmd.op
+        mb, nb, qb = cmd.mb, cmd.nb, cmd.qb
+
+        # Every combinational selection below is a ``Mux`` or a ``word_select``, never an
+        # ``m.Switch``/``m.If`` in the comb domain: Amaranth writes those as ``always @*``
+        # processes, which Icarus (``-g2012``) does not evaluate at time 0, so a process whose
+        # inputs keep their reset values stays 'x' (see the README, "Icarus and always @*").
+        steps = Signal.like(step)
+        blocks_a = Signal.like(block_a)
+        blocks_b = Signal.like(block_b)
+        drain = Signal.like(gap_count)
+        is_forward = op == CoreOp.GEMV_FORWARD
+        is_backward = op == CoreOp.GEMV_BACKWARD
+        is_gemm = op == CoreOp.GEMM
+        is_gemv = is_forward | is_backward
+        m.d.comb += [
+            steps.eq(Mux(is_forward, mb, Mux(is_backward, nb, Mux(is_gemm, nb * n_r, mb * nb * n_r)))),
+            blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm, mb, 1))),
+            blocks_b.eq(Mux(is_gemm, qb, 1)),
+            drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, 0))),
+        ]
+        last_block = (block_a == blocks_a - 1) & (block_b == blocks_b - 1)
+        # Idle cycles after a block: the drain after the last; with overlap, only what the
+        # reduction and the output need beyond the next block's MACs.
+        overlapped_gap = Mux(steps > reduction_cycles + 1, 0, reduction_cycles + 1 - steps)
+        gap = Signal.like(gap_count)
+        m.d.comb += gap.eq(Mux(last_block | ~(is_gemv & cmd.overlap), drain, overlapped_gap))
+
+        issuing = busy & ~in_gap
+        first_pass = block_a == 0  # GEMV: the vector arrives on i_data during the first output block
+        needs_input = issuing & (is_gemm | (op == CoreOp.LOAD) | (is_gemv & first_pass))
+        stalled = self.o_data.valid & ~self.o_data.ready
+        go = Signal()
+        m.d.comb += [
+            go.eq(~stalled & (~needs_input | self.i_data.valid)),
+            self.i_data.ready.eq(~stalled & needs_input),
+            self.i_cmd.ready.eq(~busy & ~stalled),
+        ]
+
+        with m.If(self.i_cmd.valid & self.i_cmd.ready):
+            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1), in_gap.eq(0), step.eq(0),
+                         gap_count.eq(0), block_a.eq(0), block_b.eq(0)]
+
+        def next_block():
+            with m.If(last_block):
+                m.d.sync += busy.eq(0)
+            with m.Elif(block_a == blocks_a - 1):
+                m.d.sync += [block_a.eq(0), block_b.eq(block_b + 1)]
+            with m.Else():
+                m.d.sync += block_a.eq(block_a + 1)
+
+        with m.If(go & busy):
+            with m.If(~in_gap):
+                with m.If(step == steps - 1):
+                    m.d.sync += step.eq(0)
+                    with m.If(gap != 0):
+                        m.d.sync += [in_gap.eq(1), gap_count.eq(0)]
+                    with m.Else():
+                        next_block()
+                with m.Else():
+                    m.d.sync += step.eq(step + 1)
+            with m.Else():
+                with m.If(gap_count == gap - 1):
+                    m.d.sync += in_gap.eq(0)
+                    next_block()
+                with m.Else():
+                    m.d.sync += gap_count.eq(gap_count + 1)
+
+        # Local SRAM addresses of the issued micro-operation.
+        rank_step = step // n_r
+        lane_step = step % n_r
+        read_addr = Signal(self.addr_width)
+        m.d.comb += read_addr.eq(Mux(is_forward, cmd.base + block_a * mb + step,
+                                     Mux(is_backward, cmd.base + step * mb + block_a,
+                                         cmd.base + rank_step * mb + block_a)))  # GEMM
+        load = issuing & (op == CoreOp.LOAD) & self.i_data.valid & ~stalled
+        for r in range(n_r):
+            for c in range(n_r):
+                pe = pes[r][c]
+                m.d.comb += [
+                    pe.en.eq(go),
+                    pe.rd_addr.eq(read_addr),
+                    pe.wr_en.eq(load & (lane_step == r)),
+                    pe.wr_addr.eq(cmd.base + rank_step),
+                    pe.wr_data.eq(self.i_data.payload[c]),
+                ]
+
+        # Vector buffer: the GEMV input vector, written in the first output block, read in the others.
+        m.submodules.vector_buffer = vector_buffer = memory.Memory(
+            shape=self.data_layout, depth=self.max_blocks, init=[])
+        vector_write = vector_buffer.write_port()
+        vector_read = vector_buffer.read_port()
+        m.d.comb += [
+            vector_write.en.eq(issuing & is_gemv & first_pass & self.i_data.valid & ~stalled),
+            vector_write.addr.eq(step),
+            vector_write.data.eq(self.i_data.payload),
+            vector_read.en.eq(go),
+            vector_read.addr.eq(step),
+        ]
+
+        # ---- execute stage ----
+        exec_op = Signal(2)  # MacOp
+        exec_clear = Signal()
+        exec_handoff = Signal()
+        exec_from_stream = Signal()
+        exec_owner = Signal(range(n_r))
+        exec_word = Signal(self.data_layout)
+        with m.If(go):
+            issue_mac = issuing & (op != CoreOp.LOAD)
+            m.d.sync += [
+                exec_op.eq(Mux(~issue_mac, MacOp.NONE,
+                               Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
+                exec_clear.eq(step == 0),
+                exec_handoff.eq(issue_mac & (step == steps - 1)),
+                exec_from_stream.eq(is_gemm | first_pass),
+                exec_owner.eq(lane_step),
+            ]
+            with m.If(needs_input):  # only a transferred word, never an idle (undriven) payload
+                m.d.sync += exec_word.eq(self.i_data.payload)
+        operand = Signal(self.data_layout)
+        m.d.comb += operand.eq(Mux(exec_from_stream, exec_word, vector_read.data))
+
+        # ---- reduction engine (execute stage) ----
+        red_active = Signal()
+        red_kind = Signal(2)  # the CoreOp whose partial sums are being reduced or read out
+        red_step = Signal(range(max(reduction_cycles, n_r) + 1))
+        red_last = Mux(red_kind == CoreOp.GEMM, n_r - 1, reduction_cycles)
+        with m.If(go):
+            with m.If(exec_handoff):
+                m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(op)]
+            with m.Elif(red_active):
+                m.d.sync += red_step.eq(red_step + 1)
+                with m.If(red_step == red_last):
+                    m.d.sync += red_active.eq(0)
+        reducing = red_active & (red_kind != CoreOp.GEMM) & (red_step < reduction_cycles)
+        red_forward = red_kind == CoreOp.GEMV_FORWARD
+        red_backward = red_kind == CoreOp.GEMV_BACKWARD
+
+        # ---- buses ----
+        row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
+        col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
+        owner_data = [Signal(signed(self.width), name=f"owner_data_{r}") for r in range(n_r)]
+        for r in range(n_r):
+            m.d.comb += owner_data[r].eq(_select([pes[r][c].mem_data for c in range(n_r)], exec_owner))
+        bus_reduction = self.reduction == "bus"
+        for index in range(n_r):
+            # Row bus: x (forward MACs), W[:, p] from the owner PE (GEMM), or a partial sum
+            # on its way to the diagonal (backward reduction over the bus).
+            row_partial = (self._bus_sender(red_step, [pes[index][c].red for c in range(n_r)], index)
+                           if bus_reduction else 0)
+            m.d.comb += row_bus[index].eq(
+                Mux(exec_op == MacOp.ROW_MEM, operand[index],
+                    Mux(exec_op == MacOp.ROW_COL, owner_data[index],
+                        Mux(reducing & red_backward, row_partial, 0))))
+            # Column bus: e (backward MACs), B (GEMM), a partial sum (forward reduction),
+            # or a row of a GEMM result being read out.
+            col_partial = (self._bus_sender(red_step, [pes[r][index].red for r in range(n_r)], index)
+                           if bus_reduction else 0)
+            m.d.comb += col_bus[index].eq(
+                Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL), operand[index],
+                    Mux(reducing & red_forward, col_partial,
+                        Mux(red_active & (red_kind == CoreOp.GEMM),
+                            _select([pes[r][index].red for r in range(n_r)], red_step), 0))))
+
+        for r in range(n_r):
+            for c in range(n_r):
+                pe = pes[r][c]
+                m.d.comb += [
+                    pe.mac_op.eq(exec_op),
+                    pe.mac_clear.eq(exec_clear),
+                    pe.handoff.eq(exec_handoff),
+                    pe.row_bus.eq(row_bus[r]),
+                    pe.col_bus.eq(col_bus[c]),
+                ]
+                self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus)
+
+        # ---- output register ----
+        # GEMV: the diagonal PEs send their sums after the reduction; GEMM: one row per read-out cycle.
+        reading_gemm = red_kind == CoreOp.GEMM
+        output_now = red_active & (reading_gemm | (red_step == reduction_cycles))
+        with m.If(self.o_data.ready):
+            m.d.sync += self.o_data.valid.eq(0)
+        with m.If(go & output_now):
+            m.d.sync += self.o_data.valid.eq(1)
+            for lane in range(n_r):
+                m.d.sync += self.o_data.payload[lane].eq(Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
+        return m
+
+    def _bus_sender(self, red_step, reds, diagonal):
+        """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""
+        return _select([reds[(diagonal + 1 + s) % self.n_r] for s in range(self.n_r - 1)], red_step)
+
+    def _reduction_inputs(self, m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus):
+        """``red_add`` and ``red_in`` of PE ``(r, c)`` for both directions and both reduction kinds."""
+        n_r, pe = self.n_r, pes[r][c]
+        if self.reduction == "bus":
+            # Only the diagonal PE receives: from the column bus (forward) or the row bus (backward).
+            if r == c:
+                m.d.comb += [
+                    pe.red_add.eq(reducing),
+                    pe.red_in.eq(Mux(red_forward, col_bus[c], row_bus[r])),
+                ]
+            return
+        # Tree over the line, rotated so that the diagonal PE is position 0: at step s the PE at
+        # position d (a multiple of 2^(s+1)) adds the partial sum of position d + 2^s.
+        forward_position = (r - c) % n_r
+        backward_position = (c - r) % n_r
+        steps = range(self.reduction_cycles)
+
+        def adds_at(position, s):
+            return position % (2 << s) == 0 and position + (1 << s) < n_r
+
+        # Which steps this PE adds at, as a constant bit mask indexed by the step.
+        forward_mask = Const(sum(adds_at(forward_position, s) << s for s in steps), self.reduction_cycles)
+        backward_mask = Const(sum(adds_at(backward_position, s) << s for s in steps), self.reduction_cycles)
+        add = Signal(name=f"tree_add_{r}_{c}")
+        source = Signal(signed(self.acc_width), name=f"tree_in_{r}_{c}")
+        m.d.comb += [
+            add.eq(Mux(red_forward, forward_mask.bit_select(red_step, 1), backward_mask.bit_select(red_step, 1))),
+            source.eq(Mux(red_forward, _select([pes[(r + (1 << s)) % n_r][c].red for s in steps], red_step),
+                          _select([pes[r][(c + (1 << s)) % n_r].red for s in steps], red_step))),
+            pe.red_add.eq(reducing & add),
+            pe.red_in.eq(source),
+        ]
+
+
+def _select(values, index):
+    """``values[index]`` of equally shaped signed values, as one continuous assignment (a shift).
+
+    An ``index`` past the end gives zero; callers only use the value when the index is in range.
+    """
+    width = len(values[0])
+    return Cat(*values).word_select(index, width).as_signed()
+
+
+def _check_pe_params(values):
+    """The PE parameters of the core must make a valid :class:`CpPE` (raises :class:`ParamError`)."""
+    CpPE.PARAMS.resolve(**{name: values[name] for name in CpPE.PARAMS.names})

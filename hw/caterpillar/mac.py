@@ -1,0 +1,39 @@
+"""Arithmetic of the CATERPILLAR PE, swappable by name (the PE's ``mac`` parameter).
+
+A MAC unit is a class built from ``(width, acc_width)`` whose two methods
+return Amaranth expressions: :meth:`~FixedPointMac.multiply_accumulate` (the
+MAC of the PE) and :meth:`~FixedPointMac.add` (the reduction adder). It adds
+no module of its own, so a core's PEs all elaborate into one flat Verilog
+module. A half-precision floating-point unit drops in by adding a class with
+the same two methods to :data:`MAC_UNITS`.
+"""
+
+__all__ = ["FixedPointMac", "MAC_UNITS"]
+
+
+class FixedPointMac:
+    """Two's complement fixed point: products are exact, sums wrap modulo ``2 ** acc_width``.
+
+    Parameters
+    ----------
+    width : int
+        Width of the multiplier operands.
+    acc_width : int
+        Width of the accumulator, the addends and the results.
+    """
+
+    def __init__(self, width, acc_width):
+        self.width = width
+        self.acc_width = acc_width
+
+    def multiply_accumulate(self, a, b, addend):
+        """``addend + a * b``, wrapped to a signed ``acc_width`` value."""
+        return (addend + a * b)[:self.acc_width].as_signed()
+
+    def add(self, x, y):
+        """``x + y``, wrapped to a signed ``acc_width`` value."""
+        return (x + y)[:self.acc_width].as_signed()
+
+
+#: MAC units by the name the PE's ``mac`` parameter takes.
+MAC_UNITS = {"fixed": FixedPointMac}

@@ -1,0 +1,153 @@
+"""Goldschmidt reciprocal of CATERPILLAR (softmax's ``1 / sum``) on the PE's MAC unit with a small lookup table."""
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ...golden.caterpillar.goldschmidt import reciprocal_table, result_width
+from ..params import Param, ParamError, ParamSchema
+from .mac import MAC_UNITS
+
+__all__ = ["CpReciprocal"]
+
+
+class CpReciprocal(wiring.Component):
+    """Fixed-point reciprocal by Goldschmidt iterations, one MAC per cycle, bit-exact with
+    :func:`trainforge.golden.caterpillar.goldschmidt.reciprocal_unit`.
+
+    For each value ``D`` (``frac`` fraction bits) taken from ``i_value``:
+
+    1. **Normalise and look up** (the cycle of acceptance): ``L`` = bit length
+       of ``D``; ``d = D >> (L - frac)`` (or ``<<``) lies in
+       ``[2**(frac-1), 2**frac)``; ``N = table[d's table_bits bits after its
+       leading one]`` (``1 / midpoint`` of the interval, ``2**table_bits``
+       constants).
+    2. **MACs** on the MAC unit (``mac``, the PE's swappable unit, here with
+       operands of ``frac + 3`` bits): ``Q = (d * N) >> frac``; then for each
+       iteration ``F = 2 - Q``, ``N = (N * F) >> frac`` and, except after the
+       last, ``Q = (Q * F) >> frac``: ``2 * iterations`` MAC cycles.
+    3. **Denormalise** into the output register: ``N >> (L - frac)`` (or
+       ``<<``); a zero value gives all ones.
+
+    A new value is accepted in the cycle the previous result leaves
+    (:func:`~trainforge.golden.caterpillar.goldschmidt.unit_latency` cycles apart).
+
+    Parameters
+    ----------
+    width : int
+        Bits of an input value (unsigned).
+    frac : int
+        Fraction bits of inputs and results.
+    table_bits : int
+        Lookup-table index bits (``2 ** table_bits`` entries).
+    iterations : int
+        Goldschmidt iterations.
+    mac : str
+        MAC unit, a key of :data:`~trainforge.hw.caterpillar.mac.MAC_UNITS`.
+
+    Members
+    -------
+    i_value : In(stream.Signature(unsigned(width)))
+    o_result : Out(stream.Signature(unsigned(2 * frac + 2)))
+    """
+
+    PARAMS = ParamSchema((
+        Param("width", int, 32, "input value width in bits (unsigned, frac fraction bits)", minimum=2, maximum=48),
+        Param("frac", int, 16, "fraction bits of inputs and results", minimum=4, maximum=28),
+        Param("table_bits", int, 3, "lookup-table index bits", minimum=1, maximum=8),
+        Param("iterations", int, 2, "Goldschmidt iterations (two MACs each)", minimum=0, maximum=6),
+        Param("mac", str, "fixed", "MAC unit", choices=tuple(MAC_UNITS)),
+    ), constraints=(lambda values: _check_table_bits(values),))
+
+    def __init__(self, *, width=32, frac=16, table_bits=3, iterations=2, mac="fixed"):
+        self.params = self.PARAMS.resolve(width=width, frac=frac, table_bits=table_bits, iterations=iterations,
+                                          mac=mac)
+        self.width = width
+        self.frac = frac
+        self.table_bits = table_bits
+        self.iterations = iterations
+        self.mac = mac
+        super().__init__({
+            "i_value": In(stream.Signature(unsigned(width))),
+            "o_result": Out(stream.Signature(unsigned(result_width(frac)))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        frac, width = self.frac, self.width
+        operand_bits = frac + 2  # N, Q, F and d are below 2 ** (frac + 1)
+        mac_unit = MAC_UNITS[self.mac](operand_bits + 1, 2 * operand_bits + 2)
+
+        # ---- normalise and look up (combinational, from the offered value) ----
+        # Only Mux chains and shifts: Amaranth writes them as continuous assignments.
+        value = self.i_value.payload
+        length = Const(0, range(width + 1))
+        for bit in range(width):
+            length = Mux(value[bit], bit + 1, length)
+        right = Signal(range(width + 1))
+        left = Signal(range(frac + 1))
+        normalised = Signal(frac)
+        table = reciprocal_table(self.table_bits, frac)
+        lookup = Signal(operand_bits)
+        m.d.comb += [
+            right.eq(Mux(length > frac, length - frac, 0)),
+            left.eq(Mux(length < frac, frac - length, 0)),
+            normalised.eq((value >> right) << left),
+            lookup.eq(Cat(*(Const(int(entry), operand_bits) for entry in table)).word_select(
+                normalised[frac - 1 - self.table_bits:frac - 1], operand_bits)),
+        ]
+
+        # ---- registers ----
+        d = Signal(operand_bits)
+        n = Signal(operand_bits)
+        q = Signal(operand_bits)
+        shift_right = Signal.like(right)
+        shift_left = Signal.like(left)
+        zero = Signal()
+        busy = Signal()
+        step = Signal(range(2 * self.iterations + 2))  # at least one bit, also for 0 iterations
+
+        output_free = ~self.o_result.valid | self.o_result.ready
+        m.d.comb += self.i_value.ready.eq(~busy & output_free)
+        with m.If(self.o_result.ready):
+            m.d.sync += self.o_result.valid.eq(0)
+        with m.If(self.i_value.valid & self.i_value.ready):
+            m.d.sync += [d.eq(normalised), n.eq(lookup), shift_right.eq(right), shift_left.eq(left),
+                         zero.eq(length == 0), step.eq(0), busy.eq(1)]
+
+        # ---- MAC steps: step 0 Q = d N; odd steps N = N F; even steps Q = Q F (F = 2 - Q) ----
+        two = 2 << frac
+        factor = Signal(operand_bits)
+        first_operand = Signal(operand_bits)
+        second_operand = Signal(operand_bits)
+        product = Signal(2 * operand_bits + 2)
+        m.d.comb += [
+            factor.eq(two - q),
+            first_operand.eq(Mux(step == 0, d, Mux(step[0], n, q))),
+            second_operand.eq(Mux(step == 0, n, factor)),
+            product.eq(mac_unit.multiply_accumulate(Cat(first_operand, 0).as_signed(),
+                                                     Cat(second_operand, 0).as_signed(), 0)),
+        ]
+        scaled = product[frac:frac + operand_bits]
+        saturated = (1 << result_width(frac)) - 1
+        with m.If(busy):
+            with m.If(step == 2 * self.iterations):
+                with m.If(output_free):
+                    m.d.sync += [
+                        busy.eq(0),
+                        self.o_result.valid.eq(1),
+                        self.o_result.payload.eq(Mux(zero, saturated, (n >> shift_right) << shift_left)),
+                    ]
+            with m.Else():
+                m.d.sync += step.eq(step + 1)
+                with m.If((step == 0) | ~step[0]):
+                    m.d.sync += q.eq(scaled)
+                with m.Else():
+                    m.d.sync += n.eq(scaled)
+        return m
+
+
+def _check_table_bits(values):
+    if values["table_bits"] > values["frac"] - 2:
+        raise ParamError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
+                         f"bits after the leading one of a {values['frac']}-bit fraction); allowed: an integer "
+                         f"in 1..{values['frac'] - 2}")

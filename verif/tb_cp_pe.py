@@ -1,0 +1,147 @@
+"""cocotb testbench of ``cp_pe`` against :func:`trainforge.golden.caterpillar.pe.cp_pe`.
+
+The PE has no streams: the core's sequencer drives its controls every cycle.
+The testbench drives random controls (with random ``en`` stalls), reads the
+accumulator and the reduction register after every cycle and compares the
+traces of the enabled cycles with the golden model.
+"""
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+
+from trainforge.golden.caterpillar.pe import cp_pe
+from trainforge.hw.caterpillar.pe import MacOp
+
+from tbutil import start
+
+
+def to_bits(value, bits):
+    return int(value) & ((1 << bits) - 1)
+
+
+def signed_value(handle):
+    return handle.value.signed_integer
+
+
+async def write_memory(bench, memory):
+    dut = bench.dut
+    width = bench.params["width"]
+    dut.en.value = 0
+    for address, word in enumerate(memory):
+        await FallingEdge(dut.clk)
+        dut.wr_en.value = 1
+        dut.wr_addr.value = address
+        dut.wr_data.value = to_bits(word, width)
+    await FallingEdge(dut.clk)
+    dut.wr_en.value = 0
+
+
+def random_controls(bench, generator, cycles, zeros=False):
+    """Random issue and execute controls; a handoff only with a MAC, as the core issues them."""
+    params = bench.params
+    acc_half = 1 << (params["acc_width"] - 1)
+    controls = {
+        "rd_addr": generator.integers(0, params["sram_depth"], cycles),
+        "mac_op": generator.integers(0, 4, cycles),
+        "mac_clear": generator.random(cycles) < 0.2,
+        "handoff": generator.random(cycles) < 0.15,
+        "red_add": generator.random(cycles) < 0.4,
+        "row_bus": generator.integers(-acc_half, acc_half, cycles),
+        "col_bus": generator.integers(-acc_half, acc_half, cycles),
+        "red_in": generator.integers(-acc_half, acc_half, cycles),
+    }
+    controls["mac_op"][0] = MacOp.NONE
+    controls["handoff"] &= controls["mac_op"] != MacOp.NONE
+    if zeros:
+        for name in ("row_bus", "col_bus", "red_in"):
+            controls[name][:] = 0
+    return controls
+
+
+async def drive_and_check(bench, memory, controls, enable_probability, label):
+    dut = bench.dut
+    acc_width = bench.params["acc_width"]
+    cycles = len(controls["mac_op"])
+    acc_trace, red_trace = [], []
+    index = 0
+    while index < cycles:
+        await FallingEdge(dut.clk)
+        enabled = bench.rng.random() < enable_probability
+        dut.en.value = int(enabled)
+        for name in ("rd_addr", "mac_op"):
+            getattr(dut, name).value = int(controls[name][index])
+        for name in ("mac_clear", "handoff", "red_add"):
+            getattr(dut, name).value = int(controls[name][index])
+        for name in ("row_bus", "col_bus", "red_in"):
+            getattr(dut, name).value = to_bits(controls[name][index], acc_width)
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        if enabled:
+            acc_trace.append(signed_value(dut.acc))
+            red_trace.append(signed_value(dut.red))
+            index += 1
+    await FallingEdge(dut.clk)
+    dut.en.value = 0
+    expected_acc, expected_red, _ = cp_pe(memory, **controls, **bench.params)
+    for name, actual, expected in (("acc", acc_trace, expected_acc), ("red", red_trace, expected_red)):
+        wrong = np.flatnonzero(np.array(actual, dtype=np.int64) != expected)
+        assert wrong.size == 0, (f"{label}: {name} after enabled cycle {wrong[0]} expected {expected[wrong[0]]} "
+                                 f"got {actual[wrong[0]]} ({wrong.size} mismatches) {bench.where()}")
+
+
+def random_memory(bench, generator):
+    half = 1 << (bench.params["width"] - 1)
+    return generator.integers(-half, half, min(bench.params["sram_depth"], 256))
+
+
+@cocotb.test()
+async def random_controls_with_stalls(dut):
+    """Random MACs, clears, handoffs and reduction adds, with ``en`` low a third of the time."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed)
+    memory = random_memory(bench, generator)
+    await write_memory(bench, memory)
+    controls = random_controls(bench, generator, 400)
+    controls["rd_addr"] %= len(memory)
+    await drive_and_check(bench, memory, controls, 0.67, "random controls")
+
+
+@cocotb.test()
+async def zeros_and_extremes(dut):
+    """All-zero operands, then the most negative operands everywhere (products and sums wrap)."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 1)
+    width, acc_width = bench.params["width"], bench.params["acc_width"]
+    memory = np.zeros(16, dtype=np.int64)
+    await write_memory(bench, memory)
+    controls = random_controls(bench, generator, 100, zeros=True)
+    controls["rd_addr"] %= len(memory)
+    await drive_and_check(bench, memory, controls, 1.0, "all zeros")
+    memory = np.full(16, -(1 << (width - 1)), dtype=np.int64)
+    await write_memory(bench, memory)
+    controls = random_controls(bench, generator, 200)
+    controls["rd_addr"] %= len(memory)
+    for name in ("row_bus", "col_bus", "red_in"):
+        controls[name][:] = -(1 << (acc_width - 1)) if name == "red_in" else -(1 << (width - 1))
+    controls["mac_clear"][:] = False
+    await drive_and_check(bench, memory, controls, 0.9, "most negative operands")
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset clears the accumulator and the reduction register; the PE then runs on from zero."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 2)
+    memory = random_memory(bench, generator)
+    await write_memory(bench, memory)
+    controls = random_controls(bench, generator, 60)
+    controls["rd_addr"] %= len(memory)
+    await drive_and_check(bench, memory, controls, 0.8, "before reset")
+    await bench.reset(cycles=2)
+    await ReadOnly()
+    assert signed_value(dut.acc) == 0 and signed_value(dut.red) == 0, \
+        f"acc {signed_value(dut.acc)} red {signed_value(dut.red)} after reset, expected 0 0 {bench.where()}"
+    controls = random_controls(bench, generator, 200)
+    controls["rd_addr"] %= len(memory)
+    controls["mac_clear"][:] = False  # the accumulator must start from the reset's zero
+    await drive_and_check(bench, memory, controls, 0.8, "after reset")
