@@ -24,6 +24,7 @@ The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
   out :data:`LATENCY` cycles after that scheduling cycle.
 """
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from .pattern import lane_levels
 from .scheduler import schedule
 
 __all__ = ["CoreRun", "pad_rows", "run_cores"]
+
+#: Largest window (depth x lanes bits) that :func:`run_cores` runs through lookup tables.
+PACKED_BITS = 20
 
 #: Cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
 LATENCY = 2
@@ -103,6 +107,8 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         raise ValueError(f"stream of {total} rows is not a whole number of {depth}-row groups")
     read = np.asarray(read, dtype=bool)
     clear = np.asarray(clear, dtype=bool)
+    if not record and depth * lanes <= PACKED_BITS:
+        return _run_packed(effectual, read, clear, tuple(pattern), depth)
     levels = lane_levels(pattern, lanes)
     padded = np.concatenate([effectual, np.zeros((count, rows, 2 * depth, lanes), dtype=bool)], axis=2)
     window = padded[:, :, :depth].copy()
@@ -136,3 +142,52 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         read_rows = np.flatnonzero(read)
         read_cycles = np.stack([np.searchsorted(after[n], read_rows, side="right") for n in range(count)])
     return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity)
+
+
+@lru_cache(maxsize=8)
+def _tables(pattern, lanes, depth):
+    """Lookup tables over every window bit vector (bit ``d * lanes + lane``) for :func:`_run_packed`.
+
+    ``chosen[z]``: the slots :func:`~.scheduler.schedule` takes from the
+    visible candidates ``z``; ``leading[r]``: leading rows of ``r`` with no
+    bit set; ``count[z]``: bits set.
+    """
+    bits = depth * lanes
+    vectors = np.arange(1 << bits, dtype=np.int64)
+    unpacked = ((vectors[:, None] >> np.arange(bits)) & 1).astype(bool).reshape(-1, depth, lanes)
+    weights = np.int64(1) << np.arange(bits, dtype=np.int64).reshape(depth, lanes)
+    chosen = (schedule(unpacked, pattern, levels=lane_levels(pattern, lanes)).chosen * weights).sum(axis=(1, 2))
+    leading = np.cumprod(~unpacked.any(axis=2), axis=1).sum(axis=1)
+    return chosen, leading, unpacked.sum(axis=(1, 2))
+
+
+def _run_packed(effectual, read, clear, pattern, depth):
+    """:func:`run_cores` without recording, each window packed into one integer and scheduled by table lookup.
+
+    The state per core row is the set of window slots already multiplied
+    (``consumed``); the window itself is read from the stream at the head.
+    Same rules, same results as the array path (tested against it).
+    """
+    count, rows, total, lanes = effectual.shape
+    chosen_table, leading_table, count_table = _tables(pattern, lanes, depth)
+    full = (1 << (depth * lanes)) - 1
+    row_bits = (effectual.astype(np.int64) << np.arange(lanes, dtype=np.int64)).sum(axis=3)
+    row_bits = np.concatenate([row_bits, np.zeros((count, rows, depth), dtype=np.int64)], axis=2)
+    windows = sum(row_bits[:, :, d:d + total] << (d * lanes) for d in range(depth))  # (N, rows, T)
+    row_masks = ((1 << lanes) - 1) << (np.arange(depth, dtype=np.int64) * lanes)
+    head = np.zeros(count, dtype=np.int64)
+    consumed = np.zeros((count, rows), dtype=np.int64)
+    cycles = np.zeros(count, dtype=np.int64)
+    macs = np.zeros(count, dtype=np.int64)
+    cores = np.arange(count)
+    while (head < total).any():
+        running = head < total
+        visible_bits = (_visible(read, clear, head, depth, total) * row_masks).sum(axis=1)
+        z = windows[cores, :, np.minimum(head, total - 1)] & ~consumed & visible_bits[:, None]
+        chosen = chosen_table[z]
+        advance = leading_table[(z & ~chosen) | (full & ~visible_bits)[:, None]].min(axis=1)
+        cycles += running
+        macs += count_table[chosen].sum(axis=1)
+        consumed = (consumed | chosen) >> (advance * lanes)[:, None]
+        head = head + advance
+    return CoreRun(cycles=cycles, macs=macs)

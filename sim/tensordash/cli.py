@@ -1,8 +1,16 @@
-"""``trainforge tensordash speedup``: the speedup figures from the golden cycle model."""
+"""``trainforge tensordash ...``: speedup figures (golden model), real-tensor training traces, RTL check, area."""
 import json
 import pathlib
 
 from trainforge.cli import UsageError
+
+REPORTS = pathlib.Path("build/reports/tensordash")
+
+
+def _write_json(path, report):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1))
+    return str(path)
 
 
 def _speedup(args):
@@ -21,12 +29,123 @@ def _speedup(args):
     return 0
 
 
+def _check_training_args(args):
+    if args.epochs < 1 or args.batch < 1:
+        raise UsageError("--epochs and --batch must be >= 1")
+
+
+def _training(args):
+    from trainforge.sim.tensordash import training
+    _check_training_args(args)
+    report = training.training_report(epochs=args.epochs, batch=args.batch, seed=args.seed)
+    out = pathlib.Path(args.out)
+    report["plots"] = training.plot(report, out)
+    report["json"] = _write_json(out / "training.json", report)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"{report['network']}; 4x4 tile, 4 lanes, 4 deep; one traced batch of {args.batch} per epoch")
+    print("Fig. 8 analogue (cycles summed over the epochs):")
+    for row in report["by_layer"]:
+        print(f"  {row['layer']:<6} {row['operation']}  targets {'/'.join(row['targeted'])}  sparsity"
+              f" {row['sparsity']:.3f}  speedup {row['speedup']:.3f}x  ideal min(4, potential) {row['ideal']:.3f}x"
+              f"  potential {row['potential']:.3f}x")
+    print("  per operation: " + "  ".join(f"{op} {v:.3f}x" for op, v in report["by_operation"].items())
+          + f"  overall {report['overall_speedup']:.3f}x  (paper: 1.95x average over its models)")
+    print("Fig. 9 analogue (per epoch):")
+    for row in report["by_epoch"]:
+        print(f"  epoch {row['epoch']}: test accuracy {row['accuracy']:.3f}  speedup {row['speedup']:.3f}x  "
+              + "  ".join(f"{op} {row[op]:.3f}x" for op in ("AxW", "GxW", "GxA")))
+    print(f"wrote {report['json']} and {', '.join(report['plots'])} in {out}")
+    return 0
+
+
+def _rtl_check(args):
+    from trainforge.sim.tensordash import rtl, training
+    _check_training_args(args)
+    if args.samples < 1 or args.samples > args.batch:
+        raise UsageError(f"--samples = {args.samples} is invalid; allowed: 1..{args.batch} (the traced batch)")
+    if args.layer not in [name for name, _, _ in training.LAYERS]:
+        raise UsageError(f"--layer = {args.layer!r} is unknown; known: {', '.join(n for n, _, _ in training.LAYERS)}")
+    run = training.train_and_trace(epochs=args.epochs, batch=args.batch, seed=args.seed)
+    operations = [op for op in ("AxW", "GxW", "GxA") if not (op == "GxW" and args.layer == "conv1")]
+    rows = rtl.rtl_layer_check(run["traces"][-1], layer=args.layer, samples=args.samples,
+                               simulator=args.simulator, operations=operations)
+    report = {"epoch": args.epochs, "tile": "td_tile 4x4, 4 lanes, 4 deep, width 8", "rows": rows,
+              "all_agree": all(r["cycles_agree"] and r["values_agree"] for r in rows)}
+    path = _write_json(pathlib.Path(args.out) / f"rtl_check_{args.simulator}.json", report)
+    print(f"{args.layer} of the digits CNN after epoch {args.epochs}, {args.samples} sample(s), int8, {args.simulator}:")
+    for r in rows:
+        print(f"  {r['operation']} (targets {r['targeted']}, {r['stream_rows']} stream rows): dense {r['dense_cycles']}"
+              f"  golden {r['golden_cycles']}  RTL {r['rtl_cycles']}  cycles {'agree' if r['cycles_agree'] else 'DIFFER'}"
+              f"  values {'agree' if r['values_agree'] else 'DIFFER'}  speedup golden {r['golden_speedup']:.3f}x"
+              f" RTL {r['rtl_speedup']:.3f}x")
+    print(f"wrote {path}")
+    return 0 if report["all_agree"] else 1
+
+
+def _area(args):
+    from trainforge.sim.tensordash import area
+    if not 2 <= args.width <= 32 or not 2 <= args.acc_width <= 64:
+        raise UsageError("--width must be in 2..32 and --acc-width in 2..64")
+    if args.tile is not None and not (1 <= args.tile[0] <= 16 and 1 <= args.tile[1] <= 8):
+        raise UsageError(f"--tile {args.tile[0]} {args.tile[1]} is invalid; allowed: rows 1..16, cols 1..8")
+    report = area.area_overhead(lanes=args.lanes, width=args.width, acc_width=args.acc_width, mode=args.mode,
+                                fpga=args.fpga, tile=args.tile)
+    suffix = f"l{args.lanes}_w{args.width}_a{args.acc_width}_{args.mode}"
+    path = _write_json(pathlib.Path(args.out) / f"area_{suffix}.json", report)
+    synth = report["synth"]
+    print(f"td_pe ({args.mode}) / dense_pe, {args.lanes} lanes, width {args.width}, acc {args.acc_width}:"
+          f" Yosys cells {synth['td_pe_cells']} / {synth['dense_pe_cells']} = {synth['cell_ratio']:.2f}x"
+          f" (flip-flops {synth['td_pe_flip_flops']} / {synth['dense_pe_flip_flops']})")
+    if "tile" in report:
+        tile = report["tile"]
+        print(f"  td_tile {tile['rows']}x{tile['cols']} / {tile['rows'] * tile['cols']} dense_pe: cells"
+              f" {tile['td_tile_cells']} / {tile['dense_pe_cells_times_pes']} = {tile['cell_ratio']:.2f}x")
+    if "fpga" in report:
+        fpga = report["fpga"]
+        print(f"  ECP5: LUT4 {fpga['td_pe_lut4']} / {fpga['dense_pe_lut4']} = {fpga['lut4_ratio']:.2f}x,"
+              f" FF {fpga['td_pe_ff_block']} / {fpga['dense_pe_ff_block']}, MULT18 {fpga['td_pe_mult18']} /"
+              f" {fpga['dense_pe_mult18']}, Fmax {fpga['td_pe_fmax_mhz']} / {fpga['dense_pe_fmax_mhz']} MHz")
+    print(f"  paper (Table IV, compute area with FP16 MACs): {report['paper_ratio']}x; wrote {path}")
+    return 0
+
+
+def _training_arguments(parser, epochs):
+    parser.add_argument("--epochs", type=int, default=epochs, help=f"training epochs (default {epochs})")
+    parser.add_argument("--batch", type=int, default=32, help="mini-batch size, also the traced batch (default 32)")
+    parser.add_argument("--seed", type=int, default=0, help="data split, initialisation and batch order (default 0)")
+    parser.add_argument("--out", default=str(REPORTS), help=f"report folder (default {REPORTS})")
+
+
 def register(subparsers):
-    parser = subparsers.add_parser("tensordash", help="TensorDash speedup studies (golden cycle model)")
+    parser = subparsers.add_parser("tensordash", help="TensorDash studies: speedup figures, training traces, RTL, area")
     commands = parser.add_subparsers(dest="tensordash_command", metavar="FIGURE", required=True)
     speedup = commands.add_parser("speedup", help="random sparsity, depth, rows and 16-lane sweeps, with plots")
     speedup.add_argument("--samples", type=int, default=64, help="streams per point (default 64)")
     speedup.add_argument("--stream-rows", type=int, default=512, help="rows per dot product (default 512)")
-    speedup.add_argument("--out", default="build/reports/tensordash", help="directory of the PNG plots")
+    speedup.add_argument("--out", default=str(REPORTS), help="directory of the PNG plots")
     speedup.add_argument("--json", action="store_true", help="print the whole report as JSON")
     speedup.set_defaults(func=_speedup)
+    train = commands.add_parser("training", help="train a ReLU CNN on digits, speedup of the 3 operations per layer"
+                                " and per epoch (Figs. 8 and 9 analogues)")
+    _training_arguments(train, 8)
+    train.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    train.set_defaults(func=_training)
+    check = commands.add_parser("rtl-check", help="REQUIRES THE SIMULATOR: a traced layer's 3 operations through"
+                                " the td_tile RTL, cycles and values against the golden layer model")
+    _training_arguments(check, 2)
+    check.add_argument("--layer", default="conv2", help="traced layer (default conv2)")
+    check.add_argument("--samples", type=int, default=1, help="samples of the traced batch (default 1)")
+    check.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator")
+    check.set_defaults(func=_rtl_check)
+    area = commands.add_parser("area", help="synthesise td_pe and dense_pe of the same width: area ratio as JSON")
+    area.add_argument("--lanes", type=int, default=4)
+    area.add_argument("--width", type=int, default=8)
+    area.add_argument("--acc-width", type=int, default=32)
+    area.add_argument("--mode", choices=("both", "b_only"), default="both", help="td_pe skipping mode")
+    area.add_argument("--fpga", action="store_true", help="also place and route both on the ECP5 (slow)")
+    area.add_argument("--tile", type=int, nargs=2, metavar=("ROWS", "COLS"),
+                      help="also synthesise td_tile ROWS x COLS against ROWS*COLS dense PEs (slow)")
+    area.add_argument("--out", default=str(REPORTS), help=f"report folder (default {REPORTS})")
+    area.set_defaults(func=_area)
