@@ -1,0 +1,101 @@
+"""Look-up-table unit for f(x) and f'(x) with linear interpolation (NeuroTrainer, Section 3.2)."""
+from amaranth import Module, Signal, signed, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+from ...golden.neurotrainer.lut import FUNCTIONS, lut_table
+
+__all__ = ["NTLut"]
+
+
+class NTLut(wiring.Component):
+    """One function of the PMAG's LUTs: a breakpoint table read twice and linearly interpolated.
+
+    The 16-bit input is read as an offset-binary number ``u = x + 2**15``; its top
+    ``table_bits`` bits select segment ``i`` and the other ``G = 16 - table_bits`` bits are
+    the position ``j`` inside it. A ROM (``lib.memory.Memory``) of ``2**table_bits + 1``
+    breakpoints, computed at elaboration by
+    :func:`~trainforge.golden.neurotrainer.lut.lut_table`, is read at ``i`` and ``i + 1``
+    and the output is ``T[i] + floor((T[i+1] - T[i]) * j / 2**G)``.
+
+    Two stages (table read, interpolate), one input per cycle unless ``o_y`` stalls; a
+    result is valid :attr:`LATENCY` cycles after its input was accepted.
+
+    Parameters
+    ----------
+    function : str
+        ``relu``, ``relu_grad``, ``tanh``, ``tanh_grad``, ``sigmoid``, ``sigmoid_grad``, ``exp`` or ``log``.
+    table_bits : int
+        log2 of the number of segments.
+    frac_bits : int
+        Fraction bits of the signed 16-bit input.
+    out_frac_bits : int
+        Fraction bits of the signed 16-bit output.
+
+    Members
+    -------
+    i_x : In(stream.Signature(signed(16)))
+    o_y : Out(stream.Signature(signed(16)))
+    """
+
+    PARAMS = ParamSchema((
+        Param("function", str, "tanh", "function held in the table", choices=FUNCTIONS),
+        Param("table_bits", int, 6, "log2 of the number of table segments", minimum=1, maximum=12),
+        Param("frac_bits", int, 12, "fraction bits of the 16-bit input", minimum=0, maximum=15),
+        Param("out_frac_bits", int, 12, "fraction bits of the 16-bit output", minimum=0, maximum=15),
+    ))
+
+    #: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
+    LATENCY = 2
+
+    def __init__(self, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12):
+        self.params = self.PARAMS.resolve(function=function, table_bits=table_bits, frac_bits=frac_bits,
+                                          out_frac_bits=out_frac_bits)
+        self.function = function
+        self.table_bits = table_bits
+        self.frac_bits = frac_bits
+        self.out_frac_bits = out_frac_bits
+        super().__init__({
+            "i_x": In(stream.Signature(signed(16))),
+            "o_y": Out(stream.Signature(signed(16))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        gap_bits = 16 - self.table_bits
+        table = lut_table(self.function, self.table_bits, self.frac_bits, self.out_frac_bits)
+        m.submodules.table = rom = Memory(shape=signed(16), depth=len(table), init=[int(v) for v in table])
+        low_port = rom.read_port()
+        high_port = rom.read_port()
+
+        offset = Signal(16)
+        m.d.comb += offset.eq(self.i_x.payload.as_unsigned() ^ 0x8000)
+
+        stage_valid = Signal()
+        stage_position = Signal(unsigned(gap_bits))
+        output_free = ~self.o_y.valid | self.o_y.ready
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(~stage_valid | output_free),
+            self.i_x.ready.eq(advance),
+            low_port.en.eq(advance),
+            high_port.en.eq(advance),
+            low_port.addr.eq(offset[gap_bits:]),
+            high_port.addr.eq(offset[gap_bits:] + 1),
+        ]
+        with m.If(advance):
+            m.d.sync += [stage_valid.eq(self.i_x.valid), stage_position.eq(offset[:gap_bits])]
+
+        with m.If(self.o_y.ready):
+            m.d.sync += self.o_y.valid.eq(0)
+        difference = Signal(signed(17))
+        interpolated = Signal(signed(16))
+        m.d.comb += [
+            difference.eq(high_port.data - low_port.data),
+            interpolated.eq(low_port.data + ((difference * stage_position) >> gap_bits)),
+        ]
+        with m.If(stage_valid & output_free):
+            m.d.sync += [self.o_y.payload.eq(interpolated), self.o_y.valid.eq(1)]
+        return m

@@ -1,0 +1,165 @@
+"""Programmable memory address generator (NeuroTrainer, Section 3.2, Fig. 4, Tables 2 and 3)."""
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+from ...golden.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
+
+__all__ = ["NTPmag"]
+
+
+class NTPmag(wiring.Component):
+    """Seven nested counters, decoders and an address function issuing a vault request stream.
+
+    A program is loaded with one transfer on ``i_program``; the PMAG then walks the counters
+    ``r1`` (outermost) .. ``r7`` (innermost), counter ``i`` from 0 to ``max[i]``, and for each
+    counter tuple computes (Fig. 4)::
+
+        p = src(s) + src(t)          q = src(u) + src(v)
+        address = base + src(a)*stride[0] + src(b)*stride[1] + src(c)*stride[2] + src(d)*stride[3]
+
+    where ``src(code)`` is 0 (code 0), ``r1..r7`` (1..7), ``const`` (8), ``p`` (9) or ``q`` (10)
+    and any other code reads 0 (``s, t, u, v`` read 0 for ``p`` and ``q`` too). The two
+    comparators of Table 3 test ``h_lo <= src(h) < h_hi`` and ``k_lo <= src(k) < k_hi``:
+    with ``window = 1`` steps outside that window issue nothing (remove pad, partition), with
+    ``window = 2`` they are issued with ``pad = 1`` (add pad), otherwise the window is not used.
+    Each issued step sends ``(address, write, pad, end = 0)`` on ``o_request``; after the last
+    tuple the END-MARK ``(0xFFFF or 0xFFFFFFFF by wide, write, 0, end = 1)`` closes the stream
+    and the next program is accepted.
+
+    One counter step per cycle while ``o_request`` (a one-entry register) is empty or being
+    emptied; the first request is valid :attr:`LATENCY` cycles after the program was accepted.
+
+    Parameters
+    ----------
+    counter_bits : int
+        Width of every counter (16 in the paper); ``p`` and ``q`` are one bit wider.
+
+    Members
+    -------
+    i_program : In(stream.Signature(program_layout))
+        Programs, one per transfer; accepted only when the previous one has issued its END-MARK.
+    o_request : Out(stream.Signature(request_layout))
+        Read or write requests to the vault, each program's closed by an END-MARK.
+
+    Attributes
+    ----------
+    program_layout : data.StructLayout
+        ``max`` (7 x counter_bits), ``s t u v a b c d h k`` (4-bit source codes), ``const``
+        (counter_bits), ``base`` (32), ``stride`` (4 x 32), ``h_lo h_hi k_lo k_hi``
+        (counter_bits + 1), ``window`` (2), ``write`` (1), ``wide`` (1).
+    request_layout : data.StructLayout
+        ``address`` (32), ``write``, ``pad``, ``end``.
+    """
+
+    PARAMS = ParamSchema((
+        Param("counter_bits", int, 16, "width of the seven nested counters", minimum=2, maximum=16),
+    ))
+
+    #: Cycles from the acceptance of a program to its first request, without stalls.
+    LATENCY = 2
+
+    def __init__(self, *, counter_bits=16):
+        self.params = self.PARAMS.resolve(counter_bits=counter_bits)
+        self.counter_bits = counter_bits
+        wide = counter_bits + 1
+        self.program_layout = data.StructLayout({
+            "max": data.ArrayLayout(unsigned(counter_bits), LEVELS),
+            **{name: unsigned(4) for name in ("s", "t", "u", "v", "a", "b", "c", "d", "h", "k")},
+            "const": unsigned(counter_bits),
+            "base": unsigned(32),
+            "stride": data.ArrayLayout(unsigned(32), 4),
+            **{name: unsigned(wide) for name in ("h_lo", "h_hi", "k_lo", "k_hi")},
+            "window": unsigned(2),
+            "write": 1,
+            "wide": 1,
+        })
+        self.request_layout = data.StructLayout({"address": unsigned(32), "write": 1, "pad": 1, "end": 1})
+        super().__init__({
+            "i_program": In(stream.Signature(self.program_layout)),
+            "o_request": Out(stream.Signature(self.request_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bits = self.counter_bits
+        program = Signal(self.program_layout)
+        counters = [Signal(bits, name=f"r{level + 1}") for level in range(LEVELS)]
+
+        # Decoders and the address function (combinational, from the counter registers).
+        zero = Const(0, bits + 1)
+        first_sources = Array([zero, *counters, program.const, *([zero] * 7)])
+        p = Signal(bits + 1)
+        q = Signal(bits + 1)
+        m.d.comb += [
+            p.eq(first_sources[program.s] + first_sources[program.t]),
+            q.eq(first_sources[program.u] + first_sources[program.v]),
+        ]
+        sources = Array([zero, *counters, program.const, p, q, *([zero] * 5)])
+        address = Signal(32)
+        m.d.comb += address.eq(program.base + sum(sources[getattr(program, name)] * program.stride[index]
+                                                  for index, name in enumerate("abcd")))
+        h = Signal(bits + 1)
+        k = Signal(bits + 1)
+        in_window = Signal()
+        skip_mode = Signal()
+        pad_mode = Signal()
+        inside = Signal()
+        m.d.comb += [
+            h.eq(sources[program.h]),
+            k.eq(sources[program.k]),
+            in_window.eq((h >= program.h_lo) & (h < program.h_hi) & (k >= program.k_lo) & (k < program.k_hi)),
+            skip_mode.eq(program.window == WINDOW_MODES["skip"]),
+            pad_mode.eq(program.window == WINDOW_MODES["pad"]),
+            inside.eq(in_window | ~(skip_mode | pad_mode)),
+        ]
+
+        # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
+        at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
+        m.d.comb += [at_max[level].eq(counters[level] == program.max[level]) for level in range(LEVELS)]
+        last_tuple = Signal()
+        m.d.comb += last_tuple.eq(Cat(*at_max).all())
+
+        advance = Signal()
+        m.d.comb += advance.eq(~self.o_request.valid | self.o_request.ready)
+        with m.If(self.o_request.ready):
+            m.d.sync += self.o_request.valid.eq(0)
+
+        # Control: idle (accepting a program), stepping through the counters, or issuing the END-MARK.
+        busy = Signal()
+        marking = Signal()
+        m.d.comb += self.i_program.ready.eq(~busy)
+        with m.If(~busy):
+            with m.If(self.i_program.valid):
+                m.d.sync += [
+                    program.eq(self.i_program.payload),
+                    busy.eq(1),
+                    marking.eq(0),
+                    *(counter.eq(0) for counter in counters),
+                ]
+        with m.Elif(advance & ~marking):
+            with m.If(inside | pad_mode):
+                m.d.sync += [
+                    self.o_request.valid.eq(1),
+                    self.o_request.payload.address.eq(address),
+                    self.o_request.payload.write.eq(program.write),
+                    self.o_request.payload.pad.eq(~inside),
+                    self.o_request.payload.end.eq(0),
+                ]
+            for level in range(LEVELS):
+                inner_at_max = Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
+                with m.If(inner_at_max):
+                    m.d.sync += counters[level].eq(Mux(at_max[level], 0, counters[level] + 1))
+            with m.If(last_tuple):
+                m.d.sync += marking.eq(1)
+        with m.Elif(advance):
+            m.d.sync += [
+                self.o_request.valid.eq(1),
+                self.o_request.payload.address.eq(Mux(program.wide, end_mark(True), end_mark(False))),
+                self.o_request.payload.write.eq(program.write),
+                self.o_request.payload.pad.eq(0),
+                self.o_request.payload.end.eq(1),
+                busy.eq(0),
+            ]
+        return m

@@ -1,0 +1,1 @@
+"""NeuroTrainer host-side tools: the ``trainforge neurotrainer`` reports."""

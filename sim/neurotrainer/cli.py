@@ -1,0 +1,56 @@
+"""``trainforge neurotrainer ...``: reports of the NeuroTrainer family (LUT interpolation error)."""
+import json
+import pathlib
+
+from trainforge.errors import UsageError
+
+REPORTS = pathlib.Path("build/reports/neurotrainer")
+
+
+def _table_sizes(text):
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--table-bits = {text!r} is not a comma-separated list of integers") from None
+    bad = [size for size in sizes if not 1 <= size <= 12]
+    if bad:
+        raise UsageError(f"--table-bits = {bad[0]} is invalid; allowed: integers in 1..12")
+    return sizes
+
+
+def _lut_error(args):
+    from trainforge.golden.neurotrainer.lut import FUNCTIONS, interpolation_error
+    sizes = _table_sizes(args.table_bits)
+    if not (0 <= args.frac_bits <= 15 and 0 <= args.out_frac_bits <= 15):
+        raise UsageError("--frac-bits and --out-frac-bits must be in 0..15")
+    rows = [interpolation_error(function, bits, args.frac_bits, args.out_frac_bits)
+            for function in FUNCTIONS for bits in sizes]
+    report = {"frac_bits": args.frac_bits, "out_frac_bits": args.out_frac_bits,
+              "reference": "numpy float64 of the same function at the same 16-bit inputs", "rows": rows}
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "lut_error.json"
+    path.write_text(json.dumps(report, indent=1))
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"LUT error against numpy, input Q.{args.frac_bits}, output Q.{args.out_frac_bits} (LSB = 2^-{args.out_frac_bits})")
+    print(f"{'function':<13}{'entries':>8}{'max LSB':>10}{'rms LSB':>10}{'usage max':>11}{'usage rms':>11}")
+    for row in rows:
+        print(f"{row['function']:<13}{row['entries']:>8}{row['max_error_lsb']:>10.2f}{row['rms_error_lsb']:>10.3f}"
+              f"{row['usage_max_error_lsb']:>11.2f}{row['usage_rms_error_lsb']:>11.3f}")
+    print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers):
+    """Add ``trainforge neurotrainer`` and its subcommands."""
+    parser = subparsers.add_parser("neurotrainer", help="NeuroTrainer family reports")
+    commands = parser.add_subparsers(dest="neurotrainer_command", required=True)
+    lut = commands.add_parser("lut-error", help="interpolation error of the f(x)/f'(x) LUTs against numpy")
+    lut.add_argument("--table-bits", default="4,6,8,10", help="comma-separated log2 segment counts (1..12)")
+    lut.add_argument("--frac-bits", type=int, default=12, help="input fraction bits")
+    lut.add_argument("--out-frac-bits", type=int, default=12, help="output fraction bits")
+    lut.add_argument("--out", default=str(REPORTS), help="output directory")
+    lut.add_argument("--json", action="store_true", help="print the JSON report")
+    lut.set_defaults(func=_lut_error)

@@ -1,0 +1,194 @@
+"""cocotb testbench of ``nt_pmag`` against :func:`trainforge.golden.neurotrainer.pmag.nt_pmag`.
+
+Requests are compared field by field, and their transfer cycles against
+:func:`~trainforge.golden.neurotrainer.pmag.transfer_cycles` fed with the ``ready``
+trace the sink actually drove, so the cycle model is checked under backpressure too.
+"""
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from trainforge.golden.neurotrainer.pmag import (SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag,
+                                                 random_program, transfer_cycles)
+
+from streams import StreamSource, pack, unpack
+from tbutil import start
+
+S = SOURCE_NAMES
+
+
+class TracingSink:
+    """Drives ``ready`` at random, records every transfer and the ``ready`` of every cycle."""
+
+    def __init__(self, bench, name, ready_probability):
+        self.valid = getattr(bench.dut, f"{name}__valid")
+        self.ready = getattr(bench.dut, f"{name}__ready")
+        self.payload = getattr(bench.dut, f"{name}__payload")
+        self.cycle = bench.cycle
+        self.rng = bench.rng
+        self.ready_probability = ready_probability
+        self.received = []
+        self.ready_trace = {}
+        self.ready.value = 0
+        cocotb.start_soon(self._drive())
+
+    def trace(self, length):
+        return np.array([self.ready_trace.get(cycle, False) for cycle in range(length)], dtype=bool)
+
+    async def _drive(self):
+        while True:
+            await RisingEdge(self.cycle.clock)
+            ready = self.rng.random() < self.ready_probability
+            self.ready.value = int(ready)
+            await ReadOnly()
+            self.ready_trace[self.cycle.now] = ready
+            if ready and self.valid.value == 1:
+                self.received.append((self.cycle.now, int(self.payload.value)))
+
+
+def attach(bench, valid_probability, ready_probability):
+    return (StreamSource(bench.dut, "i_program", bench.cycle, bench.rng, valid_probability),
+            TracingSink(bench, "o_request", ready_probability))
+
+
+def decode(bench, received):
+    layout = bench.component.request_layout
+    views = [unpack(layout, payload) for _, payload in received]
+    return {
+        "address": np.array([int(view.address) for view in views], dtype=np.uint64),
+        "write": np.array([bool(view.write) for view in views]),
+        "pad": np.array([bool(view.pad) for view in views]),
+        "end": np.array([bool(view.end) for view in views]),
+    }
+
+
+async def run_and_check(bench, source, sink, programs, label, check_cycles=True):
+    """Send ``programs``; check every request and, from the ready trace, every transfer cycle."""
+    expected = [nt_pmag(program, **bench.params) for program in programs]
+    total = sum(len(e["address"]) for e in expected)
+    steps = sum(len(e["issued"]) + 2 for e in expected)
+    before_sent, before = len(source.sent), len(sink.received)
+    source.send([pack(bench.component.program_layout, program) for program in programs])
+    await bench.wait_until(lambda: len(sink.received) >= before + total,
+                           timeout=30 * steps + 200, what=f"{total} requests ({label})")
+    for _ in range(5):
+        await RisingEdge(bench.dut.clk)
+    received = sink.received[before:]
+    actual = decode(bench, received)
+    accepted = [cycle for cycle, _ in source.sent[before_sent:]]
+    # Split the received stream at its END-MARKs, so a wrong request count names its program.
+    ends = np.flatnonzero(actual["end"])
+    assert len(ends) == len(programs), \
+        f"{label}: expected {len(programs)} END-MARKs, got {len(ends)} {bench.where()}"
+    free_cycle = 0
+    for index, (program, golden, stop) in enumerate(zip(programs, expected, ends)):
+        start_index = 0 if index == 0 else ends[index - 1] + 1
+        count = len(golden["address"])
+        assert stop + 1 - start_index == count, (f"{label}: program {index} expected {count} requests, got "
+                                                 f"{stop + 1 - start_index} (program {program}) {bench.where()}")
+        for field in ("address", "write", "pad", "end"):
+            got = actual[field][start_index:stop + 1]
+            bad = np.flatnonzero(got != golden[field])
+            assert bad.size == 0, (f"{label}: program {index} request {bad[0]} {field} expected "
+                                   f"{golden[field][bad[0]]!r} got {got[bad[0]]!r} ({bad.size} mismatches; "
+                                   f"program {program}) {bench.where()}")
+        cycles = np.array([cycle for cycle, _ in received[start_index:stop + 1]])
+        if check_cycles:
+            predicted = transfer_cycles(golden["issued"], accepted[index], sink.trace(cycles[-1] + 2), free_cycle)
+            late = np.flatnonzero(cycles != predicted)
+            assert late.size == 0, (f"{label}: program {index} request {late[0]} expected in cycle "
+                                    f"{predicted[late[0]]}, got {cycles[late[0]]} {bench.where()}")
+        free_cycle = cycles[-1]
+    assert len(received) == total, f"{label}: expected {total} requests, got {len(received)} {bench.where()}"
+
+
+@cocotb.test()
+async def random_programs_with_backpressure(dut):
+    """Random programs (every source code, window mode, width) with valid gaps and random ready."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed)
+    source, sink = attach(bench, valid_probability=0.6, ready_probability=0.6)
+    programs = [random_program(generator, bench.params["counter_bits"], max_steps=120) for _ in range(12)]
+    await run_and_check(bench, source, sink, programs, "random programs")
+
+
+@cocotb.test()
+async def one_request_per_cycle(dut):
+    """Without stalls: one counter step per cycle, first request LATENCY cycles after the program."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 1)
+    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
+    programs = [random_program(generator, bench.params["counter_bits"], max_steps=150) for _ in range(4)]
+    for program in programs:
+        program["window"] = WINDOW_MODES["off"]
+    await run_and_check(bench, source, sink, programs, "throughput")
+    cycles = np.array([cycle for cycle, _ in sink.received])
+    accepted = [cycle for cycle, _ in source.sent]
+    first = cycles[0]
+    assert first == accepted[0] + bench.component.LATENCY, \
+        f"latency: first request expected in cycle {accepted[0] + bench.component.LATENCY}, got {first} {bench.where()}"
+    gaps = np.flatnonzero(np.diff(cycles[:len(nt_pmag(programs[0], **bench.params)["address"])]) != 1)
+    assert gaps.size == 0, f"throughput: gap after request {gaps[0]} of the first program {bench.where()}"
+
+
+def conv_ff_program(no, ho, wo, ni, dk, hk, wk, bases=(0x1000,), strides=None):
+    """Table 2's Conv-FF routing: X[n][q][p][d] with p = r2 + r6, q = r3 + r7."""
+    program = default_program()
+    program.update({
+        "max": [no - 1, ho - 1, wo - 1, ni - 1, dk - 1, hk - 1, wk - 1],
+        "s": S["r2"], "t": S["r6"], "u": S["r3"], "v": S["r7"],
+        "a": S["r4"], "b": S["q"], "c": S["p"], "d": S["r5"],
+        "base": bases[0],
+        "stride": strides or [(ho + hk - 1) * (wo + wk - 1) * dk, (ho + hk - 1) * dk, dk, 1],
+        "wide": 0,
+    })
+    return program
+
+
+@cocotb.test()
+async def directed_programs(dut):
+    """All-zero program, paper routings, all-skipped window, padding, 16/32-bit END-MARKs, wrap-around."""
+    bench = await start(dut)
+    bits = bench.params["counter_bits"]
+    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.7)
+    zeros = default_program()
+    zeros["wide"] = 0
+    dense = default_program()
+    dense.update({"max": [1] * 7, "a": S["p"], "b": S["q"], "c": S["const"], "d": S["r7"],
+                  "s": S["r1"], "t": S["r2"], "u": S["const"], "v": S["r6"], "const": (1 << bits) - 1,
+                  "base": 0xFFFFFFFF, "stride": [0xFFFFFFFF] * 4, "write": 1})
+    skip_all = default_program()
+    skip_all.update({"max": [0, 0, 0, 0, 0, 2, 2], "h": S["r6"], "k": S["r7"], "h_lo": 3, "h_hi": 2,
+                     "window": WINDOW_MODES["skip"]})
+    add_pad = default_program()  # Table 3 "Add pad": p = r3 + r, q = r2 + r, zeros outside the window
+    add_pad.update({"max": [1, 3, 3, 0, 0, 0, 0], "s": S["r3"], "t": S["const"], "u": S["r2"],
+                    "v": S["const"], "a": S["p"], "b": S["q"], "c": S["r1"], "const": 1,
+                    "stride": [6, 1, 36, 0], "h": S["r2"], "k": S["r3"], "h_lo": 1, "h_hi": 3,
+                    "k_lo": 1, "k_hi": 3, "window": WINDOW_MODES["pad"], "write": 1})
+    remove_pad = dict(add_pad, window=WINDOW_MODES["skip"], write=0)
+    programs = [zeros, dense, skip_all, add_pad, remove_pad, conv_ff_program(2, 2, 3, 2, 2, 2, 2)]
+    if bits <= 4:  # a counter through its whole range, and wrap of p and q
+        full = default_program()
+        full.update({"max": [(1 << bits) - 1, 0, 0, 0, 0, 0, 1], "s": S["r1"], "t": S["r1"],
+                     "a": S["p"], "stride": [1, 0, 0, 0]})
+        programs.append(full)
+    await run_and_check(bench, source, sink, programs, "directed")
+
+
+@cocotb.test()
+async def reset_mid_program(dut):
+    """A reset abandons a program: no request is pending after it, and the next program starts clean."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 2)
+    source, sink = attach(bench, valid_probability=0.9, ready_probability=0.5)
+    long_program = random_program(generator, bench.params["counter_bits"], max_steps=400)
+    long_program["max"] = [1, 1, 1, 1, 1, 1, 2]
+    source.send([pack(bench.component.program_layout, long_program)])
+    for _ in range(bench.rng.randrange(5, 60)):
+        await RisingEdge(dut.clk)
+    source.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(dut.clk)
+    assert dut.o_request__valid.value == 0, f"o_request still valid after reset {bench.where()}"
+    await run_and_check(bench, source, sink, [random_program(generator, bench.params["counter_bits"])],
+                        "after reset")
