@@ -42,7 +42,18 @@ class Cycle:
             self.now += 1
 
 
-class StreamSource:
+class _StreamPorts:
+    """The ``valid``, ``ready`` and ``payload`` handles of stream member ``name``, and the clock cycle."""
+
+    def __init__(self, dut, name, cycle, rng):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.cycle = cycle
+        self.rng = rng
+
+
+class StreamSource(_StreamPorts):
     """Drives a stream's ``valid``/``payload`` from a queue; ``valid`` is raised with probability ``valid_probability``.
 
     Parameters
@@ -62,11 +73,7 @@ class StreamSource:
     """
 
     def __init__(self, dut, name, cycle, rng, valid_probability=1.0):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.cycle = cycle
-        self.rng = rng
+        super().__init__(dut, name, cycle, rng)
         self.valid_probability = valid_probability
         self.queue = collections.deque()
         self.sent = []
@@ -102,7 +109,7 @@ class StreamSource:
                 self._offered = None
 
 
-class StreamSink:
+class StreamSink(_StreamPorts):
     """Drives a stream's ``ready`` (high with probability ``ready_probability``) and records transfers.
 
     Attributes
@@ -112,11 +119,7 @@ class StreamSink:
     """
 
     def __init__(self, dut, name, cycle, rng, ready_probability=1.0):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.cycle = cycle
-        self.rng = rng
+        super().__init__(dut, name, cycle, rng)
         self.ready_probability = ready_probability
         self.received = []
         self.ready.value = 0
