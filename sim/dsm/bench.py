@@ -17,7 +17,14 @@ def _gnmt_pipelined():
 
 
 BENCHMARKS = {
-    "dsm_vgg16_training_all_opts": _vgg16_all,
-    "dsm_resnet50_training_dysm": _resnet50_all,
-    "dsm_gnmt_timestep_pipelining": _gnmt_pipelined,
+    "dsm_vgg16_training_all_opts": (_vgg16_all, {
+        "workload": "VGG16", "minibatch": 512, "system": "paper Fig. 10 default",
+        "optimizations": "asymmetric torus + hybrid, memory reuse, DySM, timestep pipelining",
+        "passes": "FWD, BWD, UPD of every layer"}),
+    "dsm_resnet50_training_dysm": (_resnet50_all, {
+        "workload": "ResNet50", "minibatch": 1024, "system": "paper Fig. 10 default",
+        "optimizations": "asymmetric torus + hybrid, memory reuse, DySM"}),
+    "dsm_gnmt_timestep_pipelining": (_gnmt_pipelined, {
+        "workload": "GNMT", "minibatch": 256, "system": "paper Fig. 10 default",
+        "optimizations": "asymmetric torus + hybrid, memory reuse, timestep pipelining"}),
 }

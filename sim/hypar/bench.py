@@ -32,8 +32,14 @@ def _simulate_vgg_a_step():
 
 
 BENCHMARKS = {
-    "hypar_dp_vgg_e": _dp_vgg_e,
-    "hypar_hierarchical_alexnet_h4": _hierarchical_alexnet,
-    "hypar_synthetic_10000_layers_h10": _synthetic_10000_layers_10_levels,
-    "hypar_simulate_vgg_a_step": _simulate_vgg_a_step,
+    "hypar_dp_vgg_e": (_dp_vgg_e, {"network": "VGG-E", "levels": 1, "algorithm": "1 (layer-wise DP)",
+                                   "batch": _SETUP.batch}),
+    "hypar_hierarchical_alexnet_h4": (_hierarchical_alexnet, {"network": "AlexNet", "levels": 4,
+                                                              "algorithm": "2 (hierarchical)",
+                                                              "batch": _SETUP.batch}),
+    "hypar_synthetic_10000_layers_h10": (_synthetic_10000_layers_10_levels, {
+        "network": "synthetic, 10000 fully connected layers", "levels": 10, "algorithm": "2 (hierarchical)",
+        "includes": "building the network"}),
+    "hypar_simulate_vgg_a_step": (_simulate_vgg_a_step, {"network": "VGG-A", "levels": 4, "partition": "HyPar",
+                                                         "simulator": "one training step, H-tree"}),
 }
