@@ -1,6 +1,8 @@
 """``trainforge neurotrainer ...``: reports of the NeuroTrainer family (LUT interpolation error)."""
+import importlib
 import json
 import pathlib
+import pkgutil
 
 from trainforge.errors import UsageError
 
@@ -54,3 +56,12 @@ def register(subparsers):
     lut.add_argument("--out", default=str(REPORTS), help="output directory")
     lut.add_argument("--json", action="store_true", help="print the JSON report")
     lut.set_defaults(func=_lut_error)
+    for module in _command_modules():
+        module.add_commands(commands)
+
+
+def _command_modules():
+    """The modules ``sim/neurotrainer/cmd_*.py``; each adds its subcommands with ``add_commands(commands)``."""
+    package = importlib.import_module(__package__)
+    names = sorted(info.name for info in pkgutil.iter_modules(package.__path__) if info.name.startswith("cmd_"))
+    return [importlib.import_module(f"{__package__}.{name}") for name in names]
