@@ -1,0 +1,172 @@
+"""``trainforge neurotrainer alexnet`` and ``scaling``: the module throughput model's figures (Figs. 13, 17)."""
+import json
+import pathlib
+
+from trainforge.errors import UsageError
+
+REPORTS = pathlib.Path("build/reports/neurotrainer")
+
+
+def _batch(text):
+    try:
+        batch = int(text)
+    except ValueError:
+        raise UsageError(f"--batch = {text!r} is not an integer") from None
+    if not 1 <= batch <= 4096:
+        raise UsageError(f"--batch = {batch} is invalid; allowed: integers in 1..4096")
+    return batch
+
+
+def _modules(text):
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--modules = {text!r} is not a comma-separated list of integers") from None
+    bad = [n for n in counts if not 1 <= n <= 4096]
+    if bad:
+        raise UsageError(f"--modules = {bad[0]} is invalid; allowed: integers in 1..4096")
+    return counts
+
+
+def _fmt_paper(value):
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return f"{value[0]:.1f}-{value[1]:.1f}"
+    return f"{value:.2f}"
+
+
+def _top_losses(fractions, count=2):
+    named = sorted(((v, k) for k, v in fractions.items() if k != "compute at peak"), reverse=True)[:count]
+    return "; ".join(f"{k} {v:.0%}" for v, k in named if v >= 0.005) or "-"
+
+
+def _alexnet(args):
+    from trainforge.sim.neurotrainer.system import PAPER, network_report
+    batch = _batch(args.batch)
+    report = network_report("alexnet", batch)
+    report["paper"] = PAPER
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "alexnet.json"
+    path.write_text(json.dumps(report, indent=1))
+    _plot_alexnet(report, out / "alexnet.png")
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"AlexNet on one NeuroTrainer module, minibatch {batch} (FF 16-bit, BP/UP 32-bit SR-LO); "
+          "latency per image = minibatch latency / batch")
+    print(f"{'layer':<6}{'pass':<5}{'bits':>5}{'us/img':>9}{'TOPS':>7}{'paper':>9}{'util':>6}  "
+          f"{'bound':<16}largest losses")
+    for row in report["rows"]:
+        print(f"{row['layer']:<6}{row['pass']:<5}{row['bits']:>5}{row['seconds_per_image'] * 1e6:>9.2f}"
+              f"{row['tops']:>7.2f}{_fmt_paper(row['paper_tops']):>9}{row['utilization']:>6.0%}  "
+              f"{row['bound']:<16}{_top_losses(row['loss_fractions'])}")
+    totals = report["totals"]
+    print(f"inference {totals['inference_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['inference_ms_per_image']}), "
+          f"training {totals['training_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['training_ms_per_image']}, "
+          f"which also counts its data-preparation passes), {totals['training_tops']:.2f} TOPS over training")
+    print(f"wrote {path} and {out / 'alexnet.png'}")
+    return 0
+
+
+def _plot_alexnet(report, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = report["rows"]
+    labels = [f"{r['layer']}\n{r['pass'].upper()}" for r in rows]
+    colors = {"ff": "tab:blue", "bp": "tab:orange", "up": "tab:green"}
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(14, 7), sharex=True)
+    positions = range(len(rows))
+    top.bar(positions, [r["tops"] for r in rows], color=[colors[r["pass"]] for r in rows], label="model")
+    for i, row in enumerate(rows):
+        paper = row["paper_tops"]
+        if isinstance(paper, list):
+            top.plot([i - 0.4, i + 0.4], [paper[0]] * 2, "k-", lw=0.8)
+            top.plot([i - 0.4, i + 0.4], [paper[1]] * 2, "k-", lw=0.8)
+        elif paper is not None:
+            top.plot(i, paper, "kD", ms=5)
+    top.set_ylabel("TOPS (bars: model; black: paper)")
+    top.set_title(f"AlexNet on one NeuroTrainer module, minibatch {report['batch']}")
+    bottom.bar(positions, [r["seconds_per_image"] * 1e6 for r in rows], color=[colors[r["pass"]] for r in rows])
+    bottom.set_ylabel("latency per image (us)")
+    bottom.set_xticks(list(positions), labels, fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _scaling(args):
+    from trainforge.sim.neurotrainer.system import scaling_report
+    batch = _batch(args.batch)
+    counts = _modules(args.modules)
+    if not args.link_gbps > 0:
+        raise UsageError(f"--link-gbps = {args.link_gbps} is invalid; allowed: a number > 0")
+    report = scaling_report(args.network, batch, counts, link_bytes_per_s=args.link_gbps * 1e9)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"scaling_{args.network}.json"
+    path.write_text(json.dumps(report, indent=1))
+    _plot_scaling(report, out / f"scaling_{args.network}.png")
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"{args.network} synchronous training on N modules, minibatch {batch} per module, "
+          f"{report['parameters'] / 1e6:.1f} M weights, link {report['link_bytes_per_s'] / 1e9:.0f} GB/s each way")
+    print(f"T1 (one module trains its minibatch) = {report['t1_s'] * 1e3:.2f} ms")
+    for key, curve in report["curves"].items():
+        print(f"central unit {curve['central_unit']}:")
+        print(f"{'N':>6}{'T1 ms':>9}{'T2 ms':>9}{'T3 ms':>9}{'images/s':>10}")
+        for point in curve["points"]:
+            print(f"{point['modules']:>6}{point['t1_s'] * 1e3:>9.2f}{point['t2_s'] * 1e3:>9.2f}"
+                  f"{point['t3_s'] * 1e3:>9.2f}{point['images_per_s']:>10.0f}")
+    check = report["alexnet_4_modules_k1"]
+    print("AlexNet, 4 modules, Tegra K1 central unit (Sec. 5.3 example):")
+    for name in ("ours", "paper"):
+        row = check[name]
+        print(f"  {name:<6} T1 {row['t1_s'] * 1e3:7.2f} ms, K1 update per dW {row['update_per_dw_s'] * 1e3:6.2f} ms, "
+              f"link one way {row['link_s'] * 1e3:5.2f} ms ({row['parameters'] / 1e6:.0f} M weights), "
+              f"total {row['total_s'] * 1e3:7.2f} ms")
+    print(f"wrote {path} and {out / f'scaling_{args.network}.png'}")
+    return 0
+
+
+def _plot_scaling(report, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for curve in report["curves"].values():
+        points = curve["points"]
+        axis.plot([p["modules"] for p in points], [p["images_per_s"] for p in points], "o-",
+                  label=f"central unit: {curve['central_unit']}")
+    reference = report["paper_reference"]["p100_images_per_s"]
+    for gpus in (1, 2):
+        axis.axhline(gpus * reference, ls="--", color="grey", lw=0.8)
+        axis.text(1, gpus * reference, f" {gpus} x P100 (paper-quoted {reference}/s each)", fontsize=7, va="bottom")
+    axis.set_xlabel("number of NeuroTrainer modules")
+    axis.set_ylabel("training images per second")
+    axis.set_title(f"{report['network']}: synchronous training, minibatch {report['batch']} per module")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def add_commands(commands):
+    """Add ``trainforge neurotrainer alexnet`` and ``trainforge neurotrainer scaling``."""
+    alexnet = commands.add_parser("alexnet", help="Fig. 13: per-layer FF/BP/UP throughput and latency of AlexNet")
+    alexnet.add_argument("--batch", default="32", help="minibatch size (1..4096, default 32 as in the paper)")
+    alexnet.add_argument("--out", default=str(REPORTS), help="output directory")
+    alexnet.add_argument("--json", action="store_true", help="print the JSON report")
+    alexnet.set_defaults(func=_alexnet)
+    scaling = commands.add_parser("scaling", help="Fig. 17: multi-module training with a central unit (T1/T2/T3)")
+    scaling.add_argument("--network", choices=("vgg16", "alexnet"), default="vgg16", help="network (default vgg16)")
+    scaling.add_argument("--batch", default="32", help="minibatch per module (1..4096)")
+    scaling.add_argument("--modules", default="1,2,4,8,16,32,64,128", help="comma-separated module counts")
+    scaling.add_argument("--link-gbps", type=float, default=120.0,
+                         help="module-to-central-unit link, GB/s each way (paper: 240 GB/s, half each way)")
+    scaling.add_argument("--out", default=str(REPORTS), help="output directory")
+    scaling.add_argument("--json", action="store_true", help="print the JSON report")
+    scaling.set_defaults(func=_scaling)
