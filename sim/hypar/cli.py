@@ -2,8 +2,11 @@
 
 * ``trainforge hypar partition NET`` - Algorithm 2's choices and traffic.
 * ``trainforge hypar simulate NET`` - one step on the array, per strategy.
-* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13 as JSON and PNG
-  under ``build/reports/hypar/``.
+* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13 and ``nodes``
+  (the node models compared) as JSON and PNG under ``build/reports/hypar/``.
+
+``simulate`` and ``figures`` take ``--node roofline|tensordash|caterpillar|neurotrainer``
+(:mod:`trainforge.sim.hypar.nodes`) and, for ``tensordash``, ``--sparsity S`` or ``A,G``.
 
 ``NET`` is a built-in name (``SFC``, ``VGG-A``, ...) or a ``.json``/``.yaml``
 file. ``--json`` prints the result as JSON on stdout. User errors raise
@@ -43,6 +46,26 @@ def _configs(args):
         raise UsageError(str(error)) from error
 
 
+def _node(args):
+    """The node model of ``--node`` / ``--sparsity``; a bad value is a UsageError."""
+    from .nodes import make_node
+    sparsity = None
+    if args.sparsity is not None:
+        try:
+            values = tuple(float(part) for part in args.sparsity.split(","))
+        except ValueError as error:
+            raise UsageError(f"--sparsity {args.sparsity!r}: expected S or A,G (numbers 0..1)") from error
+        if len(values) not in (1, 2):
+            raise UsageError(f"--sparsity {args.sparsity!r}: expected S or A,G (numbers 0..1)")
+        sparsity = (values[0], values[-1])
+    try:
+        return make_node(args.node, sparsity)
+    except HyParParameterError as error:
+        raise UsageError(f"--node/--sparsity: {error}") from error
+    except ImportError as error:
+        raise UsageError(f"--node {args.node}: its block model is not available ({error})") from error
+
+
 def _emit(args, result, text):
     print(json.dumps(result, indent=2) if args.json else text)
     return 0
@@ -70,16 +93,18 @@ def simulate_handler(args):
     from .simulator import simulate_step
     network = _network(args.network)
     setup, array = _configs(args)
+    node = _node(args)
     result = {"network": network.name, "topology": array.topology, "accelerators": array.accelerators,
-              "strategies": {}}
+              "node": args.node, "strategies": {}}
     for strategy in ("HyPar", *BASELINES):
-        step = simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels), array)
+        step = simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels), array,
+                             node_model=node)
         result["strategies"][strategy] = {"seconds": step.seconds, "energy_joules": step.energy_joules,
                                           "compute_seconds": step.compute_seconds,
                                           "network_seconds": step.network_seconds,
                                           "GB_per_step": step.communication_bytes / 1e9}
     dp = result["strategies"]["DP"]
-    lines = [f"{network.name} on {array.accelerators} accelerators ({array.topology})"]
+    lines = [f"{network.name} on {array.accelerators} accelerators ({array.topology}), node {args.node}"]
     lines += [f"  {name:6s} {row['seconds']:.4g} s ({dp['seconds'] / row['seconds']:.3g}x DP), "
               f"{row['energy_joules']:.4g} J ({dp['energy_joules'] / row['energy_joules']:.3g}x DP)"
               for name, row in result["strategies"].items()]
@@ -94,7 +119,8 @@ def figures_handler(args):
     if unknown:
         raise UsageError(f"--only {','.join(unknown)}: unknown figure; allowed: {', '.join(FIGURES)}")
     setup, array = _configs(args)
-    results = {name: FIGURES[name](setup, array) for name in selected}
+    node = _node(args)
+    results = {name: FIGURES[name](setup, array, node_model=node) for name in selected}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, data in results.items():
@@ -112,6 +138,14 @@ def _common(parser):
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
+def _node_options(parser):
+    from .nodes import NODE_KINDS
+    parser.add_argument("--node", default="roofline",
+                        help=f"node model: {', '.join(NODE_KINDS)} (sim/hypar/nodes.py; default roofline)")
+    parser.add_argument("--sparsity", help="tensordash only: zero fraction of activations and gradients, "
+                                           "S or A,G (default 0.62)")
+
+
 def register(subparsers):
     """Add ``hypar`` and its sub-subcommands to the ``trainforge`` parser."""
     hypar = subparsers.add_parser("hypar", help="HyPar partitioning and accelerator-array model")
@@ -124,9 +158,11 @@ def register(subparsers):
     simulate = commands.add_parser("simulate", help="simulate one training step")
     simulate.add_argument("network", help=network_help)
     _common(simulate)
+    _node_options(simulate)
     simulate.set_defaults(func=simulate_handler)
     figures = commands.add_parser("figures", aliases=["sweep"], help="reproduce Figs. 5-13 (JSON and PNG)")
     figures.add_argument("--only", help="comma-separated subset, e.g. fig8,fig12")
     figures.add_argument("--out", default=str(REPORT_DIR), help="output folder")
     _common(figures)
+    _node_options(figures)
     figures.set_defaults(func=figures_handler)

@@ -4,6 +4,9 @@ Each ``figN`` function returns a dict with ``"ours"`` and, where the paper
 gives numbers, ``"paper"``. Paper numbers come from the prose and from the
 figure labels of the text extraction (garbled; the assignment of labels to
 bars is reconstructed in ``PAPER_FIG8`` and explained in README.md).
+
+Every builder takes the simulated ``node_model`` (default: the roofline
+node); ``nodes`` compares the node models of :mod:`trainforge.sim.hypar.nodes`.
 """
 import numpy as np
 
@@ -46,14 +49,14 @@ def _networks():
     return {name: build() for name, build in BUILTIN_NETWORKS.items()}
 
 
-def fig5(setup, array):
+def fig5(setup, array, node_model=None):
     """Per-level, per-layer parallelism of HyPar for the ten networks."""
     return {"ours": {name: {"layers": network.names,
                             "levels": format_choices(strategy_choices("HyPar", network, setup, array.levels))}
                      for name, network in _networks().items()}}
 
 
-def fig8(setup, array):
+def fig8(setup, array, node_model=None):
     """Communication per step, GB, for MP, DP and HyPar."""
     ours = {}
     for name, network in _networks().items():
@@ -65,13 +68,13 @@ def fig8(setup, array):
             "paper": {name: list(values) for name, values in PAPER_FIG8.items()}}
 
 
-def fig6_7(setup, array):
+def fig6_7(setup, array, node_model=None):
     """Performance and energy efficiency of MP, DP, HyPar (and the trick), normalised to DP."""
     strategies = ("MP", "DP", "HyPar", "Trick")
     performance, efficiency = {}, {}
     for name, network in _networks().items():
         results = {strategy: simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels),
-                                           array) for strategy in strategies}
+                                           array, node_model=node_model) for strategy in strategies}
         performance[name] = [results["DP"].seconds / results[strategy].seconds for strategy in strategies]
         efficiency[name] = [results["DP"].energy_joules / results[strategy].energy_joules for strategy in strategies]
     for table in (performance, efficiency):
@@ -80,18 +83,19 @@ def fig6_7(setup, array):
             "paper": {key: value for key, value in PAPER_PROSE.items() if key.startswith(("fig6", "fig7"))}}
 
 
-def _explore(network, setup, array, base, cells):
+def _explore(network, setup, array, base, cells, node_model=None):
     """Simulated performance (vs DP) of every setting of the (level, layer) ``cells`` on top of ``base``."""
-    dp_seconds = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels), array).seconds
+    dp_seconds = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels), array,
+                               node_model=node_model).seconds
     every = enumerate_partitions(1, len(cells)).reshape(-1, len(cells))
     grid = np.repeat(base[None], len(every), axis=0)
     for index, (level, layer) in enumerate(cells):
         grid[:, level, layer] = every[:, index]
-    seconds = simulate_steps(network, setup, grid, array).seconds
+    seconds = simulate_steps(network, setup, grid, array, node_model=node_model).seconds
     return [(choices, float(dp_seconds / value)) for choices, value in zip(grid, seconds)]
 
 
-def full_enumeration(network, setup, array):
+def full_enumeration(network, setup, array, node_model=None):
     """Every 2^(H x L) partition of ``network``: HyPar's rank under the proxy and under simulated time.
 
     Returns a JSON-ready dict. Ranks count the partitions strictly better
@@ -100,7 +104,7 @@ def full_enumeration(network, setup, array):
     every = enumerate_partitions(len(network), array.levels)
     hypar = strategy_choices("HyPar", network, setup, array.levels)
     code = int("".join("1" if bit else "0" for bit in hypar.ravel()), 2)
-    result = simulate_steps(network, setup, every, array)
+    result = simulate_steps(network, setup, every, array, node_model=node_model)
     seconds, proxy = result.seconds, result.communication_bytes
     dp_seconds = seconds[0]  # code 0 is all dp
     fastest = float(seconds.min())
@@ -134,12 +138,12 @@ def full_enumeration(network, setup, array):
     }
 
 
-def fig9(setup, array):
+def fig9(setup, array, node_model=None):
     """Lenet-c: H1 and H4 explored (H2, H3 fixed to HyPar's), and all 2^(4x4) partitions under proxy and time."""
     network = builtin_network("Lenet-c")
     hypar = strategy_choices("HyPar", network, setup, array.levels)
     cells = [(level, layer) for level in (0, array.levels - 1) for layer in range(len(network))]
-    points = _explore(network, setup, array, hypar, cells)
+    points = _explore(network, setup, array, hypar, cells, node_model)
     best_choices, best = max(points, key=lambda point: point[1])
     hypar_performance = next(value for choices, value in points if (choices == hypar).all())
     return {
@@ -148,19 +152,19 @@ def fig9(setup, array):
             "peak": {"H1": format_choices(best_choices)[0], "H4": format_choices(best_choices)[-1],
                      "performance": best},
             "hypar": {"levels": format_choices(hypar), "performance": hypar_performance},
-            "full_enumeration": full_enumeration(network, setup, array),
+            "full_enumeration": full_enumeration(network, setup, array, node_model),
         },
         "paper": PAPER_PROSE["fig9_peak"],
     }
 
 
-def fig10(setup, array):
+def fig10(setup, array, node_model=None):
     """VGG-A: conv5_2 and fc1 explored at every level, the rest fixed to HyPar's choice."""
     network = builtin_network("VGG-A")
     hypar = strategy_choices("HyPar", network, setup, array.levels)
     layers = [network.names.index("conv5_2"), network.names.index("fc1")]
     cells = [(level, layer) for layer in layers for level in range(array.levels)]
-    points = _explore(network, setup, array, hypar, cells)
+    points = _explore(network, setup, array, hypar, cells, node_model)
 
     def describe(choices, value):
         bits = np.asarray(choices)
@@ -173,25 +177,27 @@ def fig10(setup, array):
             "paper": {"peak": PAPER_PROSE["fig10_peak"], "hypar": PAPER_PROSE["fig10_hypar"]}}
 
 
-def fig11(setup, array):
+def fig11(setup, array, node_model=None):
     """VGG-A from 1 to 64 accelerators: performance vs one accelerator, and traffic."""
     network = builtin_network("VGG-A")
     single = simulate_step(network, setup, np.zeros((0, len(network)), dtype=bool),
                            ArrayConfig(levels=0, topology=array.topology,
-                                       link_bits_per_second=array.link_bits_per_second)).seconds
+                                       link_bits_per_second=array.link_bits_per_second),
+                           node_model=node_model).seconds
     rows = []
     for levels in range(7):
         scaled = ArrayConfig(levels=levels, topology=array.topology, link_bits_per_second=array.link_bits_per_second)
         row = {"accelerators": 2 ** levels}
         for strategy in ("DP", "HyPar"):
-            result = simulate_step(network, setup, strategy_choices(strategy, network, setup, levels), scaled)
+            result = simulate_step(network, setup, strategy_choices(strategy, network, setup, levels), scaled,
+                                   node_model=node_model)
             row[strategy] = {"performance_gain": single / result.seconds,
                              "communication_GB": result.communication_bytes / 1e9}
         rows.append(row)
     return {"ours": rows, "paper": "HyPar gains until 32 accelerators; DP's gain falls beyond 8 (prose only)"}
 
 
-def fig12(setup, array):
+def fig12(setup, array, node_model=None):
     """HyPar on H-tree and torus, normalised to DP on the H-tree."""
     htree = ArrayConfig(levels=array.levels, topology="htree", link_bits_per_second=array.link_bits_per_second)
     torus = ArrayConfig(levels=array.levels, topology="torus", link_bits_per_second=array.link_bits_per_second)
@@ -199,14 +205,15 @@ def fig12(setup, array):
     for name, network in _networks().items():
         hypar = strategy_choices("HyPar", network, setup, array.levels)
         dp_seconds = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels),
-                                   htree).seconds
-        ours[name] = {"torus": dp_seconds / simulate_step(network, setup, hypar, torus).seconds,
-                      "htree": dp_seconds / simulate_step(network, setup, hypar, htree).seconds}
+                                   htree, node_model=node_model).seconds
+        ours[name] = {topology: dp_seconds / simulate_step(network, setup, hypar, topology_array,
+                                                           node_model=node_model).seconds
+                      for topology, topology_array in (("torus", torus), ("htree", htree))}
     ours["Gmean"] = {key: geometric_mean([row[key] for row in ours.values()]) for key in ("torus", "htree")}
     return {"ours": ours, "paper": {"Gmean": PAPER_PROSE["fig12_gmean"]}}
 
 
-def fig13(setup, array):
+def fig13(setup, array, node_model=None):
     """HyPar against the trick on VGG-E's conv5_4 and fc3 alone, batch 32 and 4096, H = 2, 3, 4."""
     vgg_e = builtin_network("VGG-E")
     ours = []
@@ -220,9 +227,9 @@ def fig13(setup, array):
                 level_array = ArrayConfig(levels=levels, topology=array.topology,
                                           link_bits_per_second=array.link_bits_per_second)
                 hypar = simulate_step(network, batch_setup, strategy_choices("HyPar", network, batch_setup, levels),
-                                      level_array)
+                                      level_array, node_model=node_model)
                 trick = simulate_step(network, batch_setup, strategy_choices("Trick", network, batch_setup, levels),
-                                      level_array)
+                                      level_array, node_model=node_model)
                 ours.append({"layer": layer_name, "batch": batch, "levels": levels,
                              "A_dW": float(tensors.weights[0]), "A_F_next": float(tensors.partial_sums[0]),
                              "performance": trick.seconds / hypar.seconds,
@@ -233,9 +240,41 @@ def fig13(setup, array):
     return {"ours": ours, "ours_summary": summary, "paper": PAPER_PROSE["fig13"]}
 
 
-#: Figure name -> builder(setup, array).
+def nodes(setup, array, node_model=None):
+    """Step time and HyPar's speedup over DP with each node model, for the ten networks.
+
+    ``node_model`` is not used: the figure compares the node models of
+    :data:`trainforge.sim.hypar.nodes.NODE_KINDS` at their defaults. A node
+    model whose block model is not installed is listed under ``"missing"``.
+    """
+    from .nodes import NODE_KINDS, make_node
+    models, missing = {}, {}
+    for kind in NODE_KINDS:
+        try:
+            models[kind] = make_node(kind)
+        except ImportError as error:
+            missing[kind] = str(error)
+    ours = {}
+    for name, network in _networks().items():
+        ours[name] = {}
+        for kind, model in models.items():
+            results = {strategy: simulate_step(network, setup, strategy_choices(strategy, network, setup,
+                                                                                array.levels), array,
+                                               node_model=model) for strategy in ("DP", "HyPar")}
+            ours[name][kind] = {"DP_seconds": results["DP"].seconds, "HyPar_seconds": results["HyPar"].seconds,
+                                "HyPar_compute_seconds": results["HyPar"].compute_seconds,
+                                "HyPar_network_seconds": results["HyPar"].network_seconds,
+                                "speedup": results["DP"].seconds / results["HyPar"].seconds}
+    gmean = {kind: {key: geometric_mean([ours[name][kind][key] for name in ours])
+                    for key in ("DP_seconds", "HyPar_seconds", "speedup")} for kind in models}
+    return {"nodes": list(models), "missing": missing, "levels": array.levels, "topology": array.topology,
+            "batch": setup.batch, "ours": ours, "Gmean": gmean}
+
+
+#: Figure name -> builder(setup, array, node_model=None). fig5 and fig8 count traffic only (no node);
+#: ``nodes`` compares the node models itself.
 FIGURES = {"fig5": fig5, "fig6_7": fig6_7, "fig8": fig8, "fig9": fig9, "fig10": fig10, "fig11": fig11,
-           "fig12": fig12, "fig13": fig13}
+           "fig12": fig12, "fig13": fig13, "nodes": nodes}
 
 
 def _bar_groups(axis, names, series, log=True):
@@ -457,7 +496,35 @@ def _plot_fig13(plt, data):
     return figure
 
 
-_PLOTTERS = {"fig5": _plot_fig5, "fig6_7": _plot_fig6_7, "fig8": _plot_fig8, "fig9": _plot_fig9,
+NODE_COLOURS = {"roofline": "tab:grey", "tensordash": "tab:red", "caterpillar": "tab:green",
+                "neurotrainer": "tab:blue"}
+
+
+def _plot_nodes(plt, data):
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
+    names = list(data["ours"]) + ["Gmean"]
+    rows = {**data["ours"], "Gmean": data["Gmean"]}
+    _bar_groups(top, names, [(f"{kind}: DP", [rows[n][kind]["DP_seconds"] for n in names], NODE_COLOURS[kind], "///")
+                             for kind in data["nodes"]]
+                + [(f"{kind}: HyPar", [rows[n][kind]["HyPar_seconds"] for n in names], NODE_COLOURS[kind], None)
+                   for kind in data["nodes"]])
+    for patch in top.patches:
+        if patch.get_hatch():
+            patch.set_alpha(0.5)
+    top.set_ylabel("step time, s (log)")
+    top.legend(fontsize=7, ncol=2, loc="upper left")
+    _bar_groups(bottom, names, [(kind, [rows[n][kind]["speedup"] for n in names], NODE_COLOURS[kind], None)
+                                for kind in data["nodes"]])
+    bottom.axhline(1.0, color="black", linewidth=0.8)
+    bottom.set_ylabel("HyPar speedup over DP (log)")
+    bottom.legend(fontsize=7, ncol=4)
+    missing = f"; missing: {', '.join(data['missing'])}" if data["missing"] else ""
+    figure.suptitle(f"Node models: step time (DP hatched, HyPar solid) and HyPar over DP, {2 ** data['levels']} "
+                    f"accelerators ({data['topology']}), batch {data['batch']}{missing}", fontsize=10)
+    return figure
+
+
+_PLOTTERS = {"nodes": _plot_nodes, "fig5": _plot_fig5, "fig6_7": _plot_fig6_7, "fig8": _plot_fig8, "fig9": _plot_fig9,
              "fig10": _plot_fig10, "fig11": _plot_fig11, "fig12": _plot_fig12, "fig13": _plot_fig13}
 
 

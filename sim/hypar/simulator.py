@@ -23,9 +23,9 @@ Node compute model
 :class:`RooflineNode` (the default) is the paper's Eyeriss-like row-stationary
 unit as a roofline: ``max(MACs / (macs_per_cycle x f), DRAM bytes / DRAM
 bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
-replace it; this is where the golden cycle/throughput models of the verified
-blocks (TensorDash, NeuroTrainer, CATERPILLAR; not in the repository yet)
-plug in, each turning a :class:`LayerWork` into per-phase seconds.
+replace it: :mod:`trainforge.sim.hypar.nodes` plugs in the golden cycle /
+throughput models of the verified blocks (TensorDash, CATERPILLAR,
+NeuroTrainer), each turning a :class:`LayerWork` into per-phase seconds.
 """
 from dataclasses import dataclass, field
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from .comm import LayerTensors
 from .config import ArrayConfig, EnergyConfig, NodeConfig
+from .network import Network
 from .partition import group_shares, traffic_of
 from .topology import Topology
 
@@ -51,16 +52,26 @@ class LayerWork:
     dram_bytes : numpy.ndarray, shape (3, L)
         Local DRAM traffic per phase: each phase streams its two operands
         and its result once (F_l, W_l and F_{l+1}-sized tensors).
+    network : Network
+        The layers' shapes, for node models that time a layer by its shape
+        (:mod:`trainforge.sim.hypar.nodes`).
+    samples, in_channels : numpy.ndarray, shape (L,)
+        One accelerator's share of the batch and of each layer's C_in (dp
+        halves the batch, mp halves C_in); fractional where a split is uneven.
     """
 
     macs: np.ndarray
     dram_bytes: np.ndarray
+    network: Network
+    samples: np.ndarray
+    in_channels: np.ndarray
 
     @classmethod
     def of(cls, network, setup, choices):
         """Per-accelerator work of ``network`` under the partition ``choices`` (..., H, L).
 
-        Vectorised over leading axes: ``macs`` and ``dram_bytes`` get shape (..., 3, L).
+        Vectorised over leading axes: ``macs`` and ``dram_bytes`` get shape (..., 3, L),
+        ``samples`` and ``in_channels`` (..., L).
         """
         batch_share, in_channel_share = group_shares(np.asarray(choices, dtype=bool))
         batch_share, in_channel_share = batch_share[..., -1, :], in_channel_share[..., -1, :]
@@ -73,7 +84,8 @@ class LayerWork:
         streamed = (tensors.input_map + tensors.weights + tensors.partial_sums) * setup.bytes_per_element
         dram = np.stack([streamed] * 3, axis=-2)
         dram[..., 1, 0] = 0.0
-        return cls(macs=macs, dram_bytes=dram)
+        return cls(macs=macs, dram_bytes=dram, network=network, samples=setup.batch * batch_share,
+                   in_channels=arrays.in_channels * in_channel_share)
 
 
 @dataclass(frozen=True)
