@@ -1,11 +1,14 @@
-"""cocotb driver of ``td_tile`` for ``trainforge tensordash rtl-check``: one prepared stream, full rate.
+"""cocotb driver of ``td_tile`` or ``td_pe`` for ``trainforge tensordash rtl-check`` and ``speedup --rtl``:
+one prepared stream, full rate.
 
-The stream (``a``, ``b``, ``clear``, ``read`` as built by
-:func:`trainforge.golden.tensordash.layer.tile_program`) is read from the
-``.npz`` file named by ``TD_LAYER_STIMULUS``; every result and the cycle it
-left the tile are written to the ``.npz`` file named by ``TD_LAYER_RESULTS``.
-The comparison with the golden model is made by the caller
-(:mod:`trainforge.sim.tensordash.rtl`), which reports the agreement.
+The stream (``a`` (T, cols, lanes), ``b`` (T, rows, lanes), ``clear``,
+``read``; a PE is 1 x 1), as built by
+:func:`trainforge.golden.tensordash.layer.tile_program` or
+:mod:`trainforge.sim.tensordash.rtl_speedup`, is read from the ``.npz`` file
+named by ``TD_LAYER_STIMULUS``; every result and the cycle it left the block
+are written to the ``.npz`` file named by ``TD_LAYER_RESULTS``. The
+comparison with the golden model is made by the caller
+(:func:`trainforge.sim.tensordash.rtl.run_stream`), which reports the agreement.
 """
 import os
 

@@ -151,7 +151,9 @@ def test_training_report_tiny(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["training", "--epochs", "0"], ["rtl-check", "--samples", "0"],
-                                  ["rtl-check", "--layer", "conv9"], ["area", "--width", "1"]])
+                                  ["rtl-check", "--layer", "conv9"], ["area", "--width", "1"],
+                                  ["speedup", "--rtl", "--rtl-sparsities", "0.5", "1.0"],
+                                  ["speedup", "--rtl", "--rtl-samples", "0"]])
 def test_usage_errors_exit_2(argv, tmp_path, capsys):
     assert main(["tensordash", *argv, "--out", str(tmp_path)]) == 2
     assert "trainforge tensordash" in capsys.readouterr().err

@@ -1,12 +1,19 @@
-"""TensorDash RTL checks in ``make test`` beyond the registry's: the 4x4 tile cycle-exact on Icarus, and a
-convolution layer's three training operations mapped onto the 4x4 tile RTL (values and cycles).
+"""TensorDash RTL checks in ``make test`` beyond the registry's: the 4x4 tile cycle-exact on Icarus, a
+convolution layer's three training operations mapped onto the 4x4 tile RTL (values and cycles), and the RTL
+points of ``trainforge tensordash speedup --rtl`` (cycles of the PE and the 4x4 tile against the golden model).
 
 The registry runs the 4x4 tile's whole testbench on both simulators under ``make regress`` (its Verilator
 build is slow).
 """
+import json
+
 import numpy as np
 import pytest
 
+from trainforge.cli import main
+from trainforge.golden.tensordash.core import LATENCY, CoreRun
+from trainforge.golden.tensordash.pe import td_tile
+from trainforge.sim.tensordash import rtl_speedup
 from trainforge.sim.tensordash.rtl import check_operations
 
 import simulate
@@ -29,3 +36,43 @@ def test_layer_operations_through_rtl_tile(simulator, seed):
         assert row["cycles_agree"], (f"seed {seed} {row['operation']}: golden {row['golden_cycles']} cycles,"
                                      f" RTL {row['rtl_cycles']}")
         assert row["rtl_cycles"] < row["dense_cycles"], f"seed {seed} {row}: no cycles saved at 50%/70% sparsity"
+
+
+def _speedup_rtl(tmp_path, seed, sparsities):
+    """``speedup --rtl`` on Icarus: the random-sparsity figure's PE and 4x4 tile, 2 dot products of 24 rows."""
+    return main(["tensordash", "speedup", "--samples", "2", "--stream-rows", "16", "--rtl", "--simulator", "icarus",
+                 "--rtl-figures", "random_sparsity", "--rtl-sparsities", *sparsities, "--rtl-samples", "2",
+                 "--rtl-stream-rows", "24", "--rtl-seed", str(seed), "--out", str(tmp_path)])
+
+
+def test_speedup_rtl_cycles_equal_golden(tmp_path, seed):
+    """The RTL points of the speedup figure: RTL cycles and values equal the golden model's, in the report."""
+    assert _speedup_rtl(tmp_path, seed, ["0.5", "0.9"]) == 0
+    report = json.loads((tmp_path / "speedup.json").read_text())["rtl"]
+    assert [(p["series"], p["sparsity"]) for p in report["points"]] == \
+        [("pe", 0.5), ("pe", 0.9), ("tile_4x4", 0.5), ("tile_4x4", 0.9)]
+    for point in report["points"]:
+        assert point["rtl_cycles"] == point["golden_cycles"], \
+            f"seed {seed} {point['series']} at {point['sparsity']}: golden {point['golden_cycles']}, RTL {point}"
+        assert point["values_agree"], f"seed {seed} {point['series']} at {point['sparsity']}: RTL results differ"
+        assert point["golden_cycles"] < point["dense_cycles"], f"seed {seed}: no cycles saved at 50/90% {point}"
+    assert report["all_agree"]
+
+
+def test_speedup_rtl_disagreement_exits_1(tmp_path, seed, monkeypatch, capsys):
+    """An RTL run one cycle slower per dot product (simulator replaced by the golden model + 1 cycle each):
+    the report is written, the disagreement is named and the command exits 1."""
+    def slower_rtl(stream, simulator, block, params):
+        a, b, clear, read = stream
+        expected = td_tile(a, b, clear, read, **params).reshape(int(read.sum()), -1)
+        return expected, np.cumsum(np.full(len(expected), 7)) + LATENCY
+
+    monkeypatch.setattr(rtl_speedup, "run_stream", slower_rtl)
+    monkeypatch.setattr(rtl_speedup, "run_cores", lambda *args, **kwargs: CoreRun(
+        cycles=np.full(2, 6), macs=np.zeros(2, np.int64)))
+    assert _speedup_rtl(tmp_path, seed, ["0.9"]) == 1
+    report = json.loads((tmp_path / "speedup.json").read_text())["rtl"]
+    assert not report["all_agree"], report
+    for point in report["points"]:
+        assert (point["golden_cycles"], point["rtl_cycles"], point["cycles_agree"]) == (12, 14, False), point
+    assert "RTL DISAGREES with the golden model" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""``trainforge tensordash ...``: speedup figures (golden model), real-tensor training traces, RTL check, area."""
+"""``trainforge tensordash ...``: speedup figures (golden model, RTL beside it), real-tensor training traces, RTL check,
+area."""
 import json
 import pathlib
 
@@ -13,12 +14,66 @@ def _write_json(path, report):
     return str(path)
 
 
+def _check_rtl_args(args):
+    from trainforge.sim.tensordash import rtl
+    if args.rtl_samples < 1 or args.rtl_stream_rows < 1:
+        raise UsageError("--rtl-samples and --rtl-stream-rows must be >= 1")
+    bad = [s for s in args.rtl_sparsities if not 0 <= s < 1]
+    if bad:
+        raise UsageError(f"--rtl-sparsities {bad[0]} is invalid; allowed: 0 <= sparsity < 1")
+    rtl.require_simulator(args.simulator)
+
+
+def _rtl_report(args, full_size):
+    """Run the RTL points (:mod:`.rtl_speedup`), each beside the golden model on the same streams and at full size."""
+    import sys
+
+    from trainforge.sim.tensordash import figures, rtl_speedup
+    points = rtl_speedup.rtl_points(args.rtl_figures, tuple(args.rtl_sparsities))
+    rtl_speedup.run_points(points, samples=args.rtl_samples, stream_rows=args.rtl_stream_rows, seed=args.rtl_seed,
+                           simulator=args.simulator, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    for point in points:
+        params = point["params"]
+        rows = params["rows"] if point["block"] == "td_tile" else 1
+        point["golden_full_size"] = figures.speedup(point["sparsity"], rows=rows, lanes=params["lanes"],
+                                                    depth=params["depth"], model=point["model"], **full_size)
+    return {"simulator": args.simulator, "samples": args.rtl_samples, "stream_rows": args.rtl_stream_rows,
+            "seed": args.rtl_seed, "points": points, "all_agree": all(point["agree"] for point in points)}
+
+
+def _print_rtl(rtl_report, full_size):
+    def number(value):
+        return "-" if value is None else f"{value:.3f}"
+
+    print(f"RTL ({rtl_report['simulator']}) beside the golden model on the same streams:"
+          f" {rtl_report['samples']} dot products of {rtl_report['stream_rows']} rows per point, seed"
+          f" {rtl_report['seed']}; golden full size: {full_size['samples']} x {full_size['stream_rows']} rows")
+    print(f"  {'figure':<16}{'series':<15}{'block':<22}{'sparsity':>9}{'golden':>8}{'RTL':>8}{'full':>8}"
+          f"{'cycles golden/RTL':>19}{'agree':>7}{'ideal':>7}")
+    for point in rtl_report["points"]:
+        params = point["params"]
+        shape = (f"{params['rows']}x{params['cols']}" if point["block"] == "td_tile" else "PE")
+        block = f"{shape} L{params['lanes']} D{params['depth']}"
+        rtl_cycles = "-" if point["rtl_cycles"] is None else point["rtl_cycles"]
+        print(f"  {point['figure']:<16}{point['series']:<15}{block:<22}{point['sparsity']:>9.2f}"
+              f"{number(point['golden_speedup']):>8}{number(point['rtl_speedup']):>8}"
+              f"{number(point['golden_full_size']):>8}{str(point['golden_cycles']) + '/' + str(rtl_cycles):>19}"
+              f"{'yes' if point['agree'] else 'NO':>7}{point['ideal']:>7.3f}")
+
+
 def _speedup(args):
     from trainforge.sim.tensordash import figures
     if args.samples < 1 or args.stream_rows < 1:
         raise UsageError("--samples and --stream-rows must be >= 1")
-    report = figures.all_figures(samples=args.samples, stream_rows=args.stream_rows)
-    report["plots"] = figures.plot(report, pathlib.Path(args.out))
+    if args.rtl:
+        _check_rtl_args(args)
+    full_size = {"samples": args.samples, "stream_rows": args.stream_rows}
+    report = figures.all_figures(**full_size)
+    if args.rtl:
+        report["rtl"] = _rtl_report(args, full_size)
+    out = pathlib.Path(args.out)
+    report["plots"] = figures.plot(report, out)
+    report["json"] = _write_json(out / "speedup.json", report)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -26,6 +81,18 @@ def _speedup(args):
             paper = row["paper_tile"]
             print(f"sparsity {row['sparsity']:.4f}: PE {row['pe']:.3f}x  4x4 tile {row['tile_4x4']:.3f}x"
                   f"  ideal {row['ideal']:.3f}x" + (f"  paper {paper}x" if paper else ""))
+        if args.rtl:
+            _print_rtl(report["rtl"], full_size)
+        print(f"wrote {report['json']} and {', '.join(report['plots'])} in {out}")
+    if args.rtl and not report["rtl"]["all_agree"]:
+        import sys
+        for point in report["rtl"]["points"]:
+            if not point["agree"]:
+                print(f"RTL DISAGREES with the golden model: {point['figure']} {point['series']} {point['block']}"
+                      f" {point['params']} sparsity {point['sparsity']}: cycles golden {point['golden_cycles']}"
+                      f" RTL {point['rtl_cycles']}, values {'agree' if point['values_agree'] else 'differ'}"
+                      + (f" ({point['error']})" if point["error"] else ""), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -119,13 +186,27 @@ def _training_arguments(parser, epochs):
 
 
 def register(subparsers):
+    from trainforge.sim.tensordash.rtl_speedup import FIGURES, SPARSITIES, SWEEP_SPARSITY
     parser = subparsers.add_parser("tensordash", help="TensorDash studies: speedup figures, training traces, RTL, area")
     commands = parser.add_subparsers(dest="tensordash_command", metavar="FIGURE", required=True)
     speedup = commands.add_parser("speedup", help="random sparsity, depth, rows and 16-lane sweeps, with plots")
     speedup.add_argument("--samples", type=int, default=64, help="streams per point (default 64)")
     speedup.add_argument("--stream-rows", type=int, default=512, help="rows per dot product (default 512)")
-    speedup.add_argument("--out", default=str(REPORTS), help="directory of the PNG plots")
+    speedup.add_argument("--out", default=str(REPORTS),
+                         help=f"folder of speedup.json and the PNG plots (default {REPORTS})")
     speedup.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    speedup.add_argument("--rtl", action="store_true", help="REQUIRES THE SIMULATOR: also run short random streams"
+                         " of each figure through the RTL and the golden model; exit 1 if they disagree")
+    speedup.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
+                         help="simulator of --rtl (default verilator)")
+    speedup.add_argument("--rtl-figures", nargs="+", choices=FIGURES, default=list(FIGURES), metavar="FIGURE",
+                         help=f"figures with RTL points (default all: {' '.join(FIGURES)})")
+    speedup.add_argument("--rtl-sparsities", nargs="+", type=float, default=list(SPARSITIES), metavar="S",
+                         help="sparsities of the RTL points of random_sparsity and wide_pe"
+                         f" (default {' '.join(map(str, SPARSITIES))}; the sweeps use {SWEEP_SPARSITY})")
+    speedup.add_argument("--rtl-samples", type=int, default=8, help="dot products per RTL point (default 8)")
+    speedup.add_argument("--rtl-stream-rows", type=int, default=64, help="rows per RTL dot product (default 64)")
+    speedup.add_argument("--rtl-seed", type=int, default=0, help="seed of the RTL streams (default 0)")
     speedup.set_defaults(func=_speedup)
     train = commands.add_parser("training", help="train a ReLU CNN on digits, speedup of the 3 operations per layer"
                                 " and per epoch (Figs. 8 and 9 analogues)")

@@ -14,15 +14,23 @@ import numpy as np
 from trainforge.golden.tensordash.core import pad_rows, run_cores
 from trainforge.golden.tensordash.pattern import resolve_pattern
 
-__all__ = ["speedup", "PAPER_FIG15", "random_sparsity", "depth_sweep", "rows_sweep", "wide_pe", "all_figures"]
+__all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "random_sparsity", "depth_sweep", "rows_sweep",
+           "wide_pe", "all_figures", "plot"]
 
 #: Fig. 15 values quoted in the paper's text (accelerator of 4x4 tiles, 4-deep buffers).
 PAPER_FIG15 = {0.2: 1.23, 0.9: 3.7, 0.99: 3.99}
 
 
-def speedup(sparsity, *, rows=4, lanes=4, depth=4, pattern="default", samples=64, stream_rows=512,
-            model="random", seed=0):
-    """Mean speedup of a ``rows``-row tile (rows=1: a PE) over the dense one at the given sparsity."""
+def random_stream(sparsity, *, rows=4, lanes=4, depth=4, samples=64, stream_rows=512, model="random", seed=0):
+    """The effectual B operands of ``samples`` dot products of one ``rows``-row tile (the sparsity model above).
+
+    Returns
+    -------
+    effectual : ndarray of bool, shape (samples, rows, T, lanes)
+        ``T`` = ``stream_rows`` padded to whole groups of ``depth`` rows.
+    clear, read : ndarray of bool, shape (T,)
+        One dot product per sample: ``clear`` on its first row, ``read`` on its last.
+    """
     generator = np.random.default_rng(seed)
     total = pad_rows(stream_rows, depth)
     if model == "clustered":
@@ -32,11 +40,20 @@ def speedup(sparsity, *, rows=4, lanes=4, depth=4, pattern="default", samples=64
     effectual = generator.random((samples, rows, total, lanes)) < density
     clear, read = np.zeros(total, bool), np.zeros(total, bool)
     clear[0], read[-1] = True, True
+    return effectual, clear, read
+
+
+def speedup(sparsity, *, rows=4, lanes=4, depth=4, pattern="default", samples=64, stream_rows=512,
+            model="random", seed=0):
+    """Mean speedup of a ``rows``-row tile (rows=1: a PE) over the dense one at the given sparsity."""
+    effectual, clear, read = random_stream(sparsity, rows=rows, lanes=lanes, depth=depth, samples=samples,
+                                           stream_rows=stream_rows, model=model, seed=seed)
     run = run_cores(effectual, read, clear, resolve_pattern(pattern, lanes, depth), depth)
-    return float(np.mean(total / run.cycles))
+    return float(np.mean(len(read) / run.cycles))
 
 
 def ideal(sparsity, depth):
+    """The ideal bound min(D, 1 / (1 - sparsity))."""
     return min(depth, 1 / max(1 - sparsity, 1e-12))
 
 
@@ -74,8 +91,24 @@ def all_figures(samples=64, stream_rows=512):
     }
 
 
+def _plot_rtl(axes, report, figure, colors, scale=1):
+    """Markers of the RTL points of ``figure`` (``report["rtl"]``) beside the golden curves, in their colors."""
+    rtl = report.get("rtl")
+    if not rtl:
+        return
+    for series in dict.fromkeys(p["series"] for p in rtl["points"] if p["figure"] == figure):
+        points = [p for p in rtl["points"] if p["figure"] == figure and p["series"] == series
+                  and p["rtl_speedup"] is not None]
+        axes.plot([p["x"] * scale for p in points], [p["rtl_speedup"] for p in points], linestyle="none",
+                  marker="x", markersize=9, color=colors.get(series, "red"),
+                  label=f"{series} RTL ({rtl['simulator']}, {rtl['samples']}x{rtl['stream_rows']} rows)")
+
+
 def plot(report, directory):
-    """PNG plots of :func:`all_figures` into ``directory``; returns the file names."""
+    """PNG plots of :func:`all_figures` into ``directory``, with the RTL points of ``report["rtl"]`` if present.
+
+    Returns the file names.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,22 +117,27 @@ def plot(report, directory):
     rows = report["random_sparsity"]
     figure, axes = plt.subplots()
     x = [r["sparsity"] * 100 for r in rows]
+    colors = {}
     for key, label in (("pe", "PE 4x4-deep"), ("tile_4x4", "4x4 tile"), ("ideal", "ideal min(4, 1/(1-s))")):
-        axes.plot(x, [r[key] for r in rows], marker="o", label=label)
+        colors[key] = axes.plot(x, [r[key] for r in rows], marker="o", label=label)[0].get_color()
     axes.plot([s * 100 for s in PAPER_FIG15], list(PAPER_FIG15.values()), "k*", label="paper Fig. 15")
+    _plot_rtl(axes, report, "random_sparsity", colors, scale=100)
     axes.set_xlabel("sparsity (%)")
     axes.set_ylabel("speedup")
-    axes.legend()
+    axes.legend(fontsize="small")
     figure.savefig(directory / "random_sparsity.png")
     files.append("random_sparsity.png")
     for name, key, series in (("depth", "depth", ("tile_4x4", "ideal")), ("rows", "rows", ("random", "clustered")),
                               ("wide_pe", "sparsity", ("lanes16_depth3", "lanes4_depth4", "ideal_depth3"))):
         figure, axes = plt.subplots()
+        colors = {}
         for item in series:
-            axes.plot([r[key] for r in report[name]], [r[item] for r in report[name]], marker="o", label=item)
+            colors[item] = axes.plot([r[key] for r in report[name]], [r[item] for r in report[name]], marker="o",
+                                     label=item)[0].get_color()
+        _plot_rtl(axes, report, name, colors)
         axes.set_xlabel(key)
         axes.set_ylabel("speedup")
-        axes.legend()
+        axes.legend(fontsize="small")
         figure.savefig(directory / f"{name}.png")
         files.append(f"{name}.png")
     plt.close("all")

@@ -16,6 +16,7 @@ tile by ``verif/tb_td_tile_layer.py`` at full rate, and compared:
 Needs a source checkout (``verif/``) and the simulator (``make simulators``);
 the build is shared with the test suite's cache in ``build/sim/``.
 """
+import json
 import os
 import pathlib
 import shutil
@@ -30,7 +31,7 @@ from trainforge.golden.tensordash.core import LATENCY
 from trainforge.golden.tensordash.layer import (OPERATIONS, assemble, direct_conv, direct_input_gradient,
                                                 direct_weight_gradient, layer_cycles, lower, tile_program)
 
-__all__ = ["quantise", "check_operations", "rtl_layer_check"]
+__all__ = ["quantise", "require_simulator", "run_stream", "check_operations", "rtl_layer_check"]
 
 SIMULATOR_TOOLS = {"icarus": "iverilog", "verilator": "verilator"}
 
@@ -47,18 +48,42 @@ def quantise(x, width=8):
 def _simulate_module():
     verif = pathlib.Path(trainforge.__file__).resolve().parent.parent / "verif"
     if not (verif / "simulate.py").exists():
-        raise UsageError(f"rtl-check needs the source checkout's verif/ folder, not found at {verif}")
+        raise UsageError(f"the RTL runs need the source checkout's verif/ folder, not found at {verif}")
     if str(verif) not in sys.path:
         sys.path.insert(0, str(verif))
     import simulate
     return simulate
 
 
-def _run_tile(stream, simulator):
-    """Run one prepared stream through the default 4x4 ``td_tile``; return (values, cycles) per result."""
+def require_simulator(simulator):
+    """Raise :class:`UsageError` unless the simulator's tool is on PATH."""
+    if shutil.which(SIMULATOR_TOOLS[simulator]) is None:
+        raise UsageError(f"the RTL runs need {SIMULATOR_TOOLS[simulator]} on PATH (install it with 'make simulators')")
+
+
+def run_stream(stream, simulator, block="td_tile", params=None):
+    """Run one prepared stream through ``td_tile`` or ``td_pe`` at full rate; return (values, cycles) per result.
+
+    Parameters
+    ----------
+    stream : tuple of ndarray
+        ``a`` (T, cols, lanes), ``b`` (T, rows, lanes), ``clear`` and ``read`` (T,); a PE is 1 x 1.
+    simulator : str
+        ``"verilator"`` or ``"icarus"``.
+    block : str
+        ``"td_tile"`` or ``"td_pe"``.
+    params : dict, optional
+        Parameters of the block (defaults: the 4x4 tile); the build is cached in ``build/sim/``.
+
+    Returns
+    -------
+    values : ndarray, shape (results, rows * cols)
+    cycles : ndarray, shape (results,)
+        Cycle each result left the block, counted from the first transfer.
+    """
     simulate = _simulate_module()
     from toolchain import TIMESCALE
-    runner, build_dir, _ = simulate.build("td_tile", {}, simulator)
+    runner, build_dir, params = simulate.build(block, params or {}, simulator)
     run_dir = build_dir / f"run-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)
     stimulus, results = run_dir / "stimulus.npz", run_dir / "results.npz"
@@ -66,9 +91,9 @@ def _run_tile(stream, simulator):
     np.savez(stimulus, a=a, b=b, clear=clear, read=read)
     saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
     try:
-        runner.test(test_module="tb_td_tile_layer", hdl_toplevel="td_tile", hdl_toplevel_lang="verilog",
+        runner.test(test_module="tb_td_tile_layer", hdl_toplevel=block, hdl_toplevel_lang="verilog",
                     build_dir=build_dir, test_dir=run_dir, seed=0, results_xml=str(run_dir / "results.xml"),
-                    extra_env={"TRAINFORGE_BLOCK": "td_tile", "TRAINFORGE_PARAMS": "{}",
+                    extra_env={"TRAINFORGE_BLOCK": block, "TRAINFORGE_PARAMS": json.dumps(params),
                                "TD_LAYER_STIMULUS": str(stimulus), "TD_LAYER_RESULTS": str(results)},
                     timescale=TIMESCALE)
     finally:
@@ -106,12 +131,11 @@ def check_operations(acts, weights, grads, padding, simulator="verilator", opera
     list of dict
         Per operation: dense, golden and RTL cycles, whether cycles and values agree, speedups.
     """
-    if shutil.which(SIMULATOR_TOOLS[simulator]) is None:
-        raise UsageError(f"rtl-check needs {SIMULATOR_TOOLS[simulator]} on PATH (install it with 'make simulators')")
+    require_simulator(simulator)
     lowered = [lower(operation, acts, weights, grads, 1, padding) for operation in operations]
     programs = [tile_program(item) for item in lowered]
     stream = tuple(np.concatenate([program[k] for program in programs]) for k in range(4))
-    values, cycles = _run_tile(stream, simulator)
+    values, cycles = run_stream(stream, simulator)
     rows, first, previous = [], 0, LATENCY
     for operation, item, program in zip(operations, lowered, programs):
         model = layer_cycles(item)
