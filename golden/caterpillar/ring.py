@@ -6,31 +6,46 @@ carries ``n_r`` words per cycle (one per row bus of the sending core).
 
 Both collectives are the ring algorithms of Chan et al. (the paper's [24]):
 ``P - 1`` steps, in each of which every core sends one of the ``P`` chunks to
-its neighbour. Each step costs the chunk's transfer cycles plus one hop, so
+its neighbour. A chunk is ``cw = ceil(size / (P n_r))`` words of ``n_r``
+elements (the vector is zero-padded to ``P cw n_r`` elements; chunk ``c`` is
+words ``c cw .. (c + 1) cw - 1``). Each step costs the chunk's transfer
+cycles plus one hop, so
 
-``cycles = (P - 1) * (ceil(chunk / n_r) + HOP_CYCLES)``,
+``cycles = (P - 1) * (cw + HOP_CYCLES)``.
 
-where ``chunk = ceil(size / P)``. Without the hop latency and the rounding
-this is the paper's ``(n b - n b / P) / n_r``.
+Without the hop latency and the rounding this is the paper's
+``(n b - n b / P) / n_r``. These are also the exact rules of the RTL ring
+:class:`trainforge.hw.caterpillar.ring.CpRing` (:func:`ring_schedule`).
 """
 import numpy as np
 
 from ..dense_pe import wrap
 from . import core
 
-__all__ = ["HOP_CYCLES", "chunk_bounds", "all_gather", "reduce_scatter", "collective_cycles",
-           "two_core_gemv_forward", "two_core_gemv_backward"]
+__all__ = ["HOP_CYCLES", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD", "RING_WRITE", "RING_READ",
+           "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
+           "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
+           "reduce_scatter_buffers", "two_core_panels", "two_core_gemv_forward", "two_core_gemv_backward",
+           "two_core_backward_words", "ring_schedule"]
 
 #: Cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1
 
+#: Op codes of the ``cp_ring`` command stream.
+(RING_GEMV_FORWARD, RING_GEMV_BACKWARD, RING_LOAD, RING_WRITE, RING_READ,
+ RING_ALL_GATHER, RING_REDUCE_SCATTER) = range(7)
 
-def chunk_bounds(size, cores):
-    """``(start, stop)`` of each core's chunk of a ``size``-element vector (the first chunks are the larger)."""
-    counts = np.full(cores, size // cores)
-    counts[:size % cores] += 1
-    edges = np.concatenate(([0], np.cumsum(counts)))
-    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+
+def chunk_words(size, cores, n_r=1):
+    """Words of ``n_r`` elements in each core's chunk of a ``size``-element vector (at least one)."""
+    return max(1, -(-int(size) // (cores * n_r)))
+
+
+def chunk_bounds(size, cores, n_r=1):
+    """``(start, stop)`` of each core's chunk: ``chunk_words * n_r`` elements each, the last ones cut at
+    ``size`` (possibly empty)."""
+    length = chunk_words(size, cores, n_r) * n_r
+    return [(min(k * length, size), min((k + 1) * length, size)) for k in range(cores)]
 
 
 def all_gather(chunks):
@@ -50,13 +65,15 @@ def all_gather(chunks):
     return [gathered.copy() for _ in chunks]
 
 
-def reduce_scatter(partials, *, acc_width=32):
+def reduce_scatter(partials, *, acc_width=32, n_r=1):
     """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums).
 
     Parameters
     ----------
     partials : array_like, shape (P, size)
         Core ``k``'s partial output ``X_k``.
+    n_r : int
+        Elements per word (chunks are whole words, :func:`chunk_bounds`).
 
     Returns
     -------
@@ -65,7 +82,7 @@ def reduce_scatter(partials, *, acc_width=32):
     """
     partials = np.asarray(partials, dtype=np.int64)
     total = wrap(partials.astype(np.uint64).sum(axis=0, dtype=np.uint64), acc_width, True)
-    return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0])]
+    return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], n_r)]
 
 
 def collective_cycles(size, cores, n_r):
@@ -76,29 +93,101 @@ def collective_cycles(size, cores, n_r):
     return (cores - 1) * (-(-chunk // n_r) + HOP_CYCLES)
 
 
+def vector_words(vector, words, n_r):
+    """``vector`` zero-padded to ``words`` words of ``n_r`` elements, shape ``(words, n_r)``."""
+    vector = np.asarray(vector, dtype=np.int64).reshape(-1)
+    padded = np.zeros(words * n_r, dtype=np.int64)
+    padded[:vector.size] = vector
+    return padded.reshape(words, n_r)
+
+
+def all_gather_buffers(buffers, chunk_words):
+    """Ring buffers after the RTL all-gather: chunk ``c`` of every core becomes core ``c``'s chunk ``c``.
+
+    Parameters
+    ----------
+    buffers : array_like, shape (P, depth, n_r)
+        Each core's ring buffer before the collective (``depth >= P * chunk_words``).
+    chunk_words : int
+
+    Returns
+    -------
+    numpy.ndarray, same shape
+    """
+    result = np.array(buffers, dtype=np.int64)
+    cores, cw = result.shape[0], chunk_words
+    gathered = np.concatenate([result[c, c * cw:(c + 1) * cw] for c in range(cores)])
+    result[:, :cores * cw] = gathered
+    return result
+
+
+def reduce_scatter_buffers(buffers, chunk_words, *, acc_width=32):
+    """Ring buffers after the RTL reduce-scatter, every word of them.
+
+    At step ``s`` (``0 .. P - 2``) core ``k`` sends chunk ``(k - s - 1) % P`` and
+    core ``k + 1`` adds it to its own copy of that chunk. So chunk ``c`` of core
+    ``k`` ends as the sum of the partials of cores ``k, k - 1, ..., k - j``
+    (``j = (k - c - 1) % P``): chunk ``k`` is the full sum, chunk ``k - 1`` is
+    untouched.
+
+    Parameters
+    ----------
+    buffers : array_like, shape (P, depth, n_r)
+    chunk_words : int
+    acc_width : int
+
+    Returns
+    -------
+    numpy.ndarray, same shape
+    """
+    source = np.array(buffers, dtype=np.int64)
+    result = source.copy()
+    cores, cw = source.shape[0], chunk_words
+    for k in range(cores):
+        for c in range(cores):
+            summed = [(k - t) % cores for t in range((k - c - 1) % cores + 1)]
+            words = source[summed, c * cw:(c + 1) * cw].astype(np.uint64).sum(axis=0, dtype=np.uint64)
+            result[k, c * cw:(c + 1) * cw] = wrap(words, acc_width, True)
+    return result
+
+
+def two_core_panels(weights, n_r):
+    """Row panels of ``W`` for the two cores of Fig. 4: ``Mb`` blocks split as ``ceil(Mb / 2)`` on core 0
+    and the rest on core 1, both zero-padded to ``mb = ceil(Mb / 2)`` blocks.
+
+    Returns
+    -------
+    mb : int
+    panels : list of two numpy.ndarray, shape (mb * n_r, n)
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    mb = -(-core.blocks(weights.shape[0], n_r) // 2)
+    rows = mb * n_r
+    padded = core.pad(weights, 2 * rows, weights.shape[1])
+    return mb, [padded[:rows], padded[rows:]]
+
+
 def two_core_gemv_forward(weights, x, *, n_r=4, acc_width=32, reduction="bus", overlap=False, **_):
-    """Fig. 4(a, c): each core holds a row panel of ``W`` (half of the inputs) and reduces internally;
-    core 0 passes its partial output to core 1, which adds it.
+    """Fig. 4(a, c): each core holds a row panel of ``W`` (:func:`two_core_panels`) and the matching part of
+    ``x``, and reduces internally; core 0 passes its partial output to core 1, which adds it.
 
     Returns
     -------
     y : numpy.ndarray
         The output, wrapped to ``acc_width``.
     cycles : int
-        Both cores' GEMVs in parallel, the ``Nb`` output words over one hop, and one add cycle per word.
+        From the ring's acceptance of the command to the last output word, without stalls
+        (:func:`ring_schedule`).
     """
     weights = np.asarray(weights, dtype=np.int64)
-    half = core.blocks(weights.shape[0], n_r) // 2 * n_r or weights.shape[0]
-    panels = [weights[:half], weights[half:]]
-    inputs = [np.asarray(x)[:half], np.asarray(x)[half:]]
+    mb, panels = two_core_panels(weights, n_r)
+    inputs = vector_words(x, 2 * mb, n_r).reshape(2, -1)
     partial = [core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width)[1].reshape(-1)
-               for panel, vector in zip(panels, inputs) if panel.shape[0]]
-    y = wrap(np.sum([p.astype(np.uint64) for p in partial], axis=0, dtype=np.uint64), acc_width, True)
-    mb = max(core.blocks(panel.shape[0], n_r) for panel in panels if panel.shape[0])
+               for panel, vector in zip(panels, inputs)]
+    y = wrap(partial[0].astype(np.uint64) + partial[1].astype(np.uint64), acc_width, True)
     nb = core.blocks(weights.shape[1], n_r)
-    schedule = core.schedule(core.OP_GEMV_FORWARD, mb, nb, n_r=n_r, reduction=reduction, overlap=overlap)
-    cycles = schedule.issue_cycles + core.COMMAND_LATENCY + HOP_CYCLES + 1
-    return y[:weights.shape[1]], cycles
+    schedule = ring_schedule(RING_GEMV_FORWARD, mb=mb, nb=nb, n_r=n_r, reduction=reduction, overlap=overlap)
+    return y[:weights.shape[1]], int(schedule.output_offsets[-1])
 
 
 def two_core_gemv_backward(weights, e, *, n_r=4, acc_width=32, reduction="bus", overlap=False, **_):
@@ -108,13 +197,70 @@ def two_core_gemv_backward(weights, e, *, n_r=4, acc_width=32, reduction="bus", 
     -------
     d : numpy.ndarray
     cycles : int
-        One hop for the broadcast of ``e`` to the second core, then both GEMVs in parallel.
+        From the ring's acceptance of the command to the last output word, without stalls: ``e`` reaches
+        core 1 one hop after core 0 (:func:`ring_schedule`).
     """
     weights = np.asarray(weights, dtype=np.int64)
-    half = core.blocks(weights.shape[0], n_r) // 2 * n_r or weights.shape[0]
-    parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width)[1].reshape(-1)[:panel.shape[0]]
-             for panel in (weights[:half], weights[half:]) if panel.shape[0]]
-    mb = max(core.blocks(size, n_r) for size in (half, weights.shape[0] - half) if size)
+    mb, panels = two_core_panels(weights, n_r)
+    parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width)[1].reshape(-1) for panel in panels]
     nb = core.blocks(weights.shape[1], n_r)
-    schedule = core.schedule(core.OP_GEMV_BACKWARD, mb, nb, n_r=n_r, reduction=reduction, overlap=overlap)
-    return np.concatenate(parts), HOP_CYCLES + schedule.issue_cycles + core.COMMAND_LATENCY
+    schedule = ring_schedule(RING_GEMV_BACKWARD, mb=mb, nb=nb, n_r=n_r, reduction=reduction, overlap=overlap)
+    return np.concatenate(parts)[:weights.shape[0]], int(schedule.output_offsets[-1])
+
+
+def two_core_backward_words(d, mb, n_r):
+    """The ``o_data`` words of the two-core backward GEMV: block ``b`` of core 0, then block ``b`` of core 1.
+
+    Parameters
+    ----------
+    d : array_like
+        The output of :func:`two_core_gemv_backward` (padded with zeros to ``2 * mb * n_r``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (2 * mb, n_r)
+    """
+    return vector_words(d, 2 * mb, n_r).reshape(2, mb, n_r).transpose(1, 0, 2).reshape(-1, n_r)
+
+
+def ring_schedule(op, *, cores=2, n_r=4, reduction="bus", overlap=False, mb=1, nb=1, words=1, **_):
+    """Cycle schedule of one ``cp_ring`` command without stalls, as a :class:`~.core.Schedule`.
+
+    ``issue_cycles + core.COMMAND_LATENCY`` is the spacing from the command's acceptance to the next
+    command's; ``output_offsets`` are the cycles from acceptance to each ``o_data`` transfer.
+
+    - ``RING_WRITE`` (``words`` per core): ``cores * words`` input words, one per cycle.
+    - ``RING_READ``: ``cores * words`` output words (core-major), the first two cycles after acceptance
+      (one cycle to read the buffers).
+    - ``RING_ALL_GATHER``, ``RING_REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
+      ``(cores - 1) * (cw + HOP_CYCLES)``: each step reads ``cw`` words in every core, each written in the
+      neighbour one cycle later (the hop), then the next step starts.
+    - ``RING_GEMV_FORWARD``, ``RING_GEMV_BACKWARD``: cores 0 and 1 run the core's GEMV
+      (:func:`~.core.schedule`), core 0 from the cycle after acceptance and core 1 one hop later (the command,
+      and backward the vector ``e``, travel the ring). Forward, each word of core 0 crosses the hop and leaves
+      added to core 1's word; backward, core 0's word of block ``b`` leaves, then core 1's.
+    - ``RING_LOAD``: the core's LOAD (:func:`~.core.schedule`) on one core, plus one cycle to pass the command
+      and one to see the core idle again.
+    The ring accepts the next command the cycle after its last output word.
+    """
+    latency = core.COMMAND_LATENCY
+    if op == RING_WRITE:
+        return core.Schedule(cores * words, [], 0)
+    if op == RING_READ:
+        offsets = latency + 1 + np.arange(cores * words)
+        return core.Schedule(offsets[-1], offsets, 0)
+    if op in (RING_ALL_GATHER, RING_REDUCE_SCATTER):
+        return core.Schedule((cores - 1) * (words + HOP_CYCLES), [], 0)
+    if op == RING_LOAD:
+        single = core.schedule(core.OP_LOAD, mb, nb, n_r=n_r)
+        return core.Schedule(single.issue_cycles + 2, [], 0)
+    if op in (RING_GEMV_FORWARD, RING_GEMV_BACKWARD):
+        core_op = core.OP_GEMV_FORWARD if op == RING_GEMV_FORWARD else core.OP_GEMV_BACKWARD
+        single = core.schedule(core_op, mb, nb, n_r=n_r, reduction=reduction, overlap=overlap)
+        first = latency + single.output_offsets
+        if op == RING_GEMV_FORWARD:
+            offsets = first + HOP_CYCLES
+        else:
+            offsets = np.stack([first, first + HOP_CYCLES], axis=1).reshape(-1)
+        return core.Schedule(offsets[-1], offsets, 2 * single.mac_cycles)
+    raise ValueError(f"unknown ring op {op!r}")

@@ -2,10 +2,12 @@
 from ...golden.caterpillar import core as core_golden
 from ...golden.caterpillar import goldschmidt as goldschmidt_golden
 from ...golden.caterpillar import pe as pe_golden
+from ...golden.caterpillar import ring as ring_golden
 from ..registry import Block
 from .core import CpCore
 from .pe import CpPE
 from .reciprocal import CpReciprocal
+from .ring import CpRing
 
 BLOCKS = (
     Block(
@@ -43,5 +45,21 @@ BLOCKS = (
         test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1}),
         regress_params=({"width": 40, "frac": 24, "table_bits": 6, "iterations": 3},
                         {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0}),
+    ),
+    Block(
+        name="cp_ring",
+        component=CpRing,
+        golden=ring_golden.ring_schedule,
+        testbench="tb_cp_ring",
+        summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
+        test_params=(
+            {"cores": 3, "n_r": 2, "sram_depth": 32, "max_blocks": 4, "reduction": "tree"},
+            {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
+        ),
+        regress_params=(
+            {"cores": 4, "n_r": 2, "sram_depth": 32, "max_blocks": 4},
+            {"cores": 3, "n_r": 4, "sram_depth": 16, "max_blocks": 3, "reduction": "tree"},
+            {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
+        ),
     ),
 )

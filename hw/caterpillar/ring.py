@@ -1,0 +1,382 @@
+"""Ring of CATERPILLAR cores (Fig. 3(a)): ``cp_core`` instances on a unidirectional systolic ring."""
+from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+from .core import CoreOp, CpCore
+from .mac import MAC_UNITS
+
+__all__ = ["RingOp", "CpRing"]
+
+
+class RingOp:
+    """Op codes of the ring's ``i_cmd`` stream (the values of :mod:`trainforge.golden.caterpillar.ring`)."""
+    GEMV_FORWARD = 0  #: Fig. 4(a, c): cores 0 and 1 reduce internally, core 0's result is added in core 1
+    GEMV_BACKWARD = 1  #: Fig. 4(b, d): ``e`` broadcast to cores 0 and 1, each produces its part of ``d``
+    LOAD = 2  #: the core LOAD of one core's weights (``core``, ``mb``, ``nb``, ``base``)
+    WRITE = 3  #: ``i_data`` into the ring buffers: ``words`` words per core, core 0 first
+    READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
+    ALL_GATHER = 5  #: chunk ``c`` (``words`` words at ``c * words``) of core ``c`` to every core
+    REDUCE_SCATTER = 6  #: core ``c`` ends with chunk ``c`` summed over all cores
+
+
+class CpRing(wiring.Component):
+    """``cores`` linear algebra cores (``cp_core``) on a unidirectional systolic ring.
+
+    Core ``k`` sends to core ``(k + 1) % cores`` through one register stage
+    per hop, ``n_r`` words of ``acc_width`` bits per cycle. Each core has a
+    ring buffer (``cores * max_blocks`` words of ``n_r`` lanes) holding its
+    slice or copy of a vector; the ring's sequencer runs one command at a time
+    (the next is accepted the cycle after the last result word has left):
+
+    - ``WRITE`` / ``READ`` (``words``): load / unload ``words`` buffer words per
+      core, core 0 first, over ``i_data`` / ``o_data``.
+    - ``ALL_GATHER`` / ``REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
+      ``cores - 1`` steps. In step ``s`` every core ``k`` reads ``cw`` words of
+      chunk ``(k - s) % cores`` (all-gather) or ``(k - s - 1) % cores``
+      (reduce-scatter), one per cycle; the read register of its buffer is the
+      hop, and the next core writes the word (reduce-scatter: adds its own
+      word of the same chunk, read in the same cycle as the sender's) one
+      cycle later, at the same address; the next step starts after the last
+      word has landed: ``(cores - 1) * (cw + 1)`` cycles.
+    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``), Fig. 4(a, c):
+      core ``k`` (0 or 1) holds a row panel of ``mb`` blocks at ``base`` and
+      reads its part of ``x`` from its ring buffer words ``k * mb ..``; the
+      command reaches core 1 one hop after core 0; each core reduces
+      internally, core 0's output word crosses the hop and leaves ``o_data``
+      added to core 1's.
+    - ``GEMV_BACKWARD``, Fig. 4(b, d): ``e`` (``nb`` words on ``i_data``) goes
+      to core 0 and over the hop to core 1, which run the backward GEMV on
+      their panels; ``o_data`` alternates core 0's block ``b`` and core 1's.
+    - ``LOAD`` (``core``, ``mb``, ``nb``, ``base``): the core's LOAD command and
+      its ``i_data`` words, passed to core ``core``.
+
+    Without stalls the cycles are :func:`trainforge.golden.caterpillar.ring.ring_schedule`.
+
+    Parameters
+    ----------
+    cores : int
+        Cores on the ring (``2 x C``; the two-core GEMV uses cores 0 and 1).
+    n_r, width, acc_width, sram_depth, max_blocks, reduction, mac :
+        Core parameters (:class:`~trainforge.hw.caterpillar.core.CpCore`).
+
+    Members
+    -------
+    i_cmd : In(stream.Signature(cmd_layout))
+    i_data : In(stream.Signature(word_layout))
+        Vector words (``WRITE``), the core's operand words (``LOAD``, ``GEMV_BACKWARD``: the low
+        ``width`` bits of each lane).
+    o_data : Out(stream.Signature(word_layout))
+
+    Attributes
+    ----------
+    cmd_layout : data.StructLayout
+        ``op`` (a :class:`RingOp`), ``core``, ``overlap``, ``mb``, ``nb``, ``base``, ``words`` (counts at least 1).
+    word_layout : data.ArrayLayout
+        ``n_r`` lanes of ``acc_width`` bits.
+    buffer_depth : int
+    """
+
+    PARAMS = ParamSchema((
+        Param("cores", int, 2, "cores on the ring (2 x C)", minimum=2, maximum=4),
+        Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
+        Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
+        Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
+        Param("sram_depth", int, 8192, "words per PE local SRAM", minimum=2, maximum=65536),
+        Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
+              minimum=1, maximum=4096),
+        Param("reduction", str, "bus", "GEMV reduction in each core", choices=("bus", "tree")),
+        Param("mac", str, "fixed", "MAC unit of the PEs", choices=tuple(MAC_UNITS)),
+    ), constraints=(lambda values: _check_core_params(values),))
+
+    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
+                 reduction="bus", mac="fixed"):
+        self.params = self.PARAMS.resolve(cores=cores, n_r=n_r, width=width, acc_width=acc_width,
+                                          sram_depth=sram_depth, max_blocks=max_blocks, reduction=reduction,
+                                          mac=mac)
+        self.cores = cores
+        self.n_r = n_r
+        self.width = width
+        self.acc_width = acc_width
+        self.max_blocks = max_blocks
+        self.core_params = {name: self.params[name] for name in CpCore.PARAMS.names}
+        self.buffer_depth = cores * max_blocks
+        self.buffer_addr_width = max(1, (self.buffer_depth - 1).bit_length())
+        count_shape = unsigned(max_blocks.bit_length())
+        self.cmd_layout = data.StructLayout({
+            "op": 3,
+            "core": unsigned(max(1, (cores - 1).bit_length())),
+            "overlap": 1,
+            "mb": count_shape,
+            "nb": count_shape,
+            "base": unsigned(max(1, (sram_depth - 1).bit_length())),
+            "words": unsigned(self.buffer_depth.bit_length()),
+        })
+        self.word_layout = data.ArrayLayout(signed(acc_width), n_r)
+        super().__init__({
+            "i_cmd": In(stream.Signature(self.cmd_layout)),
+            "i_data": In(stream.Signature(self.word_layout)),
+            "o_data": Out(stream.Signature(self.word_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cores, n_r = self.cores, self.n_r
+        core_units = []
+        for k in range(cores):
+            m.submodules[f"core_{k}"] = unit = CpCore(**self.core_params)
+            core_units.append(unit)
+        buffers, senders, owns, landings = [], [], [], []
+        for k in range(cores):
+            m.submodules[f"ring_buffer_{k}"] = buffer = memory.Memory(
+                shape=self.word_layout, depth=self.buffer_depth, init=[])
+            buffers.append(buffer)
+            senders.append(buffer.read_port())  # sent words, READ words, GEMV x
+            owns.append(buffer.read_port())  # the core's own word added in a reduce-scatter
+            landings.append(buffer.write_port())
+
+        # ---- command register and flags ----
+        cmd = Signal(self.cmd_layout)
+        busy = Signal()
+        op = cmd.op
+        is_forward = op == RingOp.GEMV_FORWARD
+        is_backward = op == RingOp.GEMV_BACKWARD
+        is_gemv = is_forward | is_backward
+        is_load = op == RingOp.LOAD
+        is_write = op == RingOp.WRITE
+        is_read = op == RingOp.READ
+        is_gather = op == RingOp.ALL_GATHER
+        is_scatter = op == RingOp.REDUCE_SCATTER
+        is_collective = is_gather | is_scatter
+        accept = self.i_cmd.valid & self.i_cmd.ready
+        m.d.comb += self.i_cmd.ready.eq(~busy)
+        with m.If(accept):
+            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1)]
+        out_transfer = self.o_data.valid & self.o_data.ready
+        in_transfer = self.i_data.valid & self.i_data.ready
+        words = cmd.words
+
+        # ---- commands to the cores: core 0 (or the LOAD target) first, core 1 one hop later ----
+        sent = Signal()  # the command has been given to its first core
+        command_hop = Signal()  # the GEMV command in the register between core 0 and core 1
+        core_op = Mux(is_forward, CoreOp.GEMV_FORWARD, Mux(is_backward, CoreOp.GEMV_BACKWARD, CoreOp.LOAD))
+        for k, unit in enumerate(core_units):
+            first_core = (is_gemv & (k == 0)) | (is_load & (cmd.core == k))
+            valid = busy & first_core & ~sent
+            if k == 1:
+                valid = valid | command_hop
+            m.d.comb += [
+                unit.i_cmd.valid.eq(valid),
+                unit.i_cmd.payload.op.eq(core_op),
+                unit.i_cmd.payload.overlap.eq(cmd.overlap),
+                unit.i_cmd.payload.mb.eq(cmd.mb),
+                unit.i_cmd.payload.nb.eq(cmd.nb),
+                unit.i_cmd.payload.qb.eq(1),
+                unit.i_cmd.payload.base.eq(cmd.base),
+            ]
+        first_given = Signal()
+        m.d.comb += first_given.eq(
+            _bit([unit.i_cmd.valid & unit.i_cmd.ready for unit in core_units], Mux(is_load, cmd.core, 0)) & ~sent
+            & (is_gemv | is_load) & busy)
+        with m.If(first_given):
+            m.d.sync += [sent.eq(1), command_hop.eq(is_gemv)]
+        with m.If(core_units[1].i_cmd.valid & core_units[1].i_cmd.ready & command_hop):
+            m.d.sync += command_hop.eq(0)
+        load_target_idle = _bit([unit.i_cmd.ready for unit in core_units], cmd.core)
+        with m.If(busy & is_load & sent & load_target_idle):
+            m.d.sync += busy.eq(0)
+
+        # ---- GEMV forward: each core's part of x from its ring buffer ----
+        feed_valid = [Signal(name=f"feed_valid_{k}") for k in range(2)]
+        feed_active = [Signal(name=f"feed_active_{k}") for k in range(2)]
+        feed_word = [Signal(range(self.max_blocks + 1), name=f"feed_word_{k}") for k in range(2)]
+        feed_advance = [Signal(name=f"feed_advance_{k}") for k in range(2)]
+        feed_addr = [Signal(self.buffer_addr_width, name=f"feed_addr_{k}") for k in range(2)]
+        for k in range(2):
+            unit = core_units[k]
+            start = unit.i_cmd.valid & unit.i_cmd.ready & is_forward
+            fetch = start | (feed_active[k] & (feed_word[k] != cmd.mb))
+            m.d.comb += [
+                feed_advance[k].eq(~feed_valid[k] | unit.i_data.ready),
+                feed_addr[k].eq(k * cmd.mb + Mux(start, 0, feed_word[k])),
+            ]
+            with m.If(feed_advance[k]):
+                m.d.sync += feed_valid[k].eq(fetch)
+                with m.If(fetch):
+                    m.d.sync += feed_word[k].eq(Mux(start, 1, feed_word[k] + 1))
+            with m.If(start):
+                m.d.sync += feed_active[k].eq(1)
+            with m.Elif(feed_advance[k] & (feed_word[k] == cmd.mb)):
+                m.d.sync += feed_active[k].eq(0)
+
+        # ---- GEMV backward: e to core 0 and over the hop to core 1 ----
+        e_hop_valid = Signal()
+        e_hop_word = Signal(core_units[1].data_layout)
+        hop_free = ~e_hop_valid | core_units[1].i_data.ready
+        with m.If(core_units[1].i_data.ready):
+            m.d.sync += e_hop_valid.eq(0)
+        with m.If(in_transfer & is_backward):
+            m.d.sync += [e_hop_valid.eq(1), e_hop_word.eq(_operands(self.i_data.payload, n_r, self.width))]
+
+        for k, unit in enumerate(core_units):
+            if k < 2:
+                valid = Mux(is_forward, feed_valid[k], Mux(is_load, self.i_data.valid & (cmd.core == k), 0))
+                payload = Mux(is_forward, _operands(senders[k].data, n_r, self.width),
+                              _operands(self.i_data.payload, n_r, self.width))
+                if k == 0:
+                    valid = Mux(is_backward, self.i_data.valid & hop_free, valid)
+                else:
+                    valid = Mux(is_backward, e_hop_valid, valid)
+                    payload = Mux(is_backward, e_hop_word.as_value(), payload)
+            else:
+                valid = is_load & self.i_data.valid & (cmd.core == k)
+                payload = _operands(self.i_data.payload, n_r, self.width)
+            m.d.comb += [unit.i_data.valid.eq(busy & valid), unit.i_data.payload.eq(payload)]
+
+        # ---- GEMV outputs: forward through the output hop and core 1's adder; backward alternating ----
+        out_hop_valid = Signal()
+        out_hop_word = Signal(self.word_layout)
+        forward_sum = Signal(self.word_layout)
+        for lane in range(n_r):
+            m.d.comb += forward_sum[lane].eq(out_hop_word[lane] + core_units[1].o_data.payload[lane])
+        turn = Signal()  # backward: whose block leaves next
+        forward_valid = out_hop_valid & core_units[1].o_data.valid
+        with m.If(out_transfer & is_forward):
+            m.d.sync += out_hop_valid.eq(0)
+        with m.If(core_units[0].o_data.valid & core_units[0].o_data.ready & is_forward):
+            m.d.sync += [out_hop_valid.eq(1), out_hop_word.eq(core_units[0].o_data.payload)]
+        with m.If(out_transfer & is_backward):
+            m.d.sync += turn.eq(~turn)
+        m.d.comb += [
+            core_units[0].o_data.ready.eq(Mux(is_forward, ~out_hop_valid | (out_transfer & is_forward),
+                                              is_backward & ~turn & self.o_data.ready)),
+            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & self.o_data.ready,
+                                              is_backward & turn & self.o_data.ready)),
+        ]
+        for unit in core_units[2:]:
+            m.d.comb += unit.o_data.ready.eq(0)  # only LOADs run on the other cores
+
+        # ---- WRITE: i_data into the buffers, core-major ----
+        io_word = Signal(range(self.buffer_depth + 1))
+        io_core = Signal(range(cores))
+        io_last = (io_word == words - 1) & (io_core == cores - 1)
+        with m.If(in_transfer & is_write):
+            m.d.sync += io_word.eq(io_word + 1)
+            with m.If(io_word == words - 1):
+                m.d.sync += [io_word.eq(0), io_core.eq(io_core + 1)]
+            with m.If(io_last):
+                m.d.sync += busy.eq(0)
+
+        # ---- READ: the buffers onto o_data, core-major ----
+        read_valid = Signal()
+        read_core = Signal(range(cores))  # the core whose word is in the read registers
+        read_done = Signal()  # every word has been read
+        read_advance = ~read_valid | self.o_data.ready
+        read_fetch = busy & is_read & ~read_done
+        with m.If(read_advance):
+            m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core)]
+            with m.If(read_fetch):
+                m.d.sync += io_word.eq(io_word + 1)
+                with m.If(io_word == words - 1):
+                    m.d.sync += [io_word.eq(0), io_core.eq(io_core + 1)]
+                with m.If(io_last):
+                    m.d.sync += read_done.eq(1)
+
+        # ---- result counting for GEMV and READ ----
+        out_count = Signal(range(cores * self.buffer_depth + 1))  # READ: up to every word of every buffer
+        out_total = Mux(is_forward, cmd.nb, Mux(is_backward, 2 * cmd.mb, cores * words))
+        with m.If(out_transfer):
+            m.d.sync += out_count.eq(out_count + 1)
+            with m.If(out_count == out_total - 1):
+                m.d.sync += busy.eq(0)
+
+        read_word = Signal(self.word_layout)
+        m.d.comb += read_word.eq(_word([port.data for port in senders], read_core))
+        backward_valid = Mux(turn, core_units[1].o_data.valid, core_units[0].o_data.valid)
+        backward_word = Mux(turn, core_units[1].o_data.payload.as_value(), core_units[0].o_data.payload.as_value())
+        m.d.comb += [
+            self.o_data.valid.eq(busy & Mux(is_read, read_valid,
+                                            Mux(is_forward, forward_valid, is_backward & backward_valid))),
+            self.o_data.payload.eq(Mux(is_read, read_word.as_value(),
+                                       Mux(is_forward, forward_sum.as_value(), backward_word))),
+            self.i_data.ready.eq(busy & Mux(is_write, 1,
+                                            Mux(is_backward, core_units[0].i_data.ready & hop_free,
+                                                is_load & _bit([unit.i_data.ready for unit in core_units],
+                                                               cmd.core)))),
+        ]
+
+        # ---- collectives: steps of cw words and one landing cycle ----
+        step = Signal(range(cores))
+        word = Signal(range(self.max_blocks + 1))
+        sending = busy & is_collective & (word != words)
+        with m.If(busy & is_collective):
+            with m.If(word == words):
+                m.d.sync += word.eq(0)
+                with m.If(step == cores - 2):
+                    m.d.sync += busy.eq(0)
+                with m.Else():
+                    m.d.sync += step.eq(step + 1)
+            with m.Else():
+                m.d.sync += word.eq(word + 1)
+        # Each core's send chunk base address: all-gather starts with its own chunk k,
+        # reduce-scatter with chunk k - 1; one chunk back per step.
+        chunk_base = [Signal(self.buffer_addr_width, name=f"chunk_base_{k}") for k in range(cores)]
+        land_valid = Signal()
+        land_addr = [Signal(self.buffer_addr_width, name=f"land_addr_{k}") for k in range(cores)]
+        m.d.sync += land_valid.eq(sending)
+        payload = self.i_cmd.payload
+        for k in range(cores):
+            with m.If(accept):
+                m.d.sync += chunk_base[k].eq(
+                    Mux(payload.op == RingOp.ALL_GATHER, k, (k - 1) % cores) * payload.words)
+            with m.Elif(busy & is_collective & (word == words)):
+                m.d.sync += chunk_base[k].eq(Mux(chunk_base[k] == 0, (cores - 1) * words, chunk_base[k] - words))
+            previous = (k - 1) % cores
+            m.d.sync += land_addr[k].eq(chunk_base[previous] + word)
+            arriving = senders[previous].data
+            scatter_sum = Signal(self.word_layout, name=f"scatter_sum_{k}")
+            for lane in range(n_r):
+                m.d.comb += scatter_sum[lane].eq(arriving[lane] + owns[k].data[lane])
+            write_here = in_transfer & is_write & (io_core == k)
+            sender_addr = Mux(is_collective, chunk_base[k] + word, io_word)
+            sender_en = Mux(is_collective, 1, read_advance)
+            if k < 2:
+                sender_addr = Mux(is_forward, feed_addr[k], sender_addr)
+                sender_en = Mux(is_forward, feed_advance[k], sender_en)
+            m.d.comb += [
+                senders[k].addr.eq(sender_addr),
+                senders[k].en.eq(sender_en),
+                owns[k].addr.eq(chunk_base[previous] + word),
+                owns[k].en.eq(1),
+                landings[k].en.eq(busy & (write_here | (is_collective & land_valid))),
+                landings[k].addr.eq(Mux(is_write, io_word, land_addr[k])),
+                landings[k].data.eq(Mux(is_write, self.i_data.payload.as_value(),
+                                        Mux(is_scatter, scatter_sum.as_value(), arriving.as_value()))),
+            ]
+
+        # ---- per-command state back to idle ----
+        with m.If(accept):
+            m.d.sync += [sent.eq(0), command_hop.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
+                         read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
+        return m
+
+
+def _operands(word, n_r, width):
+    """The low ``width`` bits of each lane of a ring word: a core's ``i_data`` payload (as bits)."""
+    return Cat(*(word[lane][:width] for lane in range(n_r)))
+
+
+def _bit(bits, index):
+    """``bits[index]`` of a list of 1-bit values."""
+    return Cat(*bits).bit_select(index, 1)
+
+
+def _word(words, index):
+    """``words[index]`` of equally shaped values, as bits (a shift; zero past the end)."""
+    return Cat(*words).word_select(index, len(Cat(words[0])))
+
+
+def _check_core_params(values):
+    """The core parameters of the ring must make a valid :class:`CpCore` (raises :class:`ParamError`)."""
+    CpCore.PARAMS.resolve(**{name: values[name] for name in CpCore.PARAMS.names})

@@ -1,0 +1,257 @@
+"""cocotb testbench of ``cp_ring`` against :mod:`trainforge.golden.caterpillar.ring`.
+
+Every test queues a program of ring commands (with their ``i_data`` words),
+keeps a model of every core's ring buffer (:func:`~ring.all_gather_buffers`,
+:func:`~ring.reduce_scatter_buffers`), reads the buffers back with ``READ``
+and checks each ``o_data`` word bit-exactly; the unstalled test also checks
+every word's cycle and every command-to-command spacing against
+:func:`~ring.ring_schedule`.
+"""
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+
+from trainforge.golden.caterpillar import core as core_golden
+from trainforge.golden.caterpillar import ring as golden
+
+from streams import StreamSink, StreamSource, pack, unpack
+from tbutil import start
+
+
+class RingProgram:
+    """Ring commands with their ``i_data`` words, expected ``o_data`` words and schedules."""
+
+    def __init__(self, bench):
+        self.bench = bench
+        self.params = bench.params
+        self.n_r = bench.params["n_r"]
+        self.cores = bench.params["cores"]
+        self.acc_width = bench.params["acc_width"]
+        depth = bench.component.buffer_depth
+        self.buffers = np.zeros((self.cores, depth, self.n_r), dtype=np.int64)
+        self.commands, self.inputs, self.outputs, self.schedules, self.labels = [], [], [], [], []
+
+    def _add(self, label, op, inputs=(), outputs=(), core=0, overlap=False, mb=1, nb=1, base=0, words=1):
+        self.commands.append({"op": op, "core": core, "overlap": int(overlap), "mb": mb, "nb": nb,
+                              "base": base, "words": words})
+        self.inputs.append(np.asarray(inputs, dtype=np.int64).reshape(-1, self.n_r))
+        self.outputs.append(np.asarray(outputs, dtype=np.int64).reshape(-1, self.n_r))
+        self.schedules.append(golden.ring_schedule(op, mb=mb, nb=nb, words=words, overlap=overlap,
+                                                   **self.params))
+        self.labels.append(label)
+
+    def write(self, words):
+        """``words[k]`` (shape ``(w, n_r)``) into core ``k``'s buffer at word 0."""
+        words = np.asarray(words, dtype=np.int64)
+        count = words.shape[1]
+        self.buffers[:, :count] = words
+        self._add(f"write {count} words/core", golden.RING_WRITE, inputs=words.reshape(-1, self.n_r), words=count)
+
+    def read(self, count):
+        self._add(f"read {count} words/core", golden.RING_READ,
+                  outputs=self.buffers[:, :count].reshape(-1, self.n_r).copy(), words=count)
+
+    def all_gather(self, chunk_words):
+        self.buffers = golden.all_gather_buffers(self.buffers, chunk_words)
+        self._add(f"all-gather cw={chunk_words}", golden.RING_ALL_GATHER, words=chunk_words)
+
+    def reduce_scatter(self, chunk_words):
+        self.buffers = golden.reduce_scatter_buffers(self.buffers, chunk_words, acc_width=self.acc_width)
+        self._add(f"reduce-scatter cw={chunk_words}", golden.RING_REDUCE_SCATTER, words=chunk_words)
+
+    def load(self, core, weights, base):
+        mb, nb = (core_golden.blocks(size, self.n_r) for size in np.shape(weights))
+        self._add(f"load core {core} {np.shape(weights)}", golden.RING_LOAD,
+                  inputs=core_golden.load_words(weights, self.n_r), core=core, mb=mb, nb=nb, base=base)
+
+    def two_core_gemv(self, weights, base, x, e, overlap):
+        """LOAD both panels, put x in the buffers by an all-gather, then GEMV forward and backward."""
+        mb, panels = golden.two_core_panels(weights, self.n_r)
+        nb = core_golden.blocks(weights.shape[1], self.n_r)
+        for core, panel in enumerate(panels):
+            self.load(core, panel, base)
+        x_words = golden.vector_words(x, 2 * mb, self.n_r)
+        depth = self.buffers.shape[1]
+        slices = np.zeros((self.cores, self.cores * mb, self.n_r), dtype=np.int64)
+        for core in range(2):  # core k starts with its part of x as its chunk k
+            slices[core, core * mb:(core + 1) * mb] = x_words[core * mb:(core + 1) * mb]
+        assert self.cores * mb <= depth
+        self.write(slices)
+        self.all_gather(mb)
+        y, _ = golden.two_core_gemv_forward(weights, x, overlap=overlap, **self.params)
+        self._add(f"gemv forward {np.shape(weights)} overlap={overlap}", golden.RING_GEMV_FORWARD,
+                  outputs=golden.vector_words(y, nb, self.n_r), overlap=overlap, mb=mb, nb=nb, base=base)
+        d, _ = golden.two_core_gemv_backward(weights, e, overlap=not overlap, **self.params)
+        self._add(f"gemv backward {np.shape(weights)} overlap={not overlap}", golden.RING_GEMV_BACKWARD,
+                  inputs=golden.vector_words(e, nb, self.n_r), outputs=golden.two_core_backward_words(d, mb, self.n_r),
+                  overlap=not overlap, mb=mb, nb=nb, base=base)
+
+
+def value_range(bits):
+    half = 1 << (bits - 1)
+    return -half, half - 1
+
+
+def random_values(generator, bits, shape):
+    low, high = value_range(bits)
+    return generator.integers(low, high, size=shape, endpoint=True)
+
+
+def collectives(program, generator, size, zeros=False):
+    """Reduce-scatter of random partial vectors of ``size`` elements, then an all-gather of the result."""
+    cores, n_r = program.cores, program.n_r
+    cw = golden.chunk_words(size, cores, n_r)
+    partials = np.zeros((cores, size), dtype=np.int64) if zeros else \
+        random_values(generator, program.acc_width, (cores, size))
+    program.write(np.stack([golden.vector_words(partial, cores * cw, n_r) for partial in partials]))
+    program.reduce_scatter(cw)
+    # The golden model of the buffers must agree with the plain reduce-scatter of the vectors.
+    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, n_r=n_r)
+    for core, chunk in enumerate(expected):
+        held = program.buffers[core, core * cw:(core + 1) * cw].reshape(-1)[:len(chunk)]
+        assert np.array_equal(held, chunk), f"buffer model of core {core}: {held} vs reduce_scatter {chunk}"
+    program.read(cores * cw)
+    program.all_gather(cw)
+    program.read(cores * cw)
+
+
+def random_program(bench, generator):
+    program = RingProgram(bench)
+    n_r, cores, max_blocks = program.n_r, program.cores, bench.params["max_blocks"]
+    for _ in range(2):
+        collectives(program, generator, int(generator.integers(1, cores * n_r * max_blocks, endpoint=True)))
+    width = bench.params["width"]
+    panel_rows = 2 * max_blocks * n_r
+    for _ in range(2):
+        rows = int(generator.integers(1, panel_rows, endpoint=True))
+        cols = int(generator.integers(1, max_blocks * n_r, endpoint=True))
+        while -(-core_golden.blocks(rows, n_r) // 2) * core_golden.blocks(cols, n_r) > bench.params["sram_depth"]:
+            rows = max(1, rows // 2)  # each core's panel must fit its PEs' memories
+        program.two_core_gemv(random_values(generator, width, (rows, cols)), 0,
+                              random_values(generator, width, rows), random_values(generator, width, cols),
+                              overlap=bool(generator.integers(2)))
+    return program
+
+
+def attach(bench, valid_probability, ready_probability):
+    return (StreamSource(bench.dut, "i_cmd", bench.cycle, bench.rng, valid_probability),
+            StreamSource(bench.dut, "i_data", bench.cycle, bench.rng, valid_probability),
+            StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))
+
+
+async def run_and_check(bench, program, ports, check_cycles=False):
+    """Queue ``program``, wait for every result, compare values (and, optionally, cycles)."""
+    commands, data, sink = ports
+    component = bench.component
+    n_r = program.n_r
+    before_commands, before_results = len(commands.sent), len(sink.received)
+    commands.send([pack(component.cmd_layout, command) for command in program.commands])
+    data.send([pack(component.word_layout, [int(value) for value in word])
+               for words in program.inputs for word in words])
+    expected = np.concatenate(program.outputs)
+    budget = sum(int(schedule.issue_cycles) + 2 for schedule in program.schedules)
+    await bench.wait_until(lambda: commands.idle and data.idle and len(sink.received) >= before_results + len(expected),
+                           timeout=20 * budget + 200, what=f"{len(expected)} result words")
+    for _ in range(10):  # nothing extra may follow
+        await RisingEdge(bench.dut.clk)
+    received = sink.received[before_results:]
+    assert len(received) == len(expected), \
+        f"expected {len(expected)} result words, got {len(received)} {bench.where()}"
+    layout = component.word_layout
+    actual = np.array([[unpack(layout, bits)[lane] for lane in range(n_r)] for _, bits in received],
+                      dtype=np.int64).reshape(-1, n_r)
+    first = 0
+    for label, outputs in zip(program.labels, program.outputs):
+        rows = slice(first, first + len(outputs))
+        wrong = np.argwhere(actual[rows] != outputs)
+        assert wrong.size == 0, (
+            f"{label}: word {wrong[0][0]} lane {wrong[0][1]} expected {outputs[tuple(wrong[0])]} "
+            f"got {actual[rows][tuple(wrong[0])]} ({len(wrong)} mismatches) {bench.where()}")
+        first += len(outputs)
+    if not check_cycles:
+        return
+    accepted = [cycle for cycle, _ in commands.sent[before_commands:]]
+    cycles = np.array([cycle for cycle, _ in received], dtype=np.int64)
+    first = 0
+    for label, schedule, accept in zip(program.labels, program.schedules, accepted):
+        count = len(schedule.output_offsets)
+        actual_offsets = cycles[first:first + count] - accept
+        assert np.array_equal(actual_offsets, schedule.output_offsets), (
+            f"{label}: output cycles after acceptance expected {schedule.output_offsets.tolist()} "
+            f"got {actual_offsets.tolist()} {bench.where()}")
+        first += count
+    for label, schedule, this, following in zip(program.labels, program.schedules, accepted, accepted[1:]):
+        assert following - this == schedule.issue_cycles + core_golden.COMMAND_LATENCY, (
+            f"{label}: next command accepted {following - this} cycles later, expected "
+            f"{schedule.issue_cycles + core_golden.COMMAND_LATENCY} {bench.where()}")
+
+
+@cocotb.test()
+async def random_vectors_with_backpressure(dut):
+    """Reduce-scatter, all-gather and two-core GEMV on random data and sizes, random valid gaps and ready."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed)
+    ports = attach(bench, valid_probability=0.7, ready_probability=0.6)
+    await run_and_check(bench, random_program(bench, generator), ports)
+
+
+@cocotb.test()
+async def cycle_exact_without_stalls(dut):
+    """No backpressure: every result word and every next command at the cycle of the golden schedule."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 1)
+    ports = attach(bench, valid_probability=1.0, ready_probability=1.0)
+    await run_and_check(bench, random_program(bench, generator), ports, check_cycles=True)
+
+
+@cocotb.test()
+async def directed_corners(dut):
+    """All zeros; a vector shorter than n_r; a length not divisible by cores x n_r; extreme values;
+    a one-row and a one-column GEMV."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 2)
+    program = RingProgram(bench)
+    n_r, cores, width = program.n_r, program.cores, bench.params["width"]
+    collectives(program, generator, 2 * cores * n_r, zeros=True)
+    collectives(program, generator, n_r - 1)
+    collectives(program, generator, cores * n_r + 1)
+    low, high = value_range(program.acc_width)
+    extreme = np.full((cores, cores * n_r), low, dtype=np.int64)
+    extreme[::2] = high
+    program.write(np.stack([golden.vector_words(partial, cores, n_r) for partial in extreme]))
+    program.reduce_scatter(1)
+    program.read(cores)
+    zeros = np.zeros((n_r + 1, 2 * n_r), dtype=np.int64)
+    program.two_core_gemv(zeros, 0, np.zeros(n_r + 1), np.zeros(2 * n_r), overlap=True)
+    low, high = value_range(width)
+    program.two_core_gemv(np.full((3 * n_r, n_r), low), 0, np.full(3 * n_r, low), np.full(n_r, high),
+                          overlap=False)
+    program.two_core_gemv(random_values(generator, width, (1, n_r - 1)), 4, random_values(generator, width, 1),
+                          random_values(generator, width, n_r - 1), overlap=True)
+    program.two_core_gemv(random_values(generator, width, (n_r + 1, 1)), 4, random_values(generator, width, n_r + 1),
+                          random_values(generator, width, 1), overlap=False)
+    ports = attach(bench, valid_probability=0.8, ready_probability=0.7)
+    await run_and_check(bench, program, ports)
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset in the middle of a program drops it; the ring then runs a fresh program correctly."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 3)
+    ports = attach(bench, valid_probability=0.8, ready_probability=0.6)
+    commands, data, sink = ports
+    program = random_program(bench, generator)
+    component = bench.component
+    commands.send([pack(component.cmd_layout, command) for command in program.commands])
+    data.send([pack(component.word_layout, [int(value) for value in word])
+               for words in program.inputs for word in words])
+    for _ in range(bench.rng.randrange(20, 120)):
+        await RisingEdge(dut.clk)
+    commands.drop()
+    data.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(dut.clk)
+    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
+    assert dut.i_cmd__ready.value == 1, f"ring not ready for a command after reset {bench.where()}"
+    await run_and_check(bench, random_program(bench, generator), ports)
