@@ -1,4 +1,5 @@
 """Unit tests of the CATERPILLAR golden models (ring, Goldschmidt, core mapping) and system models."""
+import gzip
 import struct
 
 import numpy as np
@@ -77,22 +78,212 @@ def test_counts_and_memory_fit():
     assert 0 < timing["utilization"] <= 1, timing
 
 
-def test_idx_loader(tmp_path):
-    images = np.arange(2 * 4 * 4, dtype=np.uint8).reshape(2, 4, 4)
-    (tmp_path / "images.idx").write_bytes(struct.pack(">IIII", 2051, 2, 4, 4) + images.tobytes())
-    (tmp_path / "labels.idx").write_bytes(struct.pack(">II", 2049, 2) + bytes([3, 7]))
-    x, y = training.load_idx(tmp_path / "images.idx", tmp_path / "labels.idx")
-    assert x.shape == (2, 16) and np.allclose(x * 255, images.reshape(2, 16)) and y.tolist() == [3, 7]
+def test_idx_loader_and_digits(tmp_path):
+    images = np.arange(3 * 4 * 5, dtype=np.uint8).reshape(3, 4, 5)
+    (tmp_path / "images.idx").write_bytes(struct.pack(">IIII", 2051, 3, 4, 5) + images.tobytes())
+    with gzip.open(tmp_path / "labels.idx.gz", "wb") as handle:
+        handle.write(struct.pack(">II", 2049, 3) + bytes([3, 7, 0]))
+    x, y, source = training.load_dataset(idx=(tmp_path / "images.idx", tmp_path / "labels.idx.gz"))
+    assert source == "mnist-idx"
+    assert x.shape == (3, 20) and np.allclose(x * 255, images.reshape(3, 20)), f"got {x * 255}"
+    assert y.tolist() == [3, 7, 0], f"labels: expected [3, 7, 0] got {y.tolist()}"
     with pytest.raises(ValueError):
-        training.load_idx(tmp_path / "labels.idx", tmp_path / "labels.idx")
+        training.load_idx(tmp_path / "labels.idx.gz", tmp_path / "labels.idx.gz")
+    (tmp_path / "short.idx").write_bytes(struct.pack(">IIII", 2051, 3, 4, 5) + images.tobytes()[:-1])
+    with pytest.raises(ValueError):
+        training.load_idx(tmp_path / "short.idx", tmp_path / "labels.idx.gz")
+    x, y, source = training.load_dataset()
+    assert source == "sklearn-digits-28x28" and x.shape == (1797, 784) and set(y.tolist()) == set(range(10))
+    # Each 8x8 pixel is a 3x3 block inside a 2-pixel zero border.
+    image = x[0].reshape(28, 28)
+    assert not image[:2].any() and not image[:, -2:].any(), "the border is not zero"
+    assert np.array_equal(image[2:26:3, 2:26:3], image[3:27:3, 3:27:3]), "pixels are not 3x3 blocks"
+
+
+def _tiny_data(seed, samples=24, inputs=6, classes=3):
+    generator = np.random.default_rng(seed)
+    x = generator.random((samples, inputs)).astype(np.float32)
+    return x, generator.integers(0, classes, samples)
+
+
+def test_cp_with_one_layer_equals_sgd(seed):
+    """A one-layer network is a CP pipeline of depth 1: backward of t right after forward of t = SGD."""
+    x, y = _tiny_data(seed)
+    results = {}
+    for method in ("SGD", "CP"):
+        network = training.MLP((6, 3), method, np.random.default_rng(seed))
+        training.train((6, 3), method, x, y, x, y, epochs=2, rate=0.1, seed=seed, network=network)
+        results[method] = network.weights[0]
+    assert np.allclose(results["CP"], results["SGD"], atol=1e-6), \
+        f"seed={seed}: CP {results['CP'].ravel()[:4]} vs SGD {results['SGD'].ravel()[:4]}"
+
+
+def test_cp_schedule_on_two_layers(seed):
+    """CP on a 2-layer network against the hand-written event order: layer 1 runs the backward pass of
+    sample t at time t + 2 and layer 0 at t + 3, each with an immediate update, before that step's forward
+    passes (layer 0 of t + 2, layer 1 of t + 1), so forward passes see weights the pipeline already changed."""
+    x, y = _tiny_data(seed, samples=3)
+    rate = 0.2
+    network = training.MLP((6, 5, 3), "CP", np.random.default_rng(seed))
+    w0, w1 = (w.astype(np.float64) for w in network.weights)
+    b0, b1 = (b.astype(np.float64) for b in network.biases)
+    targets = np.eye(3)[y]
+    hidden, output, errors = {}, {}, {}
+
+    def forward0(s):
+        hidden[s] = np.maximum(x[s] @ w0 + b0, 0)
+
+    def forward1(s):
+        a = hidden[s] @ w1 + b1
+        output[s] = np.exp(a - a.max()) / np.exp(a - a.max()).sum()
+
+    def backward1(s):
+        nonlocal w1, b1
+        error = output[s] - targets[s]
+        errors[s] = (error @ w1.T) * (hidden[s] > 0)  # through the weights before this update
+        w1 = w1 - rate * np.outer(hidden[s], error)
+        b1 = b1 - rate * error
+
+    def backward0(s):
+        nonlocal w0, b0
+        w0 = w0 - rate * np.outer(x[s], errors[s])
+        b0 = b0 - rate * errors[s]
+
+    events = {0: [(forward0, 0)],
+              1: [(forward1, 0), (forward0, 1)],
+              2: [(backward1, 0), (forward1, 1), (forward0, 2)],
+              3: [(backward0, 0), (backward1, 1), (forward1, 2)],
+              4: [(backward0, 1), (backward1, 2)],
+              5: [(backward0, 2)]}
+    for time in sorted(events):
+        for event, sample in events[time]:
+            event(sample)
+    pipeline = training.ContinuousPropagation(network, rate)
+    for sample in range(3):
+        pipeline.tick(x[sample], targets[sample].astype(np.float32))
+    pipeline.drain()
+    assert pipeline.time == 6, f"seed={seed}: the pipeline took {pipeline.time} steps, expected 6"
+    for name, expected, actual in (("W0", w0, network.weights[0]), ("W1", w1, network.weights[1]),
+                                   ("b0", b0, network.biases[0]), ("b1", b1, network.biases[1])):
+        assert np.allclose(actual, expected, atol=1e-5), f"seed={seed} {name}: expected {expected} got {actual}"
+
+
+def test_mbgd_is_the_mean_of_per_sample_gradients(seed):
+    """MBGD b=1 equals SGD; MBGD b=4 takes the mean of the 4 per-sample gradients at the same weights."""
+    x, y = _tiny_data(seed)
+    widths = (6, 5, 4, 3)
+    final = {}
+    for method, batch in (("SGD", 1), ("MBGD", 1)):
+        network = training.MLP(widths, method, np.random.default_rng(seed))
+        training.train(widths, method, x, y, x, y, epochs=2, batch=batch, rate=0.1, seed=seed, network=network)
+        final[method] = network.weights
+    for index, (sgd, mbgd) in enumerate(zip(final["SGD"], final["MBGD"])):
+        assert np.array_equal(sgd, mbgd), f"seed={seed} layer {index}: MBGD b=1 differs from SGD"
+    start = training.MLP(widths, "MBGD", np.random.default_rng(seed)).weights
+    rows = np.arange(4)
+    expected = [np.zeros(w.shape) for w in start]
+    for row in rows:
+        single = training.MLP(widths, "SGD", np.random.default_rng(seed))
+        training.train(widths, "SGD", x[[row]], y[[row]], x, y, epochs=1, rate=1.0, seed=seed, network=single)
+        for total, before, after in zip(expected, start, single.weights):
+            total += (before - after) / len(rows)
+    network = training.MLP(widths, "MBGD", np.random.default_rng(seed))
+    training.train(widths, "MBGD", x[rows], y[rows], x, y, epochs=1, batch=4, rate=1.0, seed=seed, network=network)
+    for index, (total, before, after) in enumerate(zip(expected, start, network.weights)):
+        assert np.allclose(before - after, total, atol=1e-5), \
+            f"seed={seed} layer {index}: expected step {total.ravel()[:3]} got {(before - after).ravel()[:3]}"
+
+
+def test_dfa_backward_uses_the_fixed_random_matrices(seed):
+    x, y = _tiny_data(seed, samples=8)
+    widths = (6, 5, 4, 3)
+    network = training.MLP(widths, "DFA", np.random.default_rng(seed))
+    feedback = [b.copy() for b in network.feedback]
+    assert [b.shape for b in feedback] == [(3, 5), (3, 4)], [b.shape for b in feedback]
+    activations = network.forward(x)
+    error = activations[-1] - np.eye(3, dtype=np.float32)[y]
+    deltas = network.deltas(activations, error, "DFA")
+    for index in (0, 1):
+        expected = (error @ feedback[index]) * (activations[index + 1] > 0)
+        assert np.allclose(deltas[index], expected), f"seed={seed} layer {index}: not e B_{index} * relu'"
+    backprop = network.deltas(activations, error, "SGD")
+    assert not np.allclose(backprop[1], deltas[1]), f"seed={seed}: backpropagation gives the DFA errors"
+    network.weights[2][:] = 0  # DFA never propagates through W_3: the hidden errors do not change
+    again = network.deltas(activations, error, "DFA")
+    assert all(np.array_equal(a, b) for a, b in zip(deltas, again)), f"seed={seed}: DFA errors depend on W_3"
+    training.train(widths, "DFA", x, y, x, y, epochs=2, rate=0.1, seed=seed, network=network)
+    assert all(np.array_equal(a, b) for a, b in zip(feedback, network.feedback)), f"seed={seed}: training changed B_i"
+
+
+def test_energy_equals_an_independent_count():
+    """A 4-3-2 network, K = 6 samples: MACs and weight accesses enumerated layer by layer, pass by pass."""
+    widths, samples = (4, 3, 2), 6
+    config = arch.CONFIGS["2x16-cores-4x4"]
+    layer_weights = [4 * 3, 3 * 2]
+    fpu_pj, local_pj = 2.63e-12, 3.5e-12
+    expected = {
+        # forward + backward + gradient MACs per sample; weights read in the forward and the backward pass
+        ("SGD", 1): (samples * sum(3 * w for w in layer_weights), samples * sum(2 * w for w in layer_weights)),
+        ("MBGD", 2): (samples * sum(3 * w for w in layer_weights), samples // 2 * sum(2 * w for w in layer_weights)),
+        # CP reads every weight once per sample for both passes
+        ("CP", 1): (samples * sum(3 * w for w in layer_weights), samples * sum(layer_weights)),
+        # DFA: forward and gradient MACs, and the backward pass through B_1 (2 outputs -> 3 hidden units),
+        # which is read like the weights
+        ("DFA", 1): (samples * (sum(2 * w for w in layer_weights) + 2 * 3),
+                     samples * (sum(2 * w for w in layer_weights) + 2 * 3)),
+    }
+    for (method, batch), (macs, accesses) in expected.items():
+        energy = arch.epoch_energy(widths, method, samples, config, batch)
+        assert energy["fpu_j"] == pytest.approx(macs * fpu_pj), f"{method}: FPU {energy['fpu_j']} != {macs} MACs"
+        assert energy["memory_j"] == pytest.approx(accesses * local_pj), \
+            f"{method}: memory {energy['memory_j']} != {accesses} local accesses"
+    large = arch.NETWORKS["2500-2000-1500-1000-500-10"]
+    weights = sum(m * n for m, n in arch.layer_shapes(large))
+    no_fit = arch.epoch_energy(large, "SGD", 1, config)
+    assert no_fit["memory_j"] == pytest.approx(2 * weights * 16e-12), "a network that does not fit reads off-core"
+
+
+def test_study_prices_every_method(monkeypatch):
+    """The study on a slice of the digits: every method trains, the pricing is the architecture model's,
+    and the energy to an accuracy is the consumed epochs times one epoch's energy."""
+    from trainforge.sim.caterpillar import cli
+
+    x, y = training.load_digits_28()
+    monkeypatch.setattr(training, "load_dataset", lambda idx=None: (x[:300], y[:300], "digits-slice"))
+    plan = cli._run_plan(arch.METHODS, (2, 50), (1,))
+    assert plan == [("SGD", 1), ("MBGD", 2), ("MBGD", 50), ("FA", 1), ("DFA", 1), ("CP", 1)], plan
+    result = cli.study(["500-500-500-10"], plan, 2, 0.05, (0.25, 1.0), 0, evaluations_per_epoch=2)
+    assert len(result["runs"]) == len(plan)
+    network, config = arch.NETWORKS["500-500-500-10"], arch.CONFIGS["2x16-cores-4x4"]
+    for run in result["runs"]:
+        label = f"{run['method']} b={run['batch']}"
+        priced = run["priced"]["2x16-cores-4x4"]
+        epoch = arch.epoch_energy(network, run["method"], 240, config, run["batch"])
+        assert priced["epoch_energy_j"] == pytest.approx(epoch["total_j"]), label
+        assert run["samples"] == ([150, 240, 390, 480] if run["batch"] == 50 else [120, 240, 360, 480]), \
+            f"{label}: evaluated after {run['samples']} samples"
+        reached = priced["to_accuracy"]["0.25"]
+        if run["method"] in ("SGD", "CP", "MBGD"):  # FA and DFA at their (full-size) rates learn slower
+            assert reached is not None, f"{label}: accuracy {run['accuracy']} never reaches 0.25"
+        if reached is not None:
+            first = next(count for count, value in zip(run["samples"], run["accuracy"]) if value >= 0.25)
+            assert reached["samples"] == first, f"{label}: reached at {reached['samples']}, expected {first}"
+            assert reached["energy_j"] == pytest.approx(first / 240 * epoch["total_j"]), label
+        assert priced["to_accuracy"]["1.0"] is None or max(run["accuracy"]) == 1.0, label
+    comparison = cli.compare_with_paper(result, reference=0.25)["Fig. 6"]
+    energies = {f"{r['method']} b={r['batch']}".replace("SGD b=1", "SGD").replace("CP b=1", "CP"):
+                r["priced"]["2x16-cores-4x4"]["to_accuracy"]["0.25"] for r in result["runs"]}
+    energies = {label: reached["energy_j"] for label, reached in energies.items() if reached is not None}
+    assert comparison["lowest_energy"] == min(energies, key=energies.get), (comparison, energies)
+    assert comparison["cp_over_sgd"] == pytest.approx(energies["CP"] / energies["SGD"], abs=1e-3), comparison
 
 
 @pytest.mark.parametrize("method", ["SGD", "MBGD", "FA", "DFA", "CP"])
 def test_training_learns(method):
-    x, labels = training.synthetic_digits(samples=400, seed=1)
-    accuracy = training.train((784, 32, 10), method, x[:300], labels[:300], x[300:], labels[300:],
-                              epochs=4, batch=4, rate=0.05 if method in ("FA", "DFA") else None, seed=1)
-    assert accuracy[-1] > 0.3, f"{method}: accuracy {accuracy} does not beat chance (0.1) clearly"
+    x, labels = training.load_digits_28()
+    accuracy = training.train((784, 32, 10), method, x[:300], labels[:300], x[300:500], labels[300:500],
+                              epochs=3, batch=4, rate=0.01 if method in ("FA", "DFA") else None, seed=1)["accuracy"]
+    assert accuracy[-1] > 0.5, f"{method}: accuracy {accuracy} does not beat chance (0.1) clearly"
 
 
 def test_reciprocal_unit_saturates_zero_and_matches_goldschmidt(seed):

@@ -35,7 +35,7 @@ def _gemm_minibatch_50():
 
 def _training_study_epoch():
     """Training study: 784-500-500-500-10, CP and SGD, one epoch on the default data, energy and time."""
-    x, labels, _ = training.load_dataset(seed=0)
+    x, labels, _ = training.load_dataset()
     split = int(0.8 * len(x))
     widths = arch.NETWORKS[_STUDY_NETWORK]
     config = arch.CONFIGS["2x16-cores-4x4"]

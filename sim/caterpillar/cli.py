@@ -2,13 +2,17 @@
 
 * ``trainforge caterpillar table2`` - GFLOPS/W, utilization and area of the paper's three cases.
 * ``trainforge caterpillar utilization`` - GEMV utilization against ``n_r``, bus and neighbour-link reduction.
-* ``trainforge caterpillar study`` - train the networks by every method, then energy and time to accuracy.
+* ``trainforge caterpillar study`` - train the networks by every method, then energy and time to accuracy
+  (Figs. 5-9 of the paper) beside the paper's Section 4.3 findings.
+* ``trainforge caterpillar rates`` - the learning-rate sweep behind :data:`training.LEARNING_RATES`.
 
 ``--json`` prints the result on stdout; every subcommand also writes its JSON
 and a PNG under ``build/reports/caterpillar/``.
 """
 import json
 import pathlib
+
+import numpy as np
 
 from trainforge.cli import UsageError
 from trainforge.golden.caterpillar import core
@@ -65,34 +69,184 @@ def utilization(m=512, n=512, sizes=(2, 4, 8, 16)):
     return {"m": m, "n": n, "rows": rows}
 
 
-def study(networks, methods, batches, epochs, hidden_scale, targets, seed, idx=None):
-    """Train, then energy and time to each target accuracy on the architecture."""
-    x, labels, source = training.load_dataset(idx=idx, seed=seed)
+#: Which array each network is priced on: the small networks fit on 2x16 cores of 4x4 PEs; the large
+#: one is priced there (it does not fit: Fig. 7) and on 2x4 cores of 16x16 PEs (it fits: Fig. 8).
+STUDY_CONFIGS = {
+    "500-500-500-10": ("2x16-cores-4x4",),
+    "500x4-10": ("2x16-cores-4x4",),
+    "500x5-10": ("2x16-cores-4x4",),
+    "2500-2000-1500-1000-500-10": ("2x16-cores-4x4", "2x4-cores-16x16"),
+}
+#: The paper's energy figures: (figure, network, configuration).
+ENERGY_FIGURES = (
+    ("Fig. 6", "500-500-500-10", "2x16-cores-4x4"),
+    ("Fig. 7", "2500-2000-1500-1000-500-10", "2x16-cores-4x4"),
+    ("Fig. 8", "2500-2000-1500-1000-500-10", "2x4-cores-16x16"),
+)
+#: Section 4.3 in words, the findings our study is compared with.
+PAPER_FINDINGS = {
+    "fig6_energy_at_90": "500-500-500-10 (fits): at 90% SGD needs 0.7x and CP 0.3x the energy of MBGD with "
+                         "large minibatches",
+    "fig6_breakdown": "minibatch energy dominated by the FPU; SGD memory energy 1.5x its FPU energy; CP about 1:1",
+    "fig7_no_fit": "large network, no fit: minibatch methods need less energy than SGD and CP",
+    "fig8_fits": "large network, fits: MBGD b=50 below SGD, CP lowest of all",
+    "dfa": "DFA: fewer FPU operations per epoch but more energy to an accuracy (slower convergence)",
+    "fig9_time": "CP reaches an accuracy faster than SGD; with no fit, minibatch methods are the fastest",
+}
+
+
+def _run_plan(methods, batches, feedback_batches):
+    """(method, batch) pairs of a study: SGD and CP per sample, MBGD per ``batches``, FA/DFA per ``feedback_batches``."""
+    plan = []
+    for method in methods:
+        sizes = batches if method == "MBGD" else feedback_batches if method in ("FA", "DFA") else (1,)
+        plan.extend((method, size) for size in sizes)
+    return plan
+
+
+def _scaled_widths(widths, hidden_scale):
+    return (widths[0], *(max(1, round(w * hidden_scale)) for w in widths[1:-1]), widths[-1])
+
+
+def _to_accuracy(curve, samples_per_epoch, energy, timing, target):
+    """Energy and time until the first evaluation at or above ``target`` (None if never)."""
+    reached = next((count for count, value in zip(curve["samples"], curve["accuracy"]) if value >= target), None)
+    if reached is None:
+        return None
+    epochs = reached / samples_per_epoch
+    return {"samples": reached, "epochs": round(epochs, 4), "energy_j": epochs * energy["total_j"],
+            "fpu_j": epochs * energy["fpu_j"], "memory_j": epochs * energy["memory_j"],
+            "seconds": epochs * timing["seconds"]}
+
+
+def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_epoch=4, idx=None):
+    """Train every (method, batch) of ``plan`` on every network, then price it on the architecture.
+
+    Energy and time to an accuracy are the consumed samples (in epochs) times one
+    epoch's energy and time on the array (:func:`arch.epoch_energy`,
+    :func:`arch.epoch_cycles`), for the full-size network even when the trained
+    one is scaled down by ``hidden_scale``.
+    """
+    x, labels, source = training.load_dataset(idx=idx)
     split = int(0.8 * len(x))
-    results = {"dataset": source, "train_samples": split, "test_samples": len(x) - split, "runs": []}
+    results = {"dataset": source, "train_samples": split, "test_samples": len(x) - split, "epochs": epochs,
+               "hidden_scale": hidden_scale, "seed": seed, "evaluations_per_epoch": evaluations_per_epoch,
+               "targets": list(targets), "runs": []}
     for network in networks:
         widths = arch.NETWORKS[network]
-        scaled = (widths[0], *(max(1, round(w * hidden_scale)) for w in widths[1:-1]), widths[-1])
-        config = arch.CONFIGS["2x16-cores-4x4" if network != "2500-2000-1500-1000-500-10" else "2x4-cores-16x16"]
-        for method in methods:
-            for batch in (batches if method in ("MBGD", "FA", "DFA") else (1,)):
-                accuracy = training.train(scaled, method, x[:split], labels[:split], x[split:], labels[split:],
-                                          epochs=epochs, batch=batch, seed=seed)
+        scaled = _scaled_widths(widths, hidden_scale)
+        for method, batch in plan:
+            curve = training.train(scaled, method, x[:split], labels[:split], x[split:], labels[split:],
+                                   epochs=epochs, batch=batch, seed=seed,
+                                   evaluations_per_epoch=evaluations_per_epoch)
+            priced = {}
+            for config_name in STUDY_CONFIGS[network]:
+                config = arch.CONFIGS[config_name]
                 energy = arch.epoch_energy(widths, method, split, config, batch)
                 timing = arch.epoch_cycles(widths, method, split, config, batch)
-                to_target = {}
-                for target in targets:
-                    reached = next((epoch + 1 for epoch, value in enumerate(accuracy) if value >= target), None)
-                    to_target[str(target)] = None if reached is None else {
-                        "epochs": reached, "energy_j": reached * energy["total_j"],
-                        "fpu_j": reached * energy["fpu_j"], "memory_j": reached * energy["memory_j"],
-                        "seconds": reached * timing["seconds"]}
-                results["runs"].append({"network": network, "trained_widths": scaled, "config": config.name,
-                                        "method": method, "batch": batch, "accuracy": accuracy,
-                                        "epoch_energy_j": energy["total_j"], "epoch_seconds": timing["seconds"],
-                                        "utilization": timing["utilization"], "to_accuracy": to_target})
+                priced[config_name] = {
+                    "fits": arch.fits(widths, config), "epoch_energy_j": energy["total_j"],
+                    "epoch_fpu_j": energy["fpu_j"], "epoch_memory_j": energy["memory_j"],
+                    "epoch_seconds": timing["seconds"], "utilization": round(timing["utilization"], 4),
+                    "to_accuracy": {str(target): _to_accuracy(curve, split, energy, timing, target)
+                                    for target in targets}}
+            results["runs"].append({"network": network, "trained_widths": list(scaled), "method": method,
+                                    "batch": batch, "rate": curve["rate"], "samples": curve["samples"],
+                                    "accuracy": curve["accuracy"], "priced": priced})
+    results["comparison"] = compare_with_paper(results)
     return results
 
+
+def _label(run):
+    return run["method"] if run["method"] in ("SGD", "CP") and run["batch"] == 1 else \
+        f"{run['method']} b={run['batch']}"
+
+
+def _at(results, network, config, target, key):
+    """``{label: value}`` of ``key`` at ``target`` for the runs of ``network`` priced on ``config`` that reach it."""
+    values = {}
+    for run in results["runs"]:
+        if run["network"] == network and config in run["priced"]:
+            reached = run["priced"][config]["to_accuracy"].get(str(target))
+            if reached is not None:
+                values[_label(run)] = reached[key]
+    return values
+
+
+def compare_with_paper(results, reference=0.9):
+    """Our numbers for each of the paper's Section 4.3 findings, at the ``reference`` accuracy.
+
+    Returns
+    -------
+    dict
+        Per finding: the paper's statement and our measured quantities (None where a
+        run did not reach the reference accuracy or was not part of the study).
+    """
+    comparison = {"reference_accuracy": reference, "paper": PAPER_FINDINGS}
+    for figure, network, config in ENERGY_FIGURES:
+        energy = _at(results, network, config, reference, "energy_j")
+        if not energy:
+            continue
+        fpu = _at(results, network, config, reference, "fpu_j")
+        memory = _at(results, network, config, reference, "memory_j")
+        large_batches = [label for label in energy if label in ("MBGD b=50", "MBGD b=100")]
+        mbgd = min((energy[label] for label in large_batches), default=None)
+        comparison[figure] = {
+            "network": network, "config": config,
+            "energy_j": {label: round(value, 6) for label, value in sorted(energy.items(), key=lambda kv: kv[1])},
+            "memory_over_fpu": {label: round(memory[label] / fpu[label], 3) for label in energy},
+            "lowest_energy": min(energy, key=energy.get),
+            "sgd_over_large_batch_mbgd": None if mbgd is None or "SGD" not in energy else round(energy["SGD"] / mbgd, 3),
+            "cp_over_large_batch_mbgd": None if mbgd is None or "CP" not in energy else round(energy["CP"] / mbgd, 3),
+            "cp_over_sgd": None if not {"CP", "SGD"} <= set(energy) else round(energy["CP"] / energy["SGD"], 3),
+        }
+    times = {}
+    for network, configs in STUDY_CONFIGS.items():
+        for config in configs:
+            seconds = _at(results, network, config, reference, "seconds")
+            if seconds:
+                times[f"{network} on {config}"] = {
+                    "fastest": min(seconds, key=seconds.get),
+                    "cp_over_sgd": None if not {"CP", "SGD"} <= set(seconds) else
+                    round(seconds["CP"] / seconds["SGD"], 3),
+                    "seconds": {label: round(value, 6) for label, value in sorted(seconds.items(),
+                                                                                  key=lambda kv: kv[1])}}
+    comparison["Fig. 9"] = times
+    epochs = {}
+    for run in results["runs"]:
+        reached = next(iter(run["priced"].values()))["to_accuracy"].get(str(reference))
+        epochs.setdefault(run["network"], {})[_label(run)] = None if reached is None else reached["epochs"]
+    comparison["epochs_to_reference"] = epochs
+    return comparison
+
+
+def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per_epoch=4):
+    """Learning-rate sweep: every (method, batch) of ``plan`` at every rate; the best by mean test accuracy.
+
+    The mean over all evaluations (not the last one) rewards a rate that converges
+    fast and stays stable; a diverging run (NaN weights) scores its chance-level
+    accuracy.
+    """
+    x, labels, source = training.load_dataset()
+    split = int(0.8 * len(x))
+    widths = _scaled_widths(arch.NETWORKS[network], hidden_scale)
+    rows, best = [], {}
+    for method, batch in plan:
+        for rate in rates:
+            with np.errstate(all="ignore"):
+                curve = training.train(widths, method, x[:split], labels[:split], x[split:], labels[split:],
+                                       epochs=epochs, batch=batch, rate=rate, seed=seed,
+                                       evaluations_per_epoch=evaluations_per_epoch)
+            score = float(np.mean(curve["accuracy"]))
+            rows.append({"method": method, "batch": batch, "rate": rate, "mean_accuracy": round(score, 4),
+                         "final_accuracy": curve["accuracy"][-1], "accuracy": curve["accuracy"]})
+            key = f"{method} b={batch}"
+            if key not in best or score > best[key]["mean_accuracy"]:
+                best[key] = {"rate": rate, "mean_accuracy": round(score, 4)}
+    return {"dataset": source, "network": network, "trained_widths": list(widths), "epochs": epochs,
+            "seed": seed, "evaluations_per_epoch": evaluations_per_epoch, "rates": list(rates),
+            "best": best, "rows": rows,
+            "current_defaults": {f"{m} b={b}": training.default_rate(m, b) for m, b in plan}}
 
 def _write(name, result, plot):
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
@@ -136,27 +290,66 @@ def _plot_utilization(result):
     return plot
 
 
-def _plot_study(result, targets):
+def _plot_study(result):
+    """Figs. 5-9: accuracy per epoch, energy to accuracy with its FPU/memory split, time to accuracy."""
     def plot(plt):
-        networks = sorted({run["network"] for run in result["runs"]})
-        figure, axes = plt.subplots(2, len(networks), figsize=(6 * len(networks), 8), squeeze=False)
-        for column, network in enumerate(networks):
+        panels = [(network, config) for network in dict.fromkeys(run["network"] for run in result["runs"])
+                  for config in STUDY_CONFIGS[network]]
+        targets = result["targets"]
+        reference = result["comparison"]["reference_accuracy"]
+        figure, axes = plt.subplots(4, len(panels), figsize=(5.5 * len(panels), 17), squeeze=False)
+        for column, (network, config) in enumerate(panels):
             runs = [run for run in result["runs"] if run["network"] == network]
-            for row, key, unit in ((0, "energy_j", "energy to accuracy (J)"), (1, "seconds", "time to accuracy (s)")):
+            fits = runs[0]["priced"][config]["fits"]
+            title = f"{network}\n{config} ({'fits' if fits else 'does not fit'})"
+            axis = axes[0][column]
+            for run in runs:
+                axis.plot([s / result["train_samples"] for s in run["samples"]], run["accuracy"], label=_label(run))
+            axis.set_xlabel("epochs")
+            axis.set_ylabel("test accuracy")
+            axis.set_ylim(0, 1)
+            for row, key, unit in ((1, "energy_j", "energy to accuracy (J)"), (3, "seconds", "time to accuracy (s)")):
                 axis = axes[row][column]
                 for run in runs:
-                    points = [(float(t), run["to_accuracy"][str(t)][key]) for t in targets
-                              if run["to_accuracy"][str(t)] is not None]
+                    points = [(t, run["priced"][config]["to_accuracy"][str(t)][key]) for t in targets
+                              if run["priced"][config]["to_accuracy"][str(t)] is not None]
                     if points:
-                        axis.plot(*zip(*points), marker="o", label=f"{run['method']} b={run['batch']}")
+                        axis.plot(*zip(*points), marker="o", label=_label(run))
                 axis.set_xlabel("accuracy")
                 axis.set_ylabel(unit)
                 axis.set_yscale("log")
-                axis.set_title(network, fontsize=9)
-                axis.legend(fontsize=6)
+            axis = axes[2][column]
+            labels, fpu, memory = [], [], []
+            for run in runs:
+                reached = run["priced"][config]["to_accuracy"][str(reference)]
+                if reached is not None:
+                    labels.append(_label(run))
+                    fpu.append(reached["fpu_j"])
+                    memory.append(reached["memory_j"])
+            axis.bar(labels, fpu, label="FPU")
+            axis.bar(labels, memory, bottom=fpu, label="memory")
+            axis.set_ylabel(f"energy to {reference:.0%} (J)")
+            axis.tick_params(axis="x", labelrotation=60, labelsize=7)
+            for row in range(4):
+                axes[row][column].set_title(title, fontsize=8)
+                axes[row][column].legend(fontsize=6)
         return figure
     return plot
 
+
+def _plot_rates(result):
+    def plot(plt):
+        figure, axis = plt.subplots(figsize=(7, 4))
+        for key in result["best"]:
+            rows = [row for row in result["rows"] if f"{row['method']} b={row['batch']}" == key]
+            axis.plot([row["rate"] for row in rows], [row["mean_accuracy"] for row in rows], marker="o", label=key)
+        axis.set_xscale("log")
+        axis.set_xlabel("learning rate")
+        axis.set_ylabel(f"mean test accuracy over {result['epochs']} epochs")
+        axis.set_title(f"{'-'.join(map(str, result['trained_widths']))}, {result['dataset']}", fontsize=9)
+        axis.legend(fontsize=7)
+        return figure
+    return plot
 
 def _finish(args, name, result, plot):
     _write(name, result, plot)
@@ -178,24 +371,60 @@ def utilization_handler(args):
     return _finish(args, "gemv_utilization", result, _plot_utilization(result))
 
 
+def _check_networks_and_methods(args):
+    for name in args.network:
+        if name not in arch.NETWORKS:
+            raise UsageError(f"unknown network {name!r}; known: {', '.join(arch.NETWORKS)}")
+    for name in args.method:
+        if name not in arch.METHODS:
+            raise UsageError(f"unknown method {name!r}; known: {', '.join(arch.METHODS)}")
+    if args.epochs < 1 or not 0 < args.hidden_scale <= 1 or args.evaluations < 1:
+        raise UsageError("--epochs and --evaluations must be at least 1, --hidden-scale in (0, 1]")
+    if any(b < 1 for b in (*args.batch, *args.feedback_batch)):
+        raise UsageError("--batch and --feedback-batch sizes must be at least 1")
+
+
 def study_handler(args):
-    unknown = [name for name in args.network if name not in arch.NETWORKS]
-    if unknown:
-        raise UsageError(f"unknown network {unknown[0]!r}; known: {', '.join(arch.NETWORKS)}")
-    unknown = [name for name in args.method if name not in arch.METHODS]
-    if unknown:
-        raise UsageError(f"unknown method {unknown[0]!r}; known: {', '.join(arch.METHODS)}")
-    if args.epochs < 1 or not 0 < args.hidden_scale <= 1 or any(b < 1 for b in args.batch):
-        raise UsageError("--epochs and --batch must be at least 1, --hidden-scale in (0, 1]")
+    _check_networks_and_methods(args)
+    if any(not 0 < target <= 1 for target in args.target):
+        raise UsageError(f"--target accuracies must be in (0, 1]: {args.target}")
     idx = None
     if args.idx:
-        if not all(pathlib.Path(path).exists() for path in args.idx):
-            raise UsageError(f"--idx files not found: {args.idx}")
+        missing = [path for path in args.idx if not pathlib.Path(path).exists()]
+        if missing:
+            raise UsageError(f"--idx files not found: {missing}")
         idx = tuple(args.idx)
-    targets = tuple(args.target)
-    result = study(args.network, args.method, tuple(args.batch), args.epochs, args.hidden_scale, targets,
-                   args.seed, idx)
-    return _finish(args, "study", result, _plot_study(result, targets))
+    plan = _run_plan(args.method, tuple(args.batch), tuple(args.feedback_batch))
+    result = study(args.network, plan, args.epochs, args.hidden_scale, tuple(sorted(args.target)), args.seed,
+                   args.evaluations, idx)
+    return _finish(args, args.name, result, _plot_study(result))
+
+
+def rates_handler(args):
+    _check_networks_and_methods(args)
+    if len(args.network) != 1:
+        raise UsageError("rates sweeps one --network")
+    if any(rate <= 0 for rate in args.rate):
+        raise UsageError(f"--rate values must be positive: {args.rate}")
+    plan = _run_plan(args.method, tuple(args.batch), tuple(args.feedback_batch))
+    result = rate_sweep(args.network[0], plan, tuple(args.rate), args.epochs, args.hidden_scale, args.seed,
+                        args.evaluations)
+    return _finish(args, "rates", result, _plot_rates(result))
+
+def _training_arguments(command, epochs, networks):
+    command.add_argument("--network", nargs="+", default=networks, help="networks (default: %(default)s)")
+    command.add_argument("--method", nargs="+", default=list(arch.METHODS))
+    command.add_argument("--batch", nargs="+", type=int, default=[2, 4, 8, 50, 100],
+                         help="MBGD minibatch sizes (default: %(default)s)")
+    command.add_argument("--feedback-batch", nargs="+", type=int, default=[1],
+                         help="FA and DFA minibatch sizes (default: %(default)s)")
+    command.add_argument("--epochs", type=int, default=epochs)
+    command.add_argument("--hidden-scale", type=float, default=1.0,
+                         help="scale the hidden widths of the trained network (the energy and time model "
+                              "always prices the full-size network)")
+    command.add_argument("--evaluations", type=int, default=4, help="test-set evaluations per epoch")
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument("--json", action="store_true")
 
 
 def register(subparsers):
@@ -210,15 +439,14 @@ def register(subparsers):
     util.add_argument("--n", type=int, default=512)
     util.add_argument("--json", action="store_true")
     util.set_defaults(func=utilization_handler)
-    run = commands.add_parser("study", help="train by every method; energy and time to accuracy")
-    run.add_argument("--network", nargs="+", default=["500-500-500-10"])
-    run.add_argument("--method", nargs="+", default=list(arch.METHODS))
-    run.add_argument("--batch", nargs="+", type=int, default=[8, 50])
-    run.add_argument("--epochs", type=int, default=5)
-    run.add_argument("--hidden-scale", type=float, default=1.0,
-                     help="scale the hidden widths for quick runs (the energy model keeps the full sizes)")
-    run.add_argument("--target", nargs="+", type=float, default=[0.8, 0.85, 0.9])
-    run.add_argument("--seed", type=int, default=0)
+    run = commands.add_parser("study", help="train by every method; energy and time to accuracy (Figs. 5-9)")
+    _training_arguments(run, 5, list(arch.NETWORKS))
+    run.add_argument("--target", nargs="+", type=float, default=[0.85, 0.9, 0.93, 0.95],
+                     help="accuracies to reach (default: %(default)s)")
     run.add_argument("--idx", nargs=2, metavar=("IMAGES", "LABELS"), help="MNIST IDX files instead of the digits")
-    run.add_argument("--json", action="store_true")
+    run.add_argument("--name", default="study", help="report name under build/reports/caterpillar/")
     run.set_defaults(func=study_handler)
+    rates = commands.add_parser("rates", help="learning-rate sweep per method and minibatch size")
+    _training_arguments(rates, 1, ["500-500-500-10"])
+    rates.add_argument("--rate", nargs="+", type=float, default=list(training.RATE_GRID))
+    rates.set_defaults(func=rates_handler)
