@@ -1,0 +1,67 @@
+"""``trainforge neurotrainer compile``: a layer's PMAG and PE program words (hex) and sizes."""
+import json
+
+from trainforge.errors import UsageError
+from trainforge.hw.params import ParamError
+
+
+def _assignments(text, option):
+    """``"a=1,b=2"`` -> dict; values are ints unless the value is not a number (kept as str)."""
+    result = {}
+    for part in filter(None, (text or "").split(",")):
+        name, sep, value = part.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{option} = {text!r}: expected name=value[,name=value...]")
+        try:
+            result[name.strip()] = int(value, 0)
+        except ValueError:
+            result[name.strip()] = value.strip()
+    return result
+
+
+def _compile(args):
+    from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
+    from trainforge.sim.neurotrainer.program import ProgramError
+    if args.layer not in LAYERS:
+        raise UsageError(f"--layer = {args.layer!r} is unknown; allowed: {', '.join(LAYERS)}")
+    dims = _assignments(args.dims, "--dims")
+    if any(not isinstance(value, int) for value in dims.values()):
+        raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
+    try:
+        layer = compile_layer(args.layer, dims, pes=args.pes, pe=_assignments(args.pe, "--pe"), sr=args.sr,
+                              ibuffer_limit=args.ibuffer_bytes)
+    except ProgramError as error:
+        raise UsageError(f"the layer does not fit: {error}") from None
+    except (ValueError, ParamError) as error:
+        raise UsageError(str(error)) from None
+    summary = layer.summary()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{layer.kind} {' '.join(f'{k}={v}' for k, v in layer.dims.items())}, {layer.pes} PE(s), "
+          f"lanes {layer.pe['lanes']}")
+    print(f"PMAG programs: {summary['pmag_programs']} x (18 B word + 32 B descriptor); PE pass words: "
+          f"{summary['pe_words']} x 4 B; iBuffer image {summary['ibuffer_bytes']} B")
+    for entry in summary["pmag"]:
+        owner = "" if entry["owner"] is None else f" {entry['owner']}"
+        print(f"  PMAG {entry['role']}{owner} (vault {entry['vault']}): word {entry['word']} "
+              f"descriptor {entry['descriptor']}  ranges {entry['ranges']}")
+    for entry in summary["pe"]:
+        print(f"  PE {entry['pe']}: {entry['passes']} passes, words {' '.join(entry['words'])}, "
+              f"BUF1 {entry['in1_words']} words, BUF2 {entry['in2_rows']} rows")
+    return 0
+
+
+def add_commands(commands):
+    """Add ``trainforge neurotrainer compile``."""
+    from trainforge.sim.neurotrainer.compiler import LAYERS
+    parser = commands.add_parser("compile", help="compile a layer to PMAG (18 B) and PE (4 B) program words")
+    parser.add_argument("--layer", required=True, help=f"layer kind: {', '.join(LAYERS)}")
+    parser.add_argument("--dims", required=True,
+                        help="dimensions, e.g. n=4,d=2,h=8,w=8,o=3,hk=3,wk=3 (see the layer kind's list)")
+    parser.add_argument("--pes", type=int, default=1, help="processing elements / independent vaults")
+    parser.add_argument("--pe", default="", help="NTPe parameters, e.g. lanes=4,in1_depth=512")
+    parser.add_argument("--sr", action="store_true", help="stochastic rounding in the 32-bit MAC passes")
+    parser.add_argument("--ibuffer-bytes", type=int, default=16 * 1024, help="iBuffer size limit")
+    parser.add_argument("--json", action="store_true", help="print the JSON summary")
+    parser.set_defaults(func=_compile)

@@ -1,0 +1,750 @@
+"""NeuroTrainer host compiler: lowers a layer to PMAG programs, PE pass words, tensor placements and an iBuffer image.
+
+A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench can drive:
+
+- ``tensors``: where every input/output tensor lives: per vault a base word address and an
+  index map (vault word ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 =
+  a zero padding word). Vault ``-1`` is the common data vault, vault ``i`` the independent
+  vault of PE ``i``.
+- ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``hw/neurotrainer/pe_program.py``),
+  the PMAG stream that fills BUF Input 1 (and its block sizes in words), the one that fills
+  BUF Input 2 (block sizes in rows of ``lanes`` words; ``lanes`` consecutive stream words make
+  one row) and the write stream that stores the PE's result words (rows of ``lanes`` words,
+  in order) in a vault. A BUF1 stream marked ``broadcast`` is the common vault's one stream,
+  sent to every PE over the bus.
+- ``copy_jobs``: data preparation (merge, partition, add pad, remove pad): a read stream whose
+  words go, in order, to the non-pad requests of a write stream (pad requests write 0).
+
+Every stream is a list of golden-model PMAG program dicts
+(:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`), counter_bits = 16, 32-bit words
+(``wide = 1``). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
+layer kind and our reading of the paper's Tables 2 to 4.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
+from ...hw.neurotrainer.pe import NTPe
+from ...hw.neurotrainer.pe_program import OP_MAC, OP_MAX
+from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
+                      ibuffer_image)
+
+__all__ = ["COMMON", "LAYERS", "TABLE4_BITS", "Stream", "PeJob", "CopyJob", "Placement", "CompiledLayer", "pmag_program",
+           "compile_layer"]
+
+#: Vault number of the common data vault (vault ``i >= 0`` is PE ``i``'s independent vault).
+COMMON = -1
+
+_MASK32 = (1 << 32) - 1
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def pmag_program(label, loops, terms, *, base=0, write=False, p=None, q=None, window=None):
+    """A golden-model PMAG program from named loops and address terms.
+
+    Parameters
+    ----------
+    label : str
+        Names the program in errors.
+    loops : sequence of (str, int)
+        ``(name, count)`` from the outermost (``r1``) inwards; at most 7; counters left over
+        stay at 0 (range 1).
+    terms : sequence of (str, int)
+        Up to four ``(source, stride)`` of ``f(a, b, c, d)``: a loop name, ``"p"`` or ``"q"``.
+        Negative strides are taken modulo 2**32 (the address wraps).
+    base : int
+        Base word address.
+    write : bool
+    p, q : (str, str), optional
+        The loops summed into ``p = s + t`` and ``q = u + v``.
+    window : (str, str, (int, int), str, (int, int)), optional
+        ``(mode, h_source, (h_lo, h_hi), k_source, (k_lo, k_hi))``, mode ``"skip"`` or ``"pad"``.
+
+    Raises
+    ------
+    ProgramError
+        A loop count beyond the 16-bit counters, or a window bound beyond 17 bits.
+    """
+    if len(loops) > LEVELS or len(terms) > 4:
+        raise ValueError(f"{label}: {len(loops)} loops / {len(terms)} terms; the PMAG has 7 counters and 4 terms")
+    program = default_program()
+    codes = {}
+    for level, (name, count) in enumerate(loops):
+        if count < 1:
+            raise ProgramError(f"{label}: loop '{name}' count", count, 1, "a loop needs at least one iteration")
+        program["max"][level] = check_range(f"{label}: loop '{name}' (PMAG R{level + 1}, count - 1)",
+                                            count - 1, (1 << COUNTER_BITS) - 1)
+        codes[name] = SOURCE_NAMES[f"r{level + 1}"]
+    codes["p"], codes["q"] = SOURCE_NAMES["p"], SOURCE_NAMES["q"]
+    for pair, (first, second) in (("p", ("s", "t")), ("q", ("u", "v"))):
+        chosen = p if pair == "p" else q
+        if chosen is not None:
+            program[first], program[second] = codes[chosen[0]], codes[chosen[1]]
+    for slot, (source, stride) in zip("abcd", terms):
+        program[slot] = codes[source]
+        program["stride"][list("abcd").index(slot)] = int(stride) & _MASK32
+    program["base"] = check_range(f"{label}: base address", base, _MASK32)
+    program["write"] = int(bool(write))
+    if window is not None:
+        mode, h_source, (h_lo, h_hi), k_source, (k_lo, k_hi) = window
+        program["window"] = WINDOW_MODES[mode]
+        program["h"], program["k"] = codes[h_source], codes[k_source]
+        for name, value in (("h_lo", h_lo), ("h_hi", h_hi), ("k_lo", k_lo), ("k_hi", k_hi)):
+            program[name] = check_range(f"{label}: window bound {name}", value, (1 << BOUND_BITS) - 1)
+    return program
+
+
+@dataclass
+class Stream:
+    """A vault's request stream: PMAG programs run back to back on one vault's PMAG.
+
+    Attributes
+    ----------
+    vault : int
+        :data:`COMMON` or a PE's vault number.
+    programs : list of dict
+        Golden-model program dicts, in issue order.
+    broadcast : bool
+        The common vault's stream sent to every PE (one stream, shared by the PE jobs).
+    """
+    vault: int
+    programs: list
+    broadcast: bool = False
+
+    def golden(self):
+        """``nt_pmag`` of every program (address, write, pad, end; each closed by its END-MARK)."""
+        return [nt_pmag(program, counter_bits=COUNTER_BITS) for program in self.programs]
+
+    def requests(self):
+        """``(address, pad)`` of all data requests in order, the END-MARKs removed (int64, bool)."""
+        streams = self.golden()
+        if not streams:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+        address = np.concatenate([s["address"][:-1] for s in streams]).astype(np.int64)
+        pad = np.concatenate([s["pad"][:-1] for s in streams])
+        return address, pad
+
+
+@dataclass
+class PeJob:
+    """One PE's work: its pass words, its two fill streams and its result write stream.
+
+    Attributes
+    ----------
+    pe : int
+    passes : list of int
+        32-bit PE program words, one per pass.
+    in1 : Stream or None
+        Fills BUF Input 1 (None: no MAC pass, e.g. max pooling).
+    in1_blocks : list of int
+        Words per BUF Input 1 block, in order.
+    in2 : Stream
+        Fills BUF Input 2, ``lanes`` words per row.
+    in2_blocks : list of int
+        Rows per BUF Input 2 block, in order.
+    out : Stream
+        Write stream of the result words (``lanes`` per result row, rows in order).
+    """
+    pe: int
+    passes: list
+    in1: Stream
+    in1_blocks: list
+    in2: Stream
+    in2_blocks: list
+    out: Stream
+
+
+@dataclass
+class CopyJob:
+    """Data preparation: ``source`` words go in order to the non-pad requests of ``dest``."""
+    source: Stream
+    dest: Stream
+
+
+@dataclass
+class Placement:
+    """Part of a tensor in one vault: word ``base + i`` holds flat element ``index[i]`` (-1: zero padding)."""
+    vault: int
+    base: int
+    index: np.ndarray
+
+
+@dataclass
+class CompiledLayer:
+    """A compiled layer (see the module docstring).
+
+    Attributes
+    ----------
+    kind : str
+    dims : dict
+    pe : dict
+        The NTPe parameters the programs were compiled for (``lanes``, buffer depths, MAC format).
+    pes : int
+    tensors : dict of str to (tuple, list of Placement)
+        Per tensor its logical shape and placements.
+    inputs : tuple of str
+    output : str
+    vault_words : dict of int to int
+        Words used in every vault.
+    bits : int
+        Element width: 32, or 16 (every stream ``wide = 0``, one 16-bit element per request and
+        per vault word, two elements packed per PE buffer word, low half first).
+    pe_jobs : list of PeJob
+    copy_jobs : list of CopyJob
+    ibuffer : bytes
+        The iBuffer image (:func:`~trainforge.sim.neurotrainer.program.ibuffer_image`).
+    """
+    kind: str
+    dims: dict
+    pe: dict
+    pes: int
+    tensors: dict
+    inputs: tuple
+    output: str
+    vault_words: dict
+    bits: int = 32
+    pe_jobs: list = field(default_factory=list)
+    copy_jobs: list = field(default_factory=list)
+    ibuffer: bytes = b""
+
+    def streams(self):
+        """Every distinct stream with its role: ``(role, pe or None, Stream)``; a broadcast stream once."""
+        seen, result = set(), []
+        for job in self.pe_jobs:
+            for role, stream in (("in1", job.in1), ("in2", job.in2), ("out", job.out)):
+                if stream is None or id(stream) in seen:
+                    continue
+                seen.add(id(stream))
+                result.append((role, None if stream.broadcast else job.pe, stream))
+        for index, job in enumerate(self.copy_jobs):
+            result += [("copy_source", index, job.source), ("copy_dest", index, job.dest)]
+        return result
+
+    def pmag_programs(self):
+        """``(unit, program)`` of every PMAG program: unit 0 = common vault PMAG, ``1 + i`` = vault ``i``."""
+        return [(stream.vault + 1, program) for _, _, stream in self.streams() for program in stream.programs]
+
+    def summary(self):
+        """A JSON-ready description: sizes, program words (hex), per-PE pass counts."""
+        pmag = []
+        for role, owner, stream in self.streams():
+            for program in stream.programs:
+                word, descriptor = encode_pmag(program)
+                pmag.append({"role": role, "owner": owner, "vault": "common" if stream.vault == COMMON
+                             else stream.vault, "word": word.hex(), "descriptor": descriptor.hex(),
+                             "ranges": [m + 1 for m in program["max"]]})
+        pe = []
+        for job in self.pe_jobs:
+            distinct = list(dict.fromkeys(job.passes))
+            pe.append({"pe": job.pe, "passes": len(job.passes),
+                       "words": [int(w).to_bytes(4, "little").hex() for w in distinct],
+                       "in1_words": int(sum(job.in1_blocks)), "in2_rows": int(sum(job.in2_blocks))})
+        return {"kind": self.kind, "dims": self.dims, "pes": self.pes, "bits": self.bits, "pe_params": self.pe,
+                "pmag_programs": len(pmag), "pmag_bytes": len(pmag) * 18, "pe_words": sum(p["passes"] for p in pe),
+                "ibuffer_bytes": len(self.ibuffer), "vault_words": {str(k): v for k, v in self.vault_words.items()},
+                "pmag": pmag, "pe": pe}
+
+
+class _Builder:
+    """Vault allocation and tensor placements of one layer."""
+
+    def __init__(self, pes):
+        self.pes = pes
+        self.next = {COMMON: 0, **{pe: 0 for pe in range(pes)}}
+        self.tensors = {}
+
+    def place(self, name, shape, vault, index):
+        """Allocate ``index.size`` words in ``vault`` for (part of) tensor ``name``; returns the base."""
+        index = np.asarray(index, dtype=np.int64).reshape(-1)
+        base = self.next[vault]
+        self.next[vault] = base + index.size
+        check_range(f"vault {vault} size (words)", self.next[vault], _MASK32 + 1)
+        self.tensors.setdefault(name, (tuple(shape), []))[1].append(Placement(vault, base, index))
+        return base
+
+    def place_all(self, name, shape, index_of_pe):
+        """The same-sized part in every PE vault at one common base; returns the base."""
+        base = max(self.next[pe] for pe in range(self.pes))
+        for pe in range(self.pes):
+            self.next[pe] = base
+            self.place(name, shape, pe, index_of_pe(pe))
+        return base
+
+
+def _padded_index(shape, padded):
+    """Row-major index map of ``shape`` stored in a zero-padded ``padded`` array."""
+    grid = np.indices(padded)
+    inside = np.all([grid[i] < shape[i] for i in range(len(shape))], axis=0)
+    flat = np.ravel_multi_index([np.minimum(grid[i], shape[i] - 1) for i in range(len(shape))], shape)
+    return np.where(inside, flat, -1)
+
+
+def _batch_lane_index(shape, rounds, pes, lanes, pe):
+    """PE ``pe``'s part of an (N, C, H, W) tensor, stored [round][C][H][W][lane], sample (round*pes + pe)*lanes + lane."""
+    n_total, channels, height, width = shape
+    g, c, h, w, lane = np.indices((rounds, channels, height, width, lanes))
+    n = (g * pes + pe) * lanes + lane
+    flat = ((np.minimum(n, n_total - 1) * channels + c) * height + h) * width + w
+    return np.where(n < n_total, flat, -1)
+
+
+def _element_lanes(pe, bits):
+    """Elements per BUF2 row: ``lanes`` 32-bit words, two 16-bit elements each in 16-bit mode."""
+    return pe["lanes"] * (2 if bits == 16 else 1)
+
+
+def _pe_word(**fields):
+    return int.from_bytes(encode_pe(fields), "little")
+
+
+def _check_buffers(pe, label, *, in1_words=0, in2_rows=0, outputs=0, accumulate=False):
+    check_range(f"{label}: BUF Input 1 block (words)", in1_words, pe["in1_depth"] // 2, "half of in1_depth")
+    check_range(f"{label}: BUF Input 2 block (rows)", in2_rows, pe["in2_depth"] // 2, "half of in2_depth")
+    if accumulate:
+        check_range(f"{label}: output rows of an accumulating pass", outputs, pe["out_depth"], "out_depth")
+
+
+def _check_output_size(out_h, out_w):
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"the kernel is larger than the input: output size {out_h} x {out_w}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolution feedforward / backpropagation: one pass per output position, the kernel held.
+
+def _conv_window(kind, dims, pes, pe, sr, bits):
+    n, d, h, w, o, hk, wk = (dims[key] for key in ("n", "d", "h", "w", "o", "hk", "wk"))
+    lanes = _element_lanes(pe, bits)
+    dup = [("dup", 2)] if bits == 16 else []
+    rounds = _ceil(n, lanes * pes)
+    kernel = d * hk * wk
+    builder = _Builder(pes)
+    if kind == "conv_ff":
+        out_h, out_w = h - hk + 1, w - wk + 1
+        _check_output_size(out_h, out_w)
+        in_name, in_shape = "x", (n, d, h, w)
+        out_name, out_shape, out_channels = "y", (n, o, out_h, out_w), o
+        window_rows, positions = kernel, (out_h, out_w)
+        word = dict(op=OP_MAC, wide=int(bits == 32), sr=int(sr and bits == 32), transpose=0, cnt2_outer=o - 1,
+                    cnt2_inner=kernel - 1, cnt1=kernel - 1)
+    else:
+        # dX = full correlation: dY with a (hk-1, wk-1) zero border (the add-pad program), W flipped by the
+        # BUF1 read stream and transposed by the CNT2 sweep.
+        in_name, in_shape = "dy_padded", (n, o, h + hk - 1, w + wk - 1)
+        out_name, out_shape, out_channels = "dx", (n, d, h, w), d
+        window_rows, positions = hk * wk * o, (h, w)
+        word = dict(op=OP_MAC, wide=int(bits == 32), sr=int(sr and bits == 32), transpose=1, cnt2_outer=o - 1,
+                    cnt2_inner=kernel - 1, cnt1=hk * wk * o - 1)
+    _check_buffers(pe, kind, in1_words=o * kernel, in2_rows=window_rows)
+    _, in_c, in_h, in_w = in_shape
+    x_base = builder.place_all(in_name, in_shape, lambda p: _batch_lane_index(in_shape, rounds, pes, lanes, p))
+    kernel_base = builder.place("w", (o, d, hk, wk), COMMON, np.arange(o * kernel))
+    y_base = builder.place_all(out_name, out_shape, lambda p: _batch_lane_index(out_shape, rounds, pes, lanes, p))
+    s_w, s_h, s_c = lanes, in_w * lanes, in_h * in_w * lanes
+    s_g = in_c * s_h * in_h
+    _, _, out_h, out_w = out_shape
+    t_w, t_h, t_c = lanes, out_w * lanes, out_h * out_w * lanes
+    t_g = out_channels * t_c
+
+    if kind == "conv_ff":
+        in1 = Stream(COMMON, [pmag_program(f"{kind} kernel", [("o", o), ("d", d), ("hk", hk), ("wk", wk), *dup],
+                                           [("o", kernel), ("d", hk * wk), ("hk", wk), ("wk", 1)],
+                                           base=kernel_base)], broadcast=True)
+    else:
+        in1 = Stream(COMMON, [pmag_program(f"{kind} flipped kernel",
+                                           [("o", o), ("d", d), ("hk", hk), ("wk", wk), *dup],
+                                           [("o", kernel), ("d", hk * wk), ("hk", -wk), ("wk", -1)],
+                                           base=kernel_base + (hk - 1) * wk + wk - 1)], broadcast=True)
+    pos_h, pos_w = positions
+    passes_per_pe = rounds * pos_h * pos_w
+    passes = [_pe_word(**word, emit=1, hold1=int(index < passes_per_pe - 1)) for index in range(passes_per_pe)]
+    jobs = []
+    for p in range(pes):
+        in2_programs, out_programs = [], []
+        for g in range(rounds):
+            if kind == "conv_ff":
+                loops = [("ph", pos_h), ("pw", pos_w), ("c", d), ("hk", hk), ("wk", wk), ("lane", lanes)]
+            else:
+                loops = [("ph", pos_h), ("pw", pos_w), ("hk", hk), ("wk", wk), ("c", o), ("lane", lanes)]
+            in2_programs.append(pmag_program(f"{kind} window", loops,
+                                             [("lane", 1), ("c", s_c), ("p", s_h), ("q", s_w)],
+                                             base=x_base + g * s_g, p=("ph", "hk"), q=("pw", "wk")))
+            out_programs.append(pmag_program(f"{kind} result", [("ph", out_h), ("pw", out_w), ("c", out_channels),
+                                                                ("lane", lanes)],
+                                             [("lane", 1), ("c", t_c), ("ph", t_h), ("pw", t_w)],
+                                             base=y_base + g * t_g, write=True))
+        jobs.append(PeJob(p, passes, in1, [o * kernel], Stream(p, in2_programs), [window_rows] * passes_per_pe,
+                          Stream(p, out_programs)))
+    return builder, jobs, (in_name, "w"), out_name
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolution weight update lowered to dW^T = XM^T (im2col, read by the PMAG) x dY^T.
+
+def _conv_up(dims, pes, pe, sr):
+    n, d, h, w, o, hk, wk = (dims[key] for key in ("n", "d", "h", "w", "o", "hk", "wk"))
+    lanes = pe["lanes"]
+    out_h, out_w = h - hk + 1, w - wk + 1
+    _check_output_size(out_h, out_w)
+    groups = _ceil(o, lanes)
+    o_pad = groups * lanes
+    d_per_pe = _ceil(d, pes)
+    d_pad = d_per_pe * pes
+    taps = hk * wk
+    blocks = n * out_h
+    _check_buffers(pe, "conv_up", in1_words=taps * out_w, in2_rows=out_w, outputs=taps, accumulate=blocks > 1)
+    builder = _Builder(pes)
+
+    def x_part(p):
+        nn, j, hh, ww = np.indices((n, d_per_pe, h, w))
+        channel = j * pes + p
+        flat = ((nn * d + np.minimum(channel, d - 1)) * h + hh) * w + ww
+        return np.where(channel < d, flat, -1)
+
+    x_base = builder.place_all("x", (n, d, h, w), x_part)
+    dy_base = builder.place("dy", (n, o, out_h, out_w), COMMON,
+                            _padded_index((n, o, out_h, out_w), (n, o_pad, out_h, out_w)))
+    dw_base = builder.place("dw", (o, d, hk, wk), COMMON, _padded_index((o, d, hk, wk), (o_pad, d_pad, hk, wk)))
+    sx_n, sx_d = d_per_pe * h * w, h * w
+    sy_o, sy_n = out_h * out_w, o_pad * out_h * out_w
+    sw_d, sw_o = taps, d_pad * taps
+    in2 = Stream(COMMON, [pmag_program("conv_up dY^T rows", [("j", d_per_pe), ("n", n), ("ho", out_h),
+                                                             ("wo", out_w), ("lane", lanes)],
+                                       [("n", sy_n), ("ho", out_w), ("wo", 1), ("lane", sy_o)],
+                                       base=dy_base + g * lanes * sy_o) for g in range(groups)], broadcast=True)
+    passes = []
+    for _ in range(groups * d_per_pe):
+        for block in range(blocks):
+            passes.append(_pe_word(op=OP_MAC, wide=1, sr=int(sr), transpose=0, accumulate=int(block > 0),
+                                   emit=int(block == blocks - 1), cnt2_outer=taps - 1, cnt2_inner=out_w - 1,
+                                   cnt1=out_w - 1))
+    jobs = []
+    for p in range(pes):
+        in1 = Stream(p, [pmag_program("conv_up im2col XM^T", [("g", groups), ("j", d_per_pe), ("n", n),
+                                                              ("ho", out_h), ("hk", hk), ("wk", wk), ("wo", out_w)],
+                                      [("j", sx_d), ("n", sx_n), ("p", w), ("q", 1)], base=x_base,
+                                      p=("ho", "hk"), q=("wo", "wk"))])
+        out = Stream(COMMON, [pmag_program("conv_up dW write", [("g", groups), ("j", d_per_pe), ("tap", taps),
+                                                                ("lane", lanes)],
+                                           [("g", lanes * sw_o), ("lane", sw_o), ("j", pes * sw_d), ("tap", 1)],
+                                           base=dw_base + p * sw_d, write=True)])
+        jobs.append(PeJob(p, passes, in1, [taps * out_w] * len(passes), in2, [out_w] * len(passes), out))
+    return builder, jobs, ("x", "dy"), "dw"
+
+
+# ----------------------------------------------------------------------------------------------
+# Fully connected FF / BP: matrix-matrix multiplication, P x L blocks (Fig. 7).
+
+def _fc_matmul(kind, dims, pes, pe, sr, bits):
+    """FF: y (H x N) = W (H x K) x (K x N), W rows over the PEs. BP: dx (K x N) = W^T dy, W columns over the PEs."""
+    rows, cols, n = dims["h"], dims["k"], dims["n"]
+    lanes = _element_lanes(pe, bits)
+    dup = [("dup", 2)] if bits == 16 else []
+    half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
+    reduce_dim, out_dim = (cols, rows) if kind == "fc_ff" else (rows, cols)
+    length = min(reduce_dim, 256, half2, half1)                    # L: reduction block
+    reduce_pad = _ceil(reduce_dim, length) * length
+    share = _ceil(out_dim, pes)                                    # output rows per PE
+    block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))  # P
+    share_pad = _ceil(share, block_rows) * block_rows
+    groups = _ceil(n, lanes)
+    n_pad = groups * lanes
+    row_blocks, reduce_blocks = share_pad // block_rows, reduce_pad // length
+    _check_buffers(pe, kind, in1_words=block_rows * length, in2_rows=length, outputs=block_rows,
+                   accumulate=reduce_blocks > 1)
+    builder = _Builder(pes)
+    in_name, out_name = ("x", "y") if kind == "fc_ff" else ("dy", "dx")
+
+    def w_part(p):
+        if kind == "fc_ff":                    # [local row][column], rows p*share ..
+            r, c = np.indices((share_pad, reduce_pad))
+            global_row = p * share + r
+            valid = (r < share) & (global_row < rows) & (c < cols)
+            return np.where(valid, np.minimum(global_row, rows - 1) * cols + np.minimum(c, cols - 1), -1)
+        r, c = np.indices((reduce_pad, share_pad))  # [row h][local column], columns p*share ..
+        global_col = p * share + c
+        valid = (c < share) & (global_col < cols) & (r < rows)
+        return np.where(valid, np.minimum(r, rows - 1) * cols + np.minimum(global_col, cols - 1), -1)
+
+    w_base = builder.place_all("w", (rows, cols), w_part)
+    x_base = builder.place(in_name, (reduce_dim, n), COMMON, _padded_index((reduce_dim, n), (reduce_pad, n_pad)))
+    r, c = np.indices((pes * share_pad, n_pad))
+    pe_of, local = r // share_pad, r % share_pad
+    global_row = pe_of * share + local
+    y_index = np.where((local < share) & (global_row < out_dim) & (c < n),
+                       np.minimum(global_row, out_dim - 1) * n + np.minimum(c, n - 1), -1)
+    y_base = builder.place(out_name, (out_dim, n), COMMON, y_index)
+
+    in2 = Stream(COMMON, [pmag_program(f"{kind} broadcast X rows", [("g", groups), ("rb", row_blocks),
+                                                                     ("kb", reduce_blocks), ("l", length),
+                                                                     ("lane", lanes)],
+                                       [("g", lanes), ("kb", length * n_pad), ("l", n_pad), ("lane", 1)],
+                                       base=x_base)], broadcast=True)
+    passes = []
+    for _ in range(groups * row_blocks):
+        for kb in range(reduce_blocks):
+            if kind == "fc_ff":
+                shape = dict(transpose=0, cnt2_outer=block_rows - 1, cnt2_inner=length - 1)
+            else:
+                shape = dict(transpose=1, cnt2_outer=length - 1, cnt2_inner=block_rows - 1)
+            passes.append(_pe_word(op=OP_MAC, wide=int(bits == 32), sr=int(sr and bits == 32), accumulate=int(kb > 0),
+                                   emit=int(kb == reduce_blocks - 1), cnt1=length - 1, **shape))
+    jobs = []
+    for p in range(pes):
+        if kind == "fc_ff":
+            in1_terms = [("rb", block_rows * reduce_pad), ("kb", length), ("pr", reduce_pad), ("l", 1)]
+            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("pr", block_rows), ("l", length),
+                         *dup]
+        else:
+            in1_terms = [("rb", block_rows), ("kb", length * share_pad), ("l", share_pad), ("pr", 1)]
+            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("l", length), ("pr", block_rows),
+                         *dup]
+        in1 = Stream(p, [pmag_program(f"{kind} partial matrix", in1_loops, in1_terms, base=w_base)])
+        out = Stream(COMMON, [pmag_program(f"{kind} merge result", [("g", groups), ("rb", row_blocks),
+                                                                     ("pr", block_rows), ("lane", lanes)],
+                                           [("g", lanes), ("rb", block_rows * n_pad), ("pr", n_pad), ("lane", 1)],
+                                           base=y_base + p * share_pad * n_pad, write=True)])
+        jobs.append(PeJob(p, passes, in1, [block_rows * length] * len(passes), in2, [length] * len(passes), out))
+    return builder, jobs, ("w", in_name), out_name
+
+
+# ----------------------------------------------------------------------------------------------
+# Fully connected weight update: vector outer products dW = sum_n dy[:, n] x[:, n]^T (Fig. 8).
+
+def _fc_up(dims, pes, pe, sr):
+    rows, cols, n = dims["h"], dims["k"], dims["n"]
+    lanes = pe["lanes"]
+    share = _ceil(rows, pes)
+    piece = max(1, min(share, 256, pe["out_depth"], pe["in1_depth"] // 2))    # h of Table 4
+    share_pad = _ceil(share, piece) * piece
+    groups = _ceil(cols, lanes)
+    cols_pad = groups * lanes
+    pieces = share_pad // piece
+    _check_buffers(pe, "fc_up", in1_words=piece, in2_rows=1, outputs=piece, accumulate=n > 1)
+    builder = _Builder(pes)
+
+    def rows_part(p, width, width_pad):
+        r, c = np.indices((share_pad, width_pad))
+        global_row = p * share + r
+        valid = (r < share) & (global_row < rows) & (c < width)
+        return np.where(valid, np.minimum(global_row, rows - 1) * width + np.minimum(c, width - 1), -1)
+
+    a_base = builder.place_all("dy", (rows, n), lambda p: rows_part(p, n, n))
+    b_base = builder.place("x", (cols, n), COMMON, _padded_index((cols, n), (cols_pad, n)))
+    dw_base = builder.place_all("dw", (rows, cols), lambda p: rows_part(p, cols, cols_pad))
+    in2 = Stream(COMMON, [pmag_program("fc_up broadcast x", [("hb", pieces), ("g", groups), ("n", n), ("lane", lanes)],
+                                       [("g", lanes * n), ("n", 1), ("lane", n)], base=b_base)], broadcast=True)
+    passes = [_pe_word(op=OP_MAC, wide=1, sr=int(sr), accumulate=int(nn > 0), emit=int(nn == n - 1),
+                       cnt2_outer=piece - 1, cnt2_inner=0, cnt1=0)
+              for _ in range(pieces * groups) for nn in range(n)]
+    jobs = []
+    for p in range(pes):
+        in1 = Stream(p, [pmag_program("fc_up partial vector", [("hb", pieces), ("g", groups), ("n", n), ("i", piece)],
+                                      [("hb", piece * n), ("n", 1), ("i", n)], base=a_base)])
+        out = Stream(p, [pmag_program("fc_up dW write", [("hb", pieces), ("g", groups), ("i", piece), ("lane", lanes)],
+                                      [("hb", piece * cols_pad), ("g", lanes), ("i", cols_pad), ("lane", 1)],
+                                      base=dw_base, write=True)])
+        jobs.append(PeJob(p, passes, in1, [piece] * len(passes), in2, [1] * len(passes), out))
+    return builder, jobs, ("dy", "x"), "dw"
+
+
+# ----------------------------------------------------------------------------------------------
+# Max pooling (r x r windows, stride r) with argmax, the comparators in MAX mode.
+
+def _maxpool(dims, pes, pe):
+    n, c, h, w, radius = (dims[key] for key in ("n", "c", "h", "w", "r"))
+    lanes = pe["lanes"]
+    check_range("maxpool h mod r", h % radius, 0, "the window must tile the height")
+    check_range("maxpool w mod r", w % radius, 0, "the window must tile the width")
+    check_range("maxpool window r*r - 1 (argmax index)", radius * radius - 1, (1 << pe["index_bits"]) - 1,
+                "2**index_bits - 1")
+    out_h, out_w = h // radius, w // radius
+    window = radius * radius
+    _check_buffers(pe, "maxpool", in2_rows=window)
+    rounds = _ceil(n, lanes * pes)
+    builder = _Builder(pes)
+    x_base = builder.place_all("x", (n, c, h, w), lambda p: _batch_lane_index((n, c, h, w), rounds, pes, lanes, p))
+    y_base = builder.place_all("y", (n, c, out_h, out_w),
+                               lambda p: _batch_lane_index((n, c, out_h, out_w), rounds, pes, lanes, p))
+    # CNT1 addresses BUF2, so every window (output row) is one pass over its own block of r*r rows.
+    passes_per_pe = rounds * c * out_h * out_w
+    word = _pe_word(op=OP_MAX, wide=0, emit=1, cnt2_outer=radius - 1, cnt2_inner=radius - 1, cnt1=window - 1)
+    jobs = []
+    for p in range(pes):
+        in2 = Stream(p, [pmag_program("maxpool windows", [("cho", c * out_h), ("wo", out_w), ("hk", radius),
+                                                          ("wkl", radius * lanes)],
+                                      [("cho", radius * w * lanes), ("wo", radius * lanes), ("hk", w * lanes),
+                                       ("wkl", 1)], base=x_base + g * c * h * w * lanes) for g in range(rounds)])
+        out = Stream(p, [pmag_program("maxpool result", [("cho", rounds * c * out_h), ("wo", out_w), ("lane", lanes)],
+                                      [("cho", out_w * lanes), ("wo", lanes), ("lane", 1)], base=y_base, write=True)])
+        jobs.append(PeJob(p, [word] * passes_per_pe, None, [], in2, [window] * passes_per_pe, out))
+    return builder, jobs, ("x",), "y"
+
+
+# ----------------------------------------------------------------------------------------------
+# Data preparation (Table 3): add pad, remove pad, partition, merge. No PE involved.
+
+def _linear(label, base, d, h, w, write=False):
+    return pmag_program(label, [("d", d), ("h", h), ("w", w)], [("w", 1), ("h", w), ("d", h * w)],
+                        base=base, write=write)
+
+
+def _data_prep(kind, dims, pes):
+    d, h, w = dims["d"], dims["h"], dims["w"]
+    builder = _Builder(pes)
+    jobs = []
+    if kind in ("add_pad", "remove_pad"):
+        radius = dims["r"]
+        hp, wp = h + 2 * radius, w + 2 * radius
+        small, big = (d, h, w), (d, hp, wp)
+        inside = ("wp", (radius, radius + w), "hp", (radius, radius + h))
+        padded_loops = [("d", d), ("hp", hp), ("wp", wp)]
+        padded_terms = [("wp", 1), ("hp", wp), ("d", hp * wp)]
+        if kind == "add_pad":
+            x_base = builder.place("x", small, COMMON, np.arange(d * h * w))
+            y_base = builder.place("y", big, COMMON, np.arange(d * hp * wp))
+            source = Stream(COMMON, [_linear("add_pad read", x_base, d, h, w)])
+            dest = Stream(COMMON, [pmag_program("add_pad write", padded_loops, padded_terms, base=y_base, write=True,
+                                                window=("pad", *inside))])
+        else:
+            x_base = builder.place("x", big, COMMON, np.arange(d * hp * wp))
+            y_base = builder.place("y", small, COMMON, np.arange(d * h * w))
+            source = Stream(COMMON, [pmag_program("remove_pad read", padded_loops, padded_terms, base=x_base,
+                                                  window=("skip", *inside))])
+            dest = Stream(COMMON, [_linear("remove_pad write", y_base, d, h, w, write=True)])
+        jobs.append(CopyJob(source, dest))
+        return builder, jobs, ("x",), "y"
+    tiles_h, tiles_w = dims["th"], dims["tw"]
+    check_range("tile grid th * tw (PEs)", tiles_h * tiles_w, pes, "one tile per PE")
+    check_range("h mod th", h % tiles_h, 0, "tiles must divide the height")
+    check_range("w mod tw", w % tiles_w, 0, "tiles must divide the width")
+    tile_h, tile_w = h // tiles_h, w // tiles_w
+
+    def tile(p):
+        dd, hh, ww = np.indices((d, tile_h, tile_w))
+        y0, x0 = (p // tiles_w) * tile_h, (p % tiles_w) * tile_w
+        return (dd * h + hh + y0) * w + ww + x0
+
+    whole = (d, h, w)
+    used = tiles_h * tiles_w
+    if kind == "partition":
+        common_base = builder.place("x", whole, COMMON, np.arange(d * h * w))
+        tile_base = builder.place_all("y", whole, lambda p: tile(p) if p < used else np.zeros(0, dtype=np.int64))
+    else:
+        tile_base = builder.place_all("x", whole, lambda p: tile(p) if p < used else np.zeros(0, dtype=np.int64))
+        common_base = builder.place("y", whole, COMMON, np.arange(d * h * w))
+    for p in range(used):
+        y0, x0 = (p // tiles_w) * tile_h, (p % tiles_w) * tile_w
+        local = _linear(f"{kind} PE {p} tile", tile_base, d, tile_h, tile_w, write=kind == "partition")
+        if kind == "partition":
+            source = pmag_program(f"partition read for PE {p}", [("d", d), ("h", h), ("w", w)],
+                                  [("w", 1), ("h", w), ("d", h * w)], base=common_base,
+                                  window=("skip", "h", (y0, y0 + tile_h), "w", (x0, x0 + tile_w)))
+            jobs.append(CopyJob(Stream(COMMON, [source]), Stream(p, [local])))
+        else:
+            dest = pmag_program(f"merge write from PE {p}", [("d", d), ("h", tile_h), ("w", tile_w)],
+                                [("w", 1), ("h", w), ("d", h * w)], base=common_base + y0 * w + x0, write=True)
+            jobs.append(CopyJob(Stream(p, [local]), Stream(COMMON, [dest])))
+    return builder, jobs, ("x",), "y"
+
+
+#: Layer kinds and the dimensions each takes.
+LAYERS = {
+    "conv_ff": ("n", "d", "h", "w", "o", "hk", "wk"),
+    "conv_bp": ("n", "d", "h", "w", "o", "hk", "wk"),
+    "conv_up": ("n", "d", "h", "w", "o", "hk", "wk"),
+    "fc_ff": ("h", "k", "n"),
+    "fc_bp": ("h", "k", "n"),
+    "fc_up": ("h", "k", "n"),
+    "maxpool": ("n", "c", "h", "w", "r"),
+    "add_pad": ("d", "h", "w", "r"),
+    "remove_pad": ("d", "h", "w", "r"),
+    "partition": ("d", "h", "w", "th", "tw"),
+    "merge": ("d", "h", "w", "th", "tw"),
+}
+
+
+#: Table 4's "Bit" column: the MAC mode of every MAC layer kind.
+TABLE4_BITS = {"conv_ff": 16, "conv_bp": 32, "conv_up": 32, "fc_ff": 16, "fc_bp": 32, "fc_up": 32}
+
+
+def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_limit=IBUFFER_BYTES):
+    """Compile one layer.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`LAYERS`.
+    dims : dict of str to int
+        The layer's dimensions (:data:`LAYERS`): conv ``n`` samples, ``d`` input channels,
+        ``h, w`` input size, ``o`` output channels, ``hk, wk`` kernel; fc ``h`` outputs, ``k``
+        inputs, ``n`` samples; maxpool ``n, c, h, w`` and radius ``r``; data preparation ``d, h, w``
+        and pad ``r`` or tile grid ``th x tw``.
+    pes : int
+        Processing elements (and independent vaults).
+    pe : dict, optional
+        NTPe parameters (``lanes``, ``in1_depth``, ``in2_depth``, ``out_depth``, ``frac_bits``, ...).
+    sr : bool
+        Stochastic rounding on in the 32-bit MAC passes.
+    bits : int, optional
+        MAC data width, 16 or 32 (``conv_ff`` and ``fc_ff`` only; the others are 32-bit); by
+        default Table 4's (:data:`TABLE4_BITS`). In 16-bit mode every stream carries 16-bit
+        elements (``wide = 0``), two per 32-bit buffer word (the first in the low half), so a
+        BUF2 row holds ``2 * lanes`` samples and BUF1 words carry the weight twice.
+    ibuffer_limit : int
+        iBuffer size in bytes.
+
+    Returns
+    -------
+    CompiledLayer
+
+    Raises
+    ------
+    ProgramError
+        The layer does not fit (a PMAG counter range beyond 16 bits, a PE range beyond 256, a
+        buffer block beyond half a buffer, the iBuffer image beyond ``ibuffer_limit``).
+    ValueError
+        An unknown kind, missing/unknown/non-positive dimensions, an invalid PE parameter.
+    """
+    if kind not in LAYERS:
+        raise ValueError(f"layer kind {kind!r} is unknown; allowed: {', '.join(LAYERS)}")
+    expected = LAYERS[kind]
+    if set(dims) != set(expected):
+        raise ValueError(f"{kind} takes dimensions {', '.join(expected)}; got {', '.join(dims) or 'none'}")
+    dims = {key: int(dims[key]) for key in expected}
+    for key, value in dims.items():
+        if value < (0 if key == "r" and kind in ("add_pad", "remove_pad") else 1):
+            raise ValueError(f"{kind} dimension {key} = {value} must be positive")
+    if pes < 1:
+        raise ValueError(f"pes = {pes} must be >= 1")
+    pe = NTPe.PARAMS.resolve(**(pe or {}))
+    bits = TABLE4_BITS.get(kind, 32) if bits is None else bits
+    if bits not in (16, 32) or (bits == 16 and kind not in ("conv_ff", "fc_ff")):
+        raise ValueError(f"bits = {bits} is not available for {kind}; allowed: 16 or 32 for conv_ff and fc_ff, "
+                         "32 for the other MAC layers")
+    if kind in ("conv_ff", "conv_bp"):
+        builder, jobs, inputs, output = _conv_window(kind, dims, pes, pe, sr, bits)
+    elif kind == "conv_up":
+        builder, jobs, inputs, output = _conv_up(dims, pes, pe, sr)
+    elif kind in ("fc_ff", "fc_bp"):
+        builder, jobs, inputs, output = _fc_matmul(kind, dims, pes, pe, sr, bits)
+    elif kind == "fc_up":
+        builder, jobs, inputs, output = _fc_up(dims, pes, pe, sr)
+    elif kind == "maxpool":
+        builder, jobs, inputs, output = _maxpool(dims, pes, pe)
+    else:
+        builder, jobs, inputs, output = _data_prep(kind, dims, pes)
+    layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, dict(builder.next), bits=bits)
+    if kind in ("add_pad", "remove_pad", "partition", "merge"):
+        layer.copy_jobs = jobs
+    else:
+        layer.pe_jobs = jobs
+    for _, _, stream in layer.streams():
+        for program in stream.programs:
+            program["wide"] = int(bits == 32)
+    layer.ibuffer = ibuffer_image(layer.pmag_programs(), [job.passes for job in layer.pe_jobs], ibuffer_limit)
+    return layer

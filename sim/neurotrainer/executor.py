@@ -1,0 +1,149 @@
+"""Reference executor of compiled NeuroTrainer layers: vault images, PMAG streams, PE passes.
+
+:func:`execute` runs a :class:`~trainforge.sim.neurotrainer.compiler.CompiledLayer` the way
+the hardware does, with the golden models of its blocks:
+
+1. the input tensors are stored in the vault images by their placements;
+2. every read stream's addresses come from the PMAG golden model
+   (:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`); a read request with ``pad``
+   delivers 0;
+3. each PE job's BUF Input 1 / BUF Input 2 streams are cut into the compiled blocks
+   (``lanes`` words per BUF2 row) and run through the PE golden model
+   (:func:`~trainforge.golden.neurotrainer.pe.nt_pe`: CNT2/CNT1 sweeps, the MAC arithmetic
+   of ``golden/neurotrainer/mac.py`` including SR-LO, the comparators' max/argmax);
+4. the PE's result words (rows of ``lanes`` words) are stored by its write stream; for data
+   preparation the read stream's words go to the write stream's non-pad requests and pad
+   requests store 0;
+5. the output tensor is read back from the vaults by its placement.
+"""
+import numpy as np
+
+from ...golden.neurotrainer.pe import nt_pe
+
+__all__ = ["load", "unload", "pe_buffer_images", "execute", "maxpool_decode"]
+
+_MASK32 = (1 << 32) - 1
+
+
+def load(layer, inputs):
+    """Vault images (dict vault -> int64 array of 32-bit words) holding the layer's input tensors.
+
+    Parameters
+    ----------
+    layer : CompiledLayer
+    inputs : dict of str to array_like of int
+        Every name in ``layer.inputs``, with the tensor's logical shape (values taken modulo 2**32).
+    """
+    vaults = {vault: np.zeros(words, dtype=np.int64) for vault, words in layer.vault_words.items()}
+    for name in layer.inputs:
+        shape, placements = layer.tensors[name]
+        tensor = np.asarray(inputs[name], dtype=np.int64)
+        if tensor.shape != shape:
+            raise ValueError(f"input {name!r} has shape {tensor.shape}; the layer expects {shape}")
+        flat = np.append(tensor.reshape(-1) & ((1 << layer.bits) - 1), 0)          # index -1 reads the trailing 0
+        for place in placements:
+            vaults[place.vault][place.base:place.base + place.index.size] = flat[place.index]
+    return vaults
+
+
+def unload(layer, vaults, name=None):
+    """A tensor (default: the output) read back from the vault images, as signed 32-bit int64."""
+    shape, placements = layer.tensors[name or layer.output]
+    flat = np.zeros(int(np.prod(shape)), dtype=np.int64)
+    for place in placements:
+        words = vaults[place.vault][place.base:place.base + place.index.size]
+        used = place.index >= 0
+        flat[place.index[used]] = words[used]
+    bits = np.int64(layer.bits)
+    flat = flat & ((1 << layer.bits) - 1)
+    flat = flat - ((flat >> (bits - 1)) << bits)
+    return flat.reshape(shape)
+
+
+def _read(stream, vaults):
+    address, pad = stream.requests()
+    return np.where(pad, 0, vaults[stream.vault][np.where(pad, 0, address)])
+
+
+def _write(stream, vaults, words):
+    address, pad = stream.requests()
+    data_requests = int(np.count_nonzero(~pad))
+    if data_requests != len(words):
+        raise ValueError(f"write stream on vault {stream.vault} has {data_requests} data requests for "
+                         f"{len(words)} words")
+    values = np.zeros(len(address), dtype=np.int64)
+    values[~pad] = words
+    vaults[stream.vault][address] = values
+
+
+def _pack(elements, bits):
+    """Buffer words of a 16-bit stream: two elements per word, the first in the low half."""
+    if bits == 32:
+        return elements
+    elements = elements & 0xFFFF
+    return elements[0::2] | (elements[1::2] << 16)
+
+
+def _unpack(words, bits):
+    """The 16-bit elements of result words (low half first), or the words themselves."""
+    if bits == 32:
+        return words
+    return np.stack([words & 0xFFFF, (words >> 16) & 0xFFFF], axis=-1).reshape(-1)
+
+
+def _blocks(words, sizes, width, name):
+    if len(words) != sum(sizes) * width:
+        raise ValueError(f"{name} stream has {len(words)} words; the blocks need {sum(sizes) * width}")
+    edges = np.cumsum([0, *sizes]) * width
+    return [words[start:end].reshape(-1, width) if width > 1 else words[start:end]
+            for start, end in zip(edges[:-1], edges[1:])]
+
+
+def pe_buffer_images(layer, vaults, job):
+    """The BUF Input 1 and BUF Input 2 fill blocks of one PE job, as its streams deliver them.
+
+    Returns
+    -------
+    (list of numpy.ndarray, list of numpy.ndarray)
+        BUF1 blocks (words) and BUF2 blocks (rows x lanes): the ``blocks1``/``blocks2``
+        of :func:`~trainforge.golden.neurotrainer.pe.nt_pe` and the PE testbench's fill streams.
+    """
+    lanes = layer.pe["lanes"]
+    blocks1 = _blocks(_pack(_read(job.in1, vaults), layer.bits), job.in1_blocks, 1, "BUF Input 1") \
+        if job.in1 is not None else []
+    blocks2 = _blocks(_pack(_read(job.in2, vaults), layer.bits), job.in2_blocks, lanes, "BUF Input 2")
+    return blocks1, blocks2
+
+
+def execute(layer, inputs):
+    """Run a compiled layer on its inputs.
+
+    Parameters
+    ----------
+    layer : CompiledLayer
+    inputs : dict of str to array_like of int
+        The input tensors (``layer.inputs``), integer words (fixed point as the PE's format).
+
+    Returns
+    -------
+    dict
+        ``output`` (the output tensor, signed 32-bit values as int64), ``vaults`` (the final
+        vault images), ``pe`` (per PE job the ``nt_pe`` result dict).
+    """
+    vaults = load(layer, inputs)
+    for job in layer.copy_jobs:
+        _write(job.dest, vaults, _read(job.source, vaults))
+    pe_results = []
+    for job in layer.pe_jobs:
+        blocks1, blocks2 = pe_buffer_images(layer, vaults, job)
+        result = nt_pe(job.passes, blocks1, blocks2, **layer.pe)
+        pe_results.append(result)
+        _write(job.out, vaults, _unpack(result["results"].astype(np.int64).reshape(-1), layer.bits))
+    return {"output": unload(layer, vaults), "vaults": vaults, "pe": pe_results}
+
+
+def maxpool_decode(words):
+    """``(max, argmax)`` of max-pooling result words ``value & 0xFFFF | index << 16``."""
+    words = np.asarray(words, dtype=np.int64) & _MASK32
+    value = words & 0xFFFF
+    return value - ((value >> 15) << 16), words >> 16
