@@ -8,8 +8,59 @@ from .comparator import NTComparator
 from .lut import NTLut
 from .mac import NTMac
 from .pmag import NTPmag
+from ...golden.neurotrainer import pe as pe_golden
+from .pe import NTPe
+from ...golden.neurotrainer import vault as vault_golden
+from .vault import NTVault
+from ...golden.neurotrainer import bus as bus_golden
+from .bus import NTBus
+from ...golden.neurotrainer import system as system_golden
+from .system import NTSystem
 
 BLOCKS = (
+    Block(
+        name="nt_bus",
+        component=NTBus,
+        golden=bus_golden.nt_bus,
+        testbench="tb_nt_bus",
+        summary="NeuroTrainer bus: broadcast (common vault to PEs) over merge (PEs to common vault, fixed priority), "
+                "REQ-ACK-SEND, 4-stage pipeline (Sec. 3.4)",
+        test_params=({"pes": 3, "width": 16},),
+        regress_params=({"pes": 2, "width": 32}, {"pes": 16, "width": 32}),
+    ),
+    Block(
+        name="nt_system",
+        component=NTSystem,
+        golden=system_golden.nt_system,
+        testbench="tb_nt_system",
+        summary="NeuroTrainer integration: common vault + PMAG + bus + one-lane PEs running compiled FC FF programs",
+        test_params=({},),
+        regress_params=({"pes": 3, "vault_latency": 9, "vault_interval": 2},),
+    ),
+    Block(
+        name="nt_vault",
+        component=NTVault,
+        golden=vault_golden.nt_vault,
+        testbench="tb_nt_vault",
+        summary="NeuroTrainer vault memory model for simulation: configurable read latency and bandwidth (no DRAM timing)",
+        test_params=({"depth": 64, "latency": 3, "interval": 2},),
+        regress_params=({"depth": 2, "latency": 1, "interval": 1}, {"depth": 1024, "latency": 20, "interval": 5}),
+    ),
+    Block(
+        name="nt_pe",
+        component=NTPe,
+        golden=pe_golden.nt_pe,
+        testbench="tb_nt_pe",
+        summary="NeuroTrainer PE: k SR-LO MACs + k comparators, 3 double-buffered local buffers with CNT2/CNT1, 4-byte programs (Sec. 3.3, Fig. 9, Table 4)",
+        test_params=({"lanes": 2, "in1_depth": 64, "in2_depth": 32, "out_depth": 16, "index_bits": 4},),
+        regress_params=(
+            {"lanes": 3, "in1_depth": 128, "in2_depth": 16, "out_depth": 4, "frac_bits": 30, "frac_bits16": 14,
+             "rounding": "sr_full", "seed": 777},
+            {"lanes": 1, "in1_depth": 16, "in2_depth": 8, "out_depth": 2, "frac_bits": 0, "frac_bits16": 0,
+             "rounding": "truncate", "index_bits": 16},
+            {"lanes": 8, "rounding": "nearest"},
+        ),
+    ),
     Block(
         name="nt_mac",
         component=NTMac,

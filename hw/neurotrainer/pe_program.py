@@ -1,0 +1,87 @@
+"""The 4-byte PE program word of NeuroTrainer (Section 4, Table 4): layout, encoding and decoding.
+
+Table 4 programs a PE with the data width ("Bit": 16 or 32), the two ranges of CNT2
+(``HK, WK`` for convolution, ``P, L`` for a partial matrix, ``h, 1`` for the outer
+product) and the range of CNT1 (``WK x HK``, ``L`` or ``1``); Section 4 adds the
+operation type (MAC or MAX) and SR on or off. All of it fits the paper's 4 bytes when
+each range is 8 bits, which is what this layout does (field order = bit order, LSB first):
+
+========== ==== ==========================================================================
+field      bits meaning
+========== ==== ==========================================================================
+op         1    0 = MAC (``y = a*x + y``), 1 = MAX (``y = max(x, y)`` with argmax)
+wide       1    0 = 16-bit mode (two 16-bit pairs per lane), 1 = 32-bit mode (MAC only)
+sr         1    stochastic rounding (32-bit MAC only; the 16-bit mode always truncates)
+transpose  1    sweep CNT2 in the other order: reads the BUF1 block as its transpose (W^T)
+accumulate 1    MAC: each output row starts from its partial sum in the output buffer, not 0
+emit       1    send the pass's results on the output stream (MAC results are always also
+                written to the output buffer)
+hold1      1    keep the BUF1 block after the pass: the next MAC pass reads it again
+hold2      1    keep the BUF2 block after the pass: the next pass reads it again
+cnt2_outer 8    R - 1 of CNT2's outer level: the rows of the BUF1 block (``HK``, ``P``, ``h``)
+cnt2_inner 8    R - 1 of CNT2's inner level: the columns of the block (``WK``, ``L``, ``1``)
+cnt1       8    R - 1 of CNT1: steps per output row (``WK x HK``, ``L``, ``1``)
+========== ==== ==========================================================================
+
+Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
+``R1 .. R7``, so every count from 1 to 256 is encodable.
+"""
+from amaranth.lib import data
+
+__all__ = ["PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
+           "encode_pe_program", "decode_pe_program"]
+
+#: Layout of the PE program word (the first field is the least significant bit).
+PE_PROGRAM_LAYOUT = data.StructLayout({
+    "op": 1,
+    "wide": 1,
+    "sr": 1,
+    "transpose": 1,
+    "accumulate": 1,
+    "emit": 1,
+    "hold1": 1,
+    "hold2": 1,
+    "cnt2_outer": 8,
+    "cnt2_inner": 8,
+    "cnt1": 8,
+})
+
+#: Size of the program word in bytes (the paper's "4Byte for PE").
+PE_PROGRAM_BYTES = PE_PROGRAM_LAYOUT.size // 8
+
+#: ``op`` values.
+OP_MAC = 0
+OP_MAX = 1
+
+#: Largest count of a range field (its maximum value is ``RANGE_LIMIT - 1``).
+RANGE_LIMIT = 256
+
+_FLAGS = ("op", "wide", "sr", "transpose", "accumulate", "emit", "hold1", "hold2")
+_RANGES = ("cnt2_outer", "cnt2_inner", "cnt1")
+
+
+def encode_pe_program(*, op=OP_MAC, wide=1, sr=0, transpose=0, accumulate=0, emit=1, hold1=0, hold2=0,
+                      cnt2_outer=0, cnt2_inner=0, cnt1=0):
+    """The 32-bit program word of the given fields (ranges as maximum values, count - 1).
+
+    Raises
+    ------
+    ValueError
+        A flag that is not 0 or 1, or a range outside ``0 .. RANGE_LIMIT - 1``, naming the field.
+    """
+    fields = dict(op=op, wide=wide, sr=sr, transpose=transpose, accumulate=accumulate, emit=emit,
+                  hold1=hold1, hold2=hold2, cnt2_outer=cnt2_outer, cnt2_inner=cnt2_inner, cnt1=cnt1)
+    for name in _FLAGS:
+        if int(fields[name]) not in (0, 1):
+            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be 0 or 1")
+    for name in _RANGES:
+        if not 0 <= int(fields[name]) < RANGE_LIMIT:
+            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be in 0..{RANGE_LIMIT - 1} "
+                             f"(a count of 1..{RANGE_LIMIT}, stored as count - 1)")
+    return PE_PROGRAM_LAYOUT.const({name: int(value) for name, value in fields.items()}).as_bits()
+
+
+def decode_pe_program(word):
+    """The fields of a 32-bit program word, as a dict of ints."""
+    view = PE_PROGRAM_LAYOUT.from_bits(int(word) & ((1 << PE_PROGRAM_LAYOUT.size) - 1))
+    return {name: int(getattr(view, name)) for name in (*_FLAGS, *_RANGES)}

@@ -1,0 +1,200 @@
+"""A small NeuroTrainer module for the integration test: vaults with PMAGs, the bus and the PEs (Sections 3.1-3.4)."""
+from amaranth import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamError, ParamSchema
+from ...golden.neurotrainer.mac import ROUNDINGS
+from .bus import NTBus
+from .mac import _check_seed
+from .pe import NTPe
+from .row_packer import NTRowPacker
+from .row_unpacker import NTRowUnpacker
+from .vault_controller import NTVaultController
+
+__all__ = ["NTSystem"]
+
+
+def _check_powers_of_two(values):
+    for name in ("vault_depth", "pe_vault_depth", "in1_depth", "in2_depth", "out_depth"):
+        if values[name] & (values[name] - 1):
+            raise ParamError(f"parameter '{name}' = {values[name]!r} is invalid (not a power of two); "
+                             "allowed: a power of two in the parameter's range")
+
+
+class NTSystem(wiring.Component):
+    """The common vault, ``pes`` PEs each with its own vault, and the bus between them.
+
+    Vault ``0`` is the common vault, vault ``1 + i`` PE ``i``'s independent vault. Each vault
+    is an :class:`~trainforge.hw.neurotrainer.vault_controller.NTVaultController`: the vault
+    model, a read PMAG, a write PMAG and a host port. Glue (held constant over a layer by
+    ``config``):
+
+    - The common vault's read stream is the bus's broadcast input (to every PE); the bus's
+      merged words are the common vault's write stream.
+    - Per PE, the broadcast stream and the PE's own vault's read stream go through row
+      packers (:class:`~trainforge.hw.neurotrainer.row_packer.NTRowPacker`) into BUF Input 1
+      (one word per row) and BUF Input 2 (``lanes`` words per row): the broadcast fills
+      BUF Input 1 when ``config.broadcast_in1`` (convolution FF/BP: the kernels), else BUF
+      Input 2 (FC and conv UP: the common operand); the own vault fills the other buffer.
+    - The PE's results go through a row unpacker
+      (:class:`~trainforge.hw.neurotrainer.row_unpacker.NTRowUnpacker`, an END-MARK after
+      every ``config.out_rows`` rows) to the bus's merge input when ``config.merge``, else to
+      the PE's own vault's write stream.
+    - Merge order is fixed, PE 0, 1, ..., one burst (one write program) per turn: PE ``i``
+      raises REQ only in its turn and the turn passes on its END-MARK, because the common
+      vault's write PMAG runs the PEs' write programs in that order.
+
+    Parameters
+    ----------
+    pes : int
+    lanes : int
+        MACs per PE.
+    vault_depth, pe_vault_depth : int
+        Words of the common vault and of each PE's vault.
+    vault_latency, vault_interval : int
+        Every vault's read latency and request interval.
+    in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
+        The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPe`).
+
+    Members
+    -------
+    i_host : In(stream.Signature(host_layout)).array(pes + 1)
+    o_host_data : Out(stream.Signature(unsigned(32))).array(pes + 1)
+    i_read_program, i_write_program : In(stream.Signature(pmag_program_layout)).array(pes + 1)
+    i_pe_program : In(stream.Signature(unsigned(32))).array(pes)
+    config : In(config_layout)
+    idle : Out(1)
+        Every PMAG waits for a program with no request pending (sample it from the second
+        cycle after the last program was taken): all writes are in the vaults.
+
+    Attributes
+    ----------
+    host_layout, pmag_program_layout : data.StructLayout
+    config_layout : data.StructLayout
+        ``wide`` (32-bit elements, else 16-bit packed two per buffer word), ``broadcast_in1``,
+        ``merge``, ``in1_block`` (BUF1 words per block), ``in2_block`` (BUF2 rows per block),
+        ``out_rows`` (result rows per write program), 16 bits each.
+    """
+
+    PARAMS = ParamSchema((
+        Param("pes", int, 2, "number of PEs (each with its own vault)", minimum=2, maximum=4),
+        Param("lanes", int, 2, "MACs and comparators per PE", minimum=1, maximum=8),
+        Param("vault_depth", int, 512, "common vault words (power of two)", minimum=16, maximum=1 << 16),
+        Param("pe_vault_depth", int, 256, "words of each PE's vault (power of two)", minimum=16, maximum=1 << 16),
+        Param("vault_latency", int, 4, "read latency of every vault in cycles", minimum=1, maximum=64),
+        Param("vault_interval", int, 1, "minimum cycles between requests of every vault", minimum=1, maximum=16),
+        Param("in1_depth", int, 128, "PE BUF Input 1 depth in words", minimum=4, maximum=1 << 16),
+        Param("in2_depth", int, 64, "PE BUF Input 2 depth in rows", minimum=4, maximum=1 << 16),
+        Param("out_depth", int, 16, "PE BUF Output depth in rows", minimum=2, maximum=1 << 16),
+        Param("frac_bits", int, 8, "fraction bits of the PEs' 32-bit format", minimum=0, maximum=30),
+        Param("frac_bits16", int, 0, "fraction bits of the PEs' 16-bit format", minimum=0, maximum=14),
+        Param("rounding", str, "sr_lo", "32-bit rounding of the PEs' MACs", choices=ROUNDINGS),
+        Param("seed", int, 0xA5, "the PEs' random generator seed (1..255 for sr_lo)", minimum=1,
+              maximum=(1 << 32) - 1),
+        Param("index_bits", int, 4, "the PEs' argmax index width", minimum=1, maximum=16),
+    ), constraints=(_check_powers_of_two, _check_seed))
+
+    def __init__(self, *, pes=2, lanes=2, vault_depth=512, pe_vault_depth=256, vault_latency=4, vault_interval=1,
+                 in1_depth=128, in2_depth=64, out_depth=16, frac_bits=8, frac_bits16=0, rounding="sr_lo", seed=0xA5,
+                 index_bits=4):
+        self.params = self.PARAMS.resolve(
+            pes=pes, lanes=lanes, vault_depth=vault_depth, pe_vault_depth=pe_vault_depth,
+            vault_latency=vault_latency, vault_interval=vault_interval, in1_depth=in1_depth, in2_depth=in2_depth,
+            out_depth=out_depth, frac_bits=frac_bits, frac_bits16=frac_bits16, rounding=rounding, seed=seed,
+            index_bits=index_bits)
+        self.pes = pes
+        self.lanes = lanes
+        self.pe_params = {"lanes": lanes, "in1_depth": in1_depth, "in2_depth": in2_depth, "out_depth": out_depth,
+                          "frac_bits": frac_bits, "frac_bits16": frac_bits16, "rounding": rounding, "seed": seed,
+                          "index_bits": index_bits}
+        self.vaults = [NTVaultController(depth=vault_depth, latency=vault_latency, interval=vault_interval)] + [
+            NTVaultController(depth=pe_vault_depth, latency=vault_latency, interval=vault_interval)
+            for _ in range(pes)]
+        self.bus = NTBus(pes=pes, width=32)
+        self.pe = [NTPe(**self.pe_params) for _ in range(pes)]
+        self.packer1 = [NTRowPacker(lanes=1) for _ in range(pes)]
+        self.packer2 = [NTRowPacker(lanes=lanes) for _ in range(pes)]
+        self.unpacker = [NTRowUnpacker(lanes=lanes) for _ in range(pes)]
+        self.host_layout = self.vaults[0].host_layout
+        self.pmag_program_layout = self.vaults[0].program_layout
+        self.config_layout = data.StructLayout({
+            "wide": 1, "broadcast_in1": 1, "merge": 1,
+            "in1_block": unsigned(16), "in2_block": unsigned(16), "out_rows": unsigned(16),
+        })
+        super().__init__({
+            "i_host": In(stream.Signature(self.host_layout)).array(pes + 1),
+            "o_host_data": Out(stream.Signature(unsigned(32))).array(pes + 1),
+            "i_read_program": In(stream.Signature(self.pmag_program_layout)).array(pes + 1),
+            "i_write_program": In(stream.Signature(self.pmag_program_layout)).array(pes + 1),
+            "i_pe_program": In(stream.Signature(unsigned(32))).array(pes),
+            "config": In(self.config_layout),
+            "idle": Out(1),
+        })
+
+    @staticmethod
+    def _join(m, source, sink, enable):
+        """Drive stream ``sink`` from ``source`` (same payload) when ``enable``."""
+        with m.If(enable):
+            m.d.comb += [sink.valid.eq(source.valid), sink.payload.eq(source.payload), source.ready.eq(sink.ready)]
+
+    def elaborate(self, platform):
+        m = Module()
+        config, bus = self.config, self.bus
+        m.submodules.bus = bus
+        for index, vault in enumerate(self.vaults):
+            m.submodules[f"vault_{index}"] = vault
+            wiring.connect(m, wiring.flipped(self.i_host[index]), vault.i_host)
+            wiring.connect(m, wiring.flipped(self.o_host_data[index]), vault.o_host_data)
+            wiring.connect(m, wiring.flipped(self.i_read_program[index]), vault.i_read_program)
+            wiring.connect(m, wiring.flipped(self.i_write_program[index]), vault.i_write_program)
+        m.d.comb += self.idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults))
+
+        common = self.vaults[0]
+        m.d.comb += [
+            bus.broadcast_mask.eq((1 << self.pes) - 1),
+            bus.i_broadcast.valid.eq(common.o_read.valid),
+            bus.i_broadcast.payload.data.eq(common.o_read.payload.data),
+            bus.i_broadcast.payload.end.eq(common.o_read.payload.end),
+            common.o_read.ready.eq(bus.i_broadcast.ready),
+            common.i_write.valid.eq(bus.o_merge.valid),
+            common.i_write.payload.data.eq(bus.o_merge.payload.data),
+            common.i_write.payload.end.eq(bus.o_merge.payload.end),
+            bus.o_merge.ready.eq(common.i_write.ready),
+        ]
+
+        turn = Signal(range(self.pes))
+        for index, pe in enumerate(self.pe):
+            own = self.vaults[1 + index]
+            packer1, packer2, unpacker = self.packer1[index], self.packer2[index], self.unpacker[index]
+            m.submodules[f"pe_{index}"] = pe
+            m.submodules[f"pe_{index}_packer1"] = packer1
+            m.submodules[f"pe_{index}_packer2"] = packer2
+            m.submodules[f"pe_{index}_unpacker"] = unpacker
+            wiring.connect(m, wiring.flipped(self.i_pe_program[index]), pe.i_program)
+            m.d.comb += [
+                packer1.wide.eq(config.wide), packer1.block.eq(config.in1_block),
+                packer2.wide.eq(config.wide), packer2.block.eq(config.in2_block),
+                unpacker.wide.eq(config.wide), unpacker.rows.eq(config.out_rows),
+            ]
+            broadcast = bus.o_broadcast[index]
+            self._join(m, broadcast, packer1.i_word, config.broadcast_in1)
+            self._join(m, own.o_read, packer2.i_word, config.broadcast_in1)
+            self._join(m, own.o_read, packer1.i_word, ~config.broadcast_in1)
+            self._join(m, broadcast, packer2.i_word, ~config.broadcast_in1)
+            m.d.comb += [
+                pe.i_in1.valid.eq(packer1.o_row.valid),
+                pe.i_in1.payload.data.eq(packer1.o_row.payload.data[0]),
+                pe.i_in1.payload.last.eq(packer1.o_row.payload.last),
+                packer1.o_row.ready.eq(pe.i_in1.ready),
+            ]
+            wiring.connect(m, packer2.o_row, pe.i_in2)
+            wiring.connect(m, pe.o_result, unpacker.i_row)
+
+            words, send = unpacker.o_word, bus.i_merge[index]
+            self._join(m, words, send, config.merge)
+            self._join(m, words, own.i_write, ~config.merge)
+            m.d.comb += bus.merge_request[index].eq(config.merge & (turn == index) & send.valid)
+            with m.If(send.valid & send.ready & send.payload.end):
+                m.d.sync += turn.eq((index + 1) % self.pes)
+        return m

@@ -1,0 +1,179 @@
+"""A vault with its two PMAGs (one for reads, one for writes) and a host port (NeuroTrainer, Sections 3.1-3.2)."""
+from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from ..params import Param, ParamSchema
+from ...golden.neurotrainer.pmag import end_mark
+from .pmag import NTPmag
+from .vault import NTVault, _check_depth
+
+__all__ = ["NTVaultController"]
+
+# What the response side expects back, in request order (2 bits), plus the END-MARK's width bit.
+_TAG_DATA, _TAG_END_MARK, _TAG_PAD, _TAG_HOST = range(4)
+
+
+class NTVaultController(wiring.Component):
+    """One vault (:class:`~trainforge.hw.neurotrainer.vault.NTVault`) driven by a read PMAG, a write PMAG and a host.
+
+    Exact rules:
+
+    - Request priority, each cycle: host, then the write PMAG, then the read PMAG (the host
+      is used before and after a layer; writes first so that a read stream never starves
+      the results it waits for).
+    - Read PMAG: a data request becomes a vault read; a request with ``pad = 1`` makes no
+      vault access and delivers the word 0; the END-MARK request makes no access and
+      delivers the END-MARK word (``end = 1``, data 0xFFFF or 0xFFFFFFFF by the program's
+      ``wide``). All three push a tag into a ``latency + 4``-entry FIFO (a request waits when
+      it is full) and ``o_read`` gives the words in tag order, so in request order.
+    - Write PMAG: a data request is joined with the next word of ``i_write`` (address from
+      the PMAG, data from the word) and written; a request with ``pad = 1`` writes 0 and
+      consumes no word; the END-MARK request consumes the next word of ``i_write`` (the
+      writer's END-MARK) without a vault access. ``i_write`` passes a 2-entry FIFO, which
+      breaks any combinational ready loop through the writer.
+    - Host reads come back on ``o_host_data`` in tag order too.
+
+    Parameters
+    ----------
+    depth, latency, interval : int
+        The vault's parameters.
+
+    Members
+    -------
+    i_host : In(stream.Signature(host_layout))
+    o_host_data : Out(stream.Signature(unsigned(32)))
+    i_read_program, i_write_program : In(stream.Signature(program_layout))
+        Programs of the read and the write PMAG (16-bit counters), each run in order.
+    o_read : Out(stream.Signature(word_layout))
+        The read stream's words, each program's closed by its END-MARK word.
+    i_write : In(stream.Signature(word_layout))
+        The words to write, each write program's closed by an END-MARK word.
+    idle : Out(1)
+        Both PMAGs wait for a program and have no request pending: every write accepted so
+        far is in the vault (sample it from the second cycle after the last program was taken).
+
+    Attributes
+    ----------
+    host_layout : data.StructLayout
+        ``address`` (32), ``write`` (1), ``data`` (32).
+    program_layout : data.StructLayout
+        :attr:`NTPmag.program_layout` with 16-bit counters.
+    word_layout : data.StructLayout
+        ``data`` (32), ``end`` (1): the bus word.
+    """
+
+    PARAMS = ParamSchema((
+        Param("depth", int, 1024, "vault words (power of two)", minimum=2, maximum=1 << 16),
+        Param("latency", int, 4, "vault read latency in cycles", minimum=1, maximum=64),
+        Param("interval", int, 1, "minimum cycles between vault requests", minimum=1, maximum=16),
+    ), constraints=(_check_depth,))
+
+    def __init__(self, *, depth=1024, latency=4, interval=1):
+        self.params = self.PARAMS.resolve(depth=depth, latency=latency, interval=interval)
+        self.vault = NTVault(depth=depth, latency=latency, interval=interval)
+        self.read_pmag = NTPmag(counter_bits=16)
+        self.write_pmag = NTPmag(counter_bits=16)
+        self.host_layout = self.vault.request_layout
+        self.program_layout = self.read_pmag.program_layout
+        self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})
+        self.tag_depth = latency + 4
+        super().__init__({
+            "i_host": In(stream.Signature(self.host_layout)),
+            "o_host_data": Out(stream.Signature(unsigned(32))),
+            "i_read_program": In(stream.Signature(self.program_layout)),
+            "i_write_program": In(stream.Signature(self.program_layout)),
+            "o_read": Out(stream.Signature(self.word_layout)),
+            "i_write": In(stream.Signature(self.word_layout)),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        vault, reader, writer = self.vault, self.read_pmag, self.write_pmag
+        m.submodules.vault = vault
+        m.submodules.read_pmag = reader
+        m.submodules.write_pmag = writer
+        m.submodules.tags = tags = SyncFIFO(width=3, depth=self.tag_depth)
+        wiring.connect(m, wiring.flipped(self.i_read_program), reader.i_program)
+        wiring.connect(m, wiring.flipped(self.i_write_program), writer.i_program)
+        m.d.comb += self.idle.eq(reader.i_program.ready & ~reader.o_request.valid
+                                 & writer.i_program.ready & ~writer.o_request.valid)
+
+        m.submodules.incoming = incoming = SyncFIFO(width=33, depth=2)
+        m.d.comb += [
+            incoming.w_data.eq(Cat(self.i_write.payload.data, self.i_write.payload.end)),
+            incoming.w_en.eq(self.i_write.valid),
+            self.i_write.ready.eq(incoming.w_rdy),
+        ]
+        word = Signal(32)
+        m.d.comb += word.eq(incoming.r_data[:32])
+
+        host, read, write = self.i_host, reader.o_request, writer.o_request
+        with m.If(host.valid):
+            m.d.comb += [
+                vault.i_request.payload.eq(host.payload),
+                vault.i_request.valid.eq(host.payload.write | tags.w_rdy),
+                host.ready.eq(vault.i_request.ready & (host.payload.write | tags.w_rdy)),
+                tags.w_data.eq(_TAG_HOST),
+                tags.w_en.eq(host.valid & host.ready & ~host.payload.write),
+            ]
+        with m.Elif(write.valid & write.payload.end):
+            m.d.comb += [write.ready.eq(incoming.r_rdy), incoming.r_en.eq(1)]
+        with m.Elif(write.valid & write.payload.pad):
+            m.d.comb += [
+                vault.i_request.payload.address.eq(write.payload.address),
+                vault.i_request.payload.write.eq(1),
+                vault.i_request.valid.eq(1),
+                write.ready.eq(vault.i_request.ready),
+            ]
+        with m.Elif(write.valid):
+            m.d.comb += [
+                vault.i_request.payload.address.eq(write.payload.address),
+                vault.i_request.payload.write.eq(1),
+                vault.i_request.payload.data.eq(word),
+                vault.i_request.valid.eq(incoming.r_rdy),
+                write.ready.eq(vault.i_request.ready & incoming.r_rdy),
+                incoming.r_en.eq(vault.i_request.ready),
+            ]
+        with m.Elif(read.valid & (read.payload.end | read.payload.pad)):
+            m.d.comb += [
+                read.ready.eq(tags.w_rdy),
+                tags.w_data.eq(Cat(Mux(read.payload.end, _TAG_END_MARK, _TAG_PAD)[:2],
+                                   read.payload.address == end_mark(True))),
+                tags.w_en.eq(tags.w_rdy),
+            ]
+        with m.Elif(read.valid):
+            m.d.comb += [
+                vault.i_request.payload.address.eq(read.payload.address),
+                vault.i_request.valid.eq(tags.w_rdy),
+                read.ready.eq(vault.i_request.ready & tags.w_rdy),
+                tags.w_data.eq(_TAG_DATA),
+                tags.w_en.eq(vault.i_request.ready & tags.w_rdy),
+            ]
+
+        tag, wide = tags.r_data[:2], tags.r_data[2]
+        with m.If(tags.r_rdy & ((tag == _TAG_END_MARK) | (tag == _TAG_PAD))):
+            m.d.comb += [
+                self.o_read.valid.eq(1),
+                self.o_read.payload.end.eq(tag == _TAG_END_MARK),
+                self.o_read.payload.data.eq(Mux(tag == _TAG_PAD, 0,
+                                                Mux(wide, end_mark(True), end_mark(False)))),
+                tags.r_en.eq(self.o_read.ready),
+            ]
+        with m.Elif(tags.r_rdy & (tag == _TAG_DATA)):
+            m.d.comb += [
+                self.o_read.valid.eq(vault.o_data.valid),
+                self.o_read.payload.data.eq(vault.o_data.payload),
+                vault.o_data.ready.eq(self.o_read.ready),
+                tags.r_en.eq(vault.o_data.valid & self.o_read.ready),
+            ]
+        with m.Elif(tags.r_rdy):
+            m.d.comb += [
+                self.o_host_data.valid.eq(vault.o_data.valid),
+                self.o_host_data.payload.eq(vault.o_data.payload),
+                vault.o_data.ready.eq(self.o_host_data.ready),
+                tags.r_en.eq(vault.o_data.valid & self.o_host_data.ready),
+            ]
+        return m

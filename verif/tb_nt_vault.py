@@ -1,0 +1,107 @@
+"""cocotb testbench of ``nt_vault`` against :func:`trainforge.golden.neurotrainer.vault.nt_vault`."""
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+
+from trainforge.golden.neurotrainer.vault import nt_vault
+
+from streams import StreamSink, StreamSource, pack
+from tbutil import start
+
+
+def random_requests(bench, generator, count):
+    """Writes every word the session reads first (the memory survives reset and earlier tests), then a random mix.
+
+    Addresses use the full 32 bits (they wrap modulo ``depth``); a narrow set of words gives
+    read-after-write on the same word, sometimes back to back.
+    """
+    depth = bench.component.depth
+    words = generator.choice(depth, size=min(depth, 6), replace=False)
+    address = np.concatenate([words, generator.choice(words, size=count)])
+    address = address + generator.integers(0, (1 << 32) // depth, size=len(address)) * depth
+    write = np.concatenate([np.ones(len(words), dtype=bool), generator.random(count) < 0.4])
+    data = generator.integers(0, 1 << 32, size=len(address))
+    return address & 0xFFFFFFFF, write, data
+
+
+def attach(bench, valid_probability, ready_probability):
+    return (StreamSource(bench.dut, "i_request", bench.cycle, bench.rng, valid_probability),
+            StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))
+
+
+async def run_and_check(bench, source, sink, requests, label, expect_cycles=False):
+    expected = nt_vault(*requests, **bench.params)
+    layout = bench.component.request_layout
+    before, sent_before = len(sink.received), len(source.sent)
+    source.send([pack(layout, {"address": int(a), "write": int(w), "data": int(d)}) for a, w, d in zip(*requests)])
+    count = len(expected["data"])
+    await bench.wait_until(lambda: source.idle and len(sink.received) >= before + count,
+                           timeout=(bench.component.interval + 4) * 8 * len(requests[0]) + 200,
+                           what=f"{count} read data ({label})")
+    for _ in range(bench.component.latency + 4):
+        await RisingEdge(bench.dut.clk)
+    received = sink.received[before:]
+    actual = np.array([payload for _, payload in received], dtype=np.uint64)
+    assert len(actual) == count, f"{label}: expected {count} read data, got {len(actual)} {bench.where()}"
+    bad = np.flatnonzero(actual != expected["data"])
+    assert bad.size == 0, (f"{label}: read {bad[0]} expected {int(expected['data'][bad[0]]):#010x}, "
+                           f"got {int(actual[bad[0]]):#010x} ({bad.size} mismatches) {bench.where()}")
+    if expect_cycles:
+        start_cycle = source.sent[sent_before][0]
+        accepted = np.array([cycle for cycle, _ in source.sent[sent_before:]]) - start_cycle
+        wrong = np.flatnonzero(accepted != np.arange(len(accepted)) * bench.component.interval)
+        assert wrong.size == 0, (f"{label}: request {wrong[0]} expected accepted at cycle "
+                                 f"{wrong[0] * bench.component.interval}, got {accepted[wrong[0]]} {bench.where()}")
+        cycles = np.array([cycle for cycle, _ in received]) - start_cycle
+        late = np.flatnonzero(cycles != expected["cycles"])
+        assert late.size == 0, (f"{label}: read {late[0]} expected at cycle {expected['cycles'][late[0]]}, "
+                                f"got {cycles[late[0]]} {bench.where()}")
+
+
+@cocotb.test()
+async def random_requests_with_backpressure(dut):
+    """Random reads and writes with random valid gaps and random ready on o_data."""
+    bench = await start(dut)
+    source, sink = attach(bench, valid_probability=0.6, ready_probability=0.5)
+    await run_and_check(bench, source, sink, random_requests(bench, np.random.default_rng(bench.seed), 300),
+                        "random requests")
+
+
+@cocotb.test()
+async def latency_and_bandwidth_without_backpressure(dut):
+    """One request every `interval` cycles; each read's data exactly `latency` cycles after it."""
+    bench = await start(dut)
+    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
+    await run_and_check(bench, source, sink, random_requests(bench, np.random.default_rng(bench.seed + 1), 200),
+                        "no backpressure", expect_cycles=True)
+
+
+@cocotb.test()
+async def corner_cases(dut):
+    """All zeros, all ones, the highest address (wraps onto the last word), write then read back to back."""
+    bench = await start(dut)
+    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.6)
+    depth = bench.component.depth
+    top = 0xFFFFFFFF
+    address = np.array([0, 0, top, top, depth - 1, 0, 0, top, 5 % depth, 5 % depth], dtype=np.int64)
+    write = np.array([1, 0, 1, 0, 0, 1, 0, 0, 1, 0], dtype=bool)
+    data = np.array([0, 0, 0xFFFFFFFF, 0, 0, 0x12345678, 0, 0, 0xFFFFFFFF, 0], dtype=np.int64)
+    await run_and_check(bench, source, sink, (address, write, data), "corner cases")
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset drops the reads in flight; the memory keeps its contents (it is not cleared)."""
+    bench = await start(dut)
+    generator = np.random.default_rng(bench.seed + 2)
+    source, sink = attach(bench, valid_probability=0.7, ready_probability=0.5)
+    layout = bench.component.request_layout
+    source.send([pack(layout, {"address": int(a), "write": int(w), "data": int(d)})
+                 for a, w, d in zip(*random_requests(bench, generator, 100))])
+    for _ in range(bench.rng.randrange(5, 80)):
+        await RisingEdge(dut.clk)
+    source.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(dut.clk)
+    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
+    await run_and_check(bench, source, sink, random_requests(bench, generator, 150), "after reset")
