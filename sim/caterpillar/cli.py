@@ -375,9 +375,10 @@ def _check_networks_and_methods(args):
     for name in args.network:
         if name not in arch.NETWORKS:
             raise UsageError(f"unknown network {name!r}; known: {', '.join(arch.NETWORKS)}")
+    args.method = [name.upper() for name in args.method]
     for name in args.method:
         if name not in arch.METHODS:
-            raise UsageError(f"unknown method {name!r}; known: {', '.join(arch.METHODS)}")
+            raise UsageError(f"unknown method {name!r}; known: {', '.join(arch.METHODS)} (any case)")
     if args.epochs < 1 or not 0 < args.hidden_scale <= 1 or args.evaluations < 1:
         raise UsageError("--epochs and --evaluations must be at least 1, --hidden-scale in (0, 1]")
     if any(b < 1 for b in (*args.batch, *args.feedback_batch)):
