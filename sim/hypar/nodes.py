@@ -30,6 +30,8 @@ import numpy as np
 from trainforge.golden.caterpillar import core as caterpillar_core
 from trainforge.golden.tensordash.layer import Lowered, layer_cycles, lower
 
+from trainforge.checks import is_int, is_positive, is_real
+
 from .config import HyParParameterError, _require
 
 __all__ = ["NODE_KINDS", "TensorDashNode", "CaterpillarNode", "NeuroTrainerNode", "make_node",
@@ -254,15 +256,15 @@ class TensorDashNode:
     seed: int = 0
 
     def __post_init__(self):
-        _require(_is_int(self.tiles) and self.tiles >= 1, "tiles", self.tiles, "integer >= 1")
-        _require(_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
-        _require(_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
+        _require(is_int(self.tiles) and self.tiles >= 1, "tiles", self.tiles, "integer >= 1")
+        _require(is_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
+        _require(is_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
         for name in ("activation_sparsity", "gradient_sparsity"):
             value = getattr(self, name)
-            _require(_is_real(value) and 0.0 <= value <= 1.0, name, value, "0..1")
-        _require(_is_int(self.depth) and 2 <= self.depth <= 5, "depth", self.depth, "integer 2..5")
-        _require(_is_int(self.budget) and self.budget >= 64, "budget", self.budget, "integer >= 64")
-        _require(_is_int(self.seed) and self.seed >= 0, "seed", self.seed, "integer >= 0")
+            _require(is_real(value) and 0.0 <= value <= 1.0, name, value, "0..1")
+        _require(is_int(self.depth) and 2 <= self.depth <= 5, "depth", self.depth, "integer 2..5")
+        _require(is_int(self.budget) and self.budget >= 64, "budget", self.budget, "integer >= 64")
+        _require(is_int(self.seed) and self.seed >= 0, "seed", self.seed, "integer >= 0")
 
     def layer_cycles(self, index, layer, samples, in_channels, layers):
         """(dense, TensorDash) cycles of the three phases of layer ``index`` of ``layers``, on one tile.
@@ -382,13 +384,13 @@ class CaterpillarNode:
     sram_depth: int = 8192
 
     def __post_init__(self):
-        _require(_is_int(self.cores) and self.cores >= 1, "cores", self.cores, "integer >= 1")
-        _require(_is_int(self.n_r) and 2 <= self.n_r <= 16, "n_r", self.n_r, "integer 2..16")
-        _require(_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
-        _require(_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
-        _require(_is_int(self.max_blocks) and 1 <= self.max_blocks <= 4096, "max_blocks", self.max_blocks,
+        _require(is_int(self.cores) and self.cores >= 1, "cores", self.cores, "integer >= 1")
+        _require(is_int(self.n_r) and 2 <= self.n_r <= 16, "n_r", self.n_r, "integer 2..16")
+        _require(is_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
+        _require(is_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
+        _require(is_int(self.max_blocks) and 1 <= self.max_blocks <= 4096, "max_blocks", self.max_blocks,
                  "integer 1..4096")
-        _require(_is_int(self.sram_depth) and 2 <= self.sram_depth <= 65536, "sram_depth", self.sram_depth,
+        _require(is_int(self.sram_depth) and 2 <= self.sram_depth <= 65536, "sram_depth", self.sram_depth,
                  "integer 2..65536")
 
     def phase_seconds(self, work):
@@ -463,20 +465,6 @@ class NeuroTrainerNode:
         seconds = _per_shape_seconds(work, lambda index, layer, samples, channels: self.pass_seconds(
             layer, samples, channels))
         return np.where(work.macs > 0, seconds, 0.0)
-
-
-# ------------------------------------------------------------------------------------------------- helpers
-
-def _is_int(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _is_real(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _positive(value):
-    return _is_real(value) and np.isfinite(value) and value > 0
 
 
 def make_node(kind, sparsity=None):

@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from trainforge.golden.neurotrainer.pmag import LATENCY as PMAG_LATENCY
+from trainforge.checks import is_int, is_real
 from trainforge.hw.params import ParamError
 
 __all__ = ["ModuleConfig", "PassTime", "layer_pass_time", "paper_precision", "KINDS", "PASSES",
@@ -63,14 +64,6 @@ WORD_BYTES = 4
 def _require(ok, name, value, allowed):
     if not ok:
         raise ParamError(f"parameter '{name}' = {value!r} is invalid; allowed: {allowed}")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -122,25 +115,25 @@ class ModuleConfig:
     output_buffer_bytes: int = 8192
 
     def __post_init__(self):
-        _require(_is_int(self.pes) and 1 <= self.pes <= 1024, "pes", self.pes, "an integer in 1..1024")
-        _require(_is_int(self.macs_per_pe) and 1 <= self.macs_per_pe <= 1024, "macs_per_pe", self.macs_per_pe,
+        _require(is_int(self.pes) and 1 <= self.pes <= 1024, "pes", self.pes, "an integer in 1..1024")
+        _require(is_int(self.macs_per_pe) and 1 <= self.macs_per_pe <= 1024, "macs_per_pe", self.macs_per_pe,
                  "an integer in 1..1024")
-        _require(_is_number(self.clock_hz) and 0 < self.clock_hz <= 1e11, "clock_hz", self.clock_hz,
+        _require(is_real(self.clock_hz) and 0 < self.clock_hz <= 1e11, "clock_hz", self.clock_hz,
                  "a number in (0, 1e11]")
         _require(isinstance(self.wide, bool), "wide", self.wide, "true or false")
         for name in ("vault_bytes_per_s", "common_vault_bytes_per_s"):
             value = getattr(self, name)
-            _require(_is_number(value) and 0 < value <= 1e15, name, value, "a number in (0, 1e15]")
-        _require(_is_number(self.vault_latency_s) and 0 <= self.vault_latency_s < 1e-3, "vault_latency_s",
+            _require(is_real(value) and 0 < value <= 1e15, name, value, "a number in (0, 1e15]")
+        _require(is_real(self.vault_latency_s) and 0 <= self.vault_latency_s < 1e-3, "vault_latency_s",
                  self.vault_latency_s, "a number in [0, 1e-3)")
-        _require(_is_int(self.bus_bits) and 8 <= self.bus_bits <= 1024 and self.bus_bits % 8 == 0, "bus_bits",
+        _require(is_int(self.bus_bits) and 8 <= self.bus_bits <= 1024 and self.bus_bits % 8 == 0, "bus_bits",
                  self.bus_bits, "a multiple of 8 in 8..1024")
-        _require(_is_int(self.bus_stages) and 0 <= self.bus_stages <= 64, "bus_stages", self.bus_stages,
+        _require(is_int(self.bus_stages) and 0 <= self.bus_stages <= 64, "bus_stages", self.bus_stages,
                  "an integer in 0..64")
         unit = 2 * WORD_BYTES * self.macs_per_pe
         for name in ("input1_buffer_bytes", "input2_buffer_bytes", "output_buffer_bytes"):
             value = getattr(self, name)
-            _require(_is_int(value) and 64 <= value <= 1 << 26 and value % unit == 0, name, value,
+            _require(is_int(value) and 64 <= value <= 1 << 26 and value % unit == 0, name, value,
                      f"a multiple of {unit} (2 halves x {self.macs_per_pe} lanes x {WORD_BYTES} B) in 64..67108864")
 
     @property
@@ -259,7 +252,7 @@ def _check_dims(kind, dims):
         raise ParamError(f"parameter 'dims' has unknown key(s) {', '.join(unknown)}; allowed: "
                          f"{', '.join(required + optional)}")
     for name, value in dims.items():
-        _require(_is_int(value) and 1 <= value <= 1 << 30, f"dims.{name}", value, "an integer in 1..2**30")
+        _require(is_int(value) and 1 <= value <= 1 << 30, f"dims.{name}", value, "an integer in 1..2**30")
     if kind == "conv":
         groups = dims.get("groups", 1)
         for name in ("in_channels", "out_channels"):
