@@ -1,40 +1,22 @@
 """``trainforge neurotrainer ...``: reports of the NeuroTrainer family (LUT interpolation error)."""
 import importlib
-import json
-import pathlib
 import pkgutil
 
 from trainforge.errors import UsageError
 
-REPORTS = pathlib.Path("build/reports/neurotrainer")
-
-
-def _table_sizes(text):
-    try:
-        sizes = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise UsageError(f"--table-bits = {text!r} is not a comma-separated list of integers") from None
-    bad = [size for size in sizes if not 1 <= size <= 12]
-    if bad:
-        raise UsageError(f"--table-bits = {bad[0]} is invalid; allowed: integers in 1..12")
-    return sizes
-
+from .reports import REPORTS, int_list, save_report
 
 def _lut_error(args):
     from trainforge.golden.neurotrainer.lut import FUNCTIONS, interpolation_error
-    sizes = _table_sizes(args.table_bits)
+    sizes = int_list(args.table_bits, "--table-bits", 1, 12)
     if not (0 <= args.frac_bits <= 15 and 0 <= args.out_frac_bits <= 15):
         raise UsageError("--frac-bits and --out-frac-bits must be in 0..15")
     rows = [interpolation_error(function, bits, args.frac_bits, args.out_frac_bits)
             for function in FUNCTIONS for bits in sizes]
     report = {"frac_bits": args.frac_bits, "out_frac_bits": args.out_frac_bits,
               "reference": "numpy float64 of the same function at the same 16-bit inputs", "rows": rows}
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "lut_error.json"
-    path.write_text(json.dumps(report, indent=1))
+    path, = save_report(args, "lut_error", report)
     if args.json:
-        print(json.dumps(report, indent=1))
         return 0
     print(f"LUT error against numpy, input Q.{args.frac_bits}, output Q.{args.out_frac_bits} (LSB = 2^-{args.out_frac_bits})")
     print(f"{'function':<13}{'entries':>8}{'max LSB':>10}{'rms LSB':>10}{'usage max':>11}{'usage rms':>11}")

@@ -1,13 +1,10 @@
 """``trainforge neurotrainer area``: Table 1, the MAC variants' area against the plain fixed MAC."""
-import json
-import pathlib
 
 from trainforge.errors import UsageError
 from trainforge.hw.neurotrainer.mac import NTMac
 from trainforge.hw.params import ParamError
 
-REPORTS = pathlib.Path("build/reports/neurotrainer")
-
+from .reports import REPORTS, save_report
 
 def _area(args):
     from trainforge.sim.neurotrainer.area import mac_area
@@ -16,12 +13,8 @@ def _area(args):
     except ParamError as error:
         raise UsageError(f"--lanes: {error}") from None
     report = mac_area(lanes=args.lanes, fpga=args.fpga)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"area_l{args.lanes}{'_fpga' if args.fpga else ''}.json"
-    path.write_text(json.dumps(report, indent=1))
+    path, = save_report(args, f"area_l{args.lanes}{'_fpga' if args.fpga else ''}", report)
     if args.json:
-        print(json.dumps(report, indent=1))
         return 0
     print(f"nt_mac, {args.lanes} lane(s), ratios against truncate (plain Fixed 32/16):")
     header = f"{'rounding':<10}{'cells':>8}{'ratio':>8}{'paper':>8}"

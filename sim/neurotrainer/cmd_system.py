@@ -1,31 +1,14 @@
 """``trainforge neurotrainer alexnet`` and ``scaling``: the module throughput model's figures (Figs. 13, 17)."""
-import json
-import pathlib
 
 from trainforge.errors import UsageError
 
-REPORTS = pathlib.Path("build/reports/neurotrainer")
-
+from .reports import REPORTS, int_list, save_report
 
 def _batch(text):
-    try:
-        batch = int(text)
-    except ValueError:
-        raise UsageError(f"--batch = {text!r} is not an integer") from None
-    if not 1 <= batch <= 4096:
-        raise UsageError(f"--batch = {batch} is invalid; allowed: integers in 1..4096")
-    return batch
-
-
-def _modules(text):
-    try:
-        counts = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise UsageError(f"--modules = {text!r} is not a comma-separated list of integers") from None
-    bad = [n for n in counts if not 1 <= n <= 4096]
-    if bad:
-        raise UsageError(f"--modules = {bad[0]} is invalid; allowed: integers in 1..4096")
-    return counts
+    values = int_list(text, "--batch", 1, 4096)
+    if len(values) != 1:
+        raise UsageError(f"--batch = {text!r} is not one integer")
+    return values[0]
 
 
 def _fmt_paper(value):
@@ -46,13 +29,8 @@ def _alexnet(args):
     batch = _batch(args.batch)
     report = network_report("alexnet", batch)
     report["paper"] = PAPER
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "alexnet.json"
-    path.write_text(json.dumps(report, indent=1))
-    _plot_alexnet(report, out / "alexnet.png")
+    path, plot = save_report(args, "alexnet", report, _plot_alexnet)
     if args.json:
-        print(json.dumps(report, indent=1))
         return 0
     print(f"AlexNet on one NeuroTrainer module, minibatch {batch} (FF 16-bit, BP/UP 32-bit SR-LO); "
           "latency per image = minibatch latency / batch")
@@ -66,7 +44,7 @@ def _alexnet(args):
     print(f"inference {totals['inference_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['inference_ms_per_image']}), "
           f"training {totals['training_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['training_ms_per_image']}, "
           f"which also counts its data-preparation passes), {totals['training_tops']:.2f} TOPS over training")
-    print(f"wrote {path} and {out / 'alexnet.png'}")
+    print(f"wrote {path} and {plot}")
     return 0
 
 
@@ -100,17 +78,12 @@ def _plot_alexnet(report, path):
 def _scaling(args):
     from trainforge.sim.neurotrainer.system import scaling_report
     batch = _batch(args.batch)
-    counts = _modules(args.modules)
+    counts = int_list(args.modules, "--modules", 1, 4096)
     if not args.link_gbps > 0:
         raise UsageError(f"--link-gbps = {args.link_gbps} is invalid; allowed: a number > 0")
     report = scaling_report(args.network, batch, counts, link_bytes_per_s=args.link_gbps * 1e9)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"scaling_{args.network}.json"
-    path.write_text(json.dumps(report, indent=1))
-    _plot_scaling(report, out / f"scaling_{args.network}.png")
+    path, plot = save_report(args, f"scaling_{args.network}", report, _plot_scaling)
     if args.json:
-        print(json.dumps(report, indent=1))
         return 0
     print(f"{args.network} synchronous training on N modules, minibatch {batch} per module, "
           f"{report['parameters'] / 1e6:.1f} M weights, link {report['link_bytes_per_s'] / 1e9:.0f} GB/s each way")
@@ -128,7 +101,7 @@ def _scaling(args):
         print(f"  {name:<6} T1 {row['t1_s'] * 1e3:7.2f} ms, K1 update per dW {row['update_per_dw_s'] * 1e3:6.2f} ms, "
               f"link one way {row['link_s'] * 1e3:5.2f} ms ({row['parameters'] / 1e6:.0f} M weights), "
               f"total {row['total_s'] * 1e3:7.2f} ms")
-    print(f"wrote {path} and {out / f'scaling_{args.network}.png'}")
+    print(f"wrote {path} and {plot}")
     return 0
 
 

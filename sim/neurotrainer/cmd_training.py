@@ -1,25 +1,12 @@
 """``trainforge neurotrainer training``: Fig. 10 analogue, digits MLP and RNN in 32-bit fixed point per MAC rounding."""
-import json
-import pathlib
 import time
 
 from trainforge.errors import UsageError
 
-REPORTS = pathlib.Path("build/reports/neurotrainer")
+from .reports import REPORTS, int_list, save_report
 
 #: ``--quick``: a smoke run (the suite uses it), not a measurement.
 QUICK = {"epochs": 1, "seeds": 1}
-
-
-def _int_list(text, option, low, high):
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise UsageError(f"{option} = {text!r} is not a comma-separated list of integers") from None
-    bad = [value for value in values if not low <= value <= high]
-    if bad:
-        raise UsageError(f"{option} = {bad[0]} is invalid; allowed: integers in {low}..{high}")
-    return values
 
 
 def _choices(text, option, allowed):
@@ -65,7 +52,7 @@ def _plot(report, path):
 
 def _training(args):
     from trainforge.sim.neurotrainer.fixed_training import LATE_EPOCHS, NETWORKS, ROUNDINGS, run_experiment
-    frac_bits = _int_list(args.frac_bits, "--frac-bits", 1, 30)
+    frac_bits = int_list(args.frac_bits, "--frac-bits", 1, 30)
     roundings = _choices(args.roundings, "--roundings", ROUNDINGS)
     networks = _choices(args.networks, "--networks", tuple(NETWORKS))
     epochs, seeds = (QUICK["epochs"], QUICK["seeds"]) if args.quick else (args.epochs, args.seeds)
@@ -87,17 +74,12 @@ def _training(args):
     report = run_experiment(networks=networks, roundings=roundings, frac_bits=frac_bits, epochs=epochs,
                             seeds=seeds, learning_rate=args.learning_rate, lanes=args.lanes, progress=progress)
     report["settings"]["seconds"] = round(time.monotonic() - started, 1)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "training.json"
-    path.write_text(json.dumps(report, indent=1))
-    _plot(report, out / "training.png")
+    path, plot = save_report(args, "training", report, _plot)
     if args.json:
-        print(json.dumps(report, indent=1))
         return 0
     print(f"test accuracy after epoch {epochs} and mean of the last {min(LATE_EPOCHS, epochs + 1)} evaluations,"
           f" {seeds} seed(s): mean +- std (ddof 0)")
-    print(f"wrote {path} and {out / 'training.png'} in {report['settings']['seconds']} s")
+    print(f"wrote {path} and {plot} in {report['settings']['seconds']} s")
     return 0
 
 
