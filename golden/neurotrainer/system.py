@@ -68,8 +68,10 @@ def layer_config(layer):
         raise ValueError(f"{layer.kind}: the system runs PE layers only (no data-preparation copy jobs)")
     jobs = layer.pe_jobs
     broadcast_in1 = any(job.in1 is not None and job.in1.broadcast for job in jobs)
-    if broadcast_in1 and any(job.in2.broadcast for job in jobs):
-        raise ValueError(f"{layer.kind}: both buffers broadcast")
+    local_in1 = any(job.in1 is not None and not job.in1.broadcast for job in jobs)
+    if broadcast_in1 and any(job.in2.broadcast for job in jobs) or local_in1 and any(not job.in2.broadcast
+                                                                                     for job in jobs):
+        raise ValueError(f"{layer.kind}: both buffers filled from the same kind of vault")
     merge = _one((job.out.vault == COMMON for job in jobs), "result destination")
     elements = layer.pe["lanes"] * (2 if layer.bits == 16 else 1)
     requests = _one((_data_requests(program) for job in jobs for program in job.out.programs),
@@ -77,11 +79,16 @@ def layer_config(layer):
     if requests % elements:
         raise ValueError(f"{layer.kind}: a write program of {requests} words is not whole rows of {elements}")
     if merge:
-        _one((len(job.out.programs) for job in jobs), "number of write programs per PE")
+        programs = _one((len(job.out.programs) for job in jobs), "number of write programs per PE")
+        bursts = max(sum(decode_pe_program(word)["emit"] for word in job.passes) for job in jobs)
+        if bursts > programs:
+            raise ValueError(f"{layer.kind}: a PE emits {bursts} result blocks into {programs} merged write "
+                             "program(s); the fixed merge order (one write program per turn) needs one per block")
     in1 = [size for job in jobs for size in job.in1_blocks]
     return {
         "wide": int(layer.bits == 32),
         "broadcast_in1": int(broadcast_in1),
+        "local_in1": int(local_in1),
         "merge": int(merge),
         "in1_block": _one(in1, "BUF Input 1 block size") if in1 else 1,
         "in2_block": _one((size for job in jobs for size in job.in2_blocks), "BUF Input 2 block size"),

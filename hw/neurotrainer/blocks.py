@@ -33,9 +33,12 @@ BLOCKS = (
         component=NTSystem,
         golden=system_golden.nt_system,
         testbench="tb_nt_system",
-        summary="NeuroTrainer integration: common vault + PMAG + bus + one-lane PEs running compiled FC FF programs",
+        summary="NeuroTrainer integration: common vault + per-PE vaults with PMAGs, bus, PEs running compiled conv/FC FF, BP, UP and max-pooling programs",
         test_params=({},),
-        regress_params=({"pes": 3, "vault_latency": 9, "vault_interval": 2},),
+        regress_params=(
+            {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2},
+            {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "frac_bits": 12, "seed": 77},
+        ),
     ),
     Block(
         name="nt_vault",

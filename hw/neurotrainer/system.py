@@ -36,7 +36,10 @@ class NTSystem(wiring.Component):
       packers (:class:`~trainforge.hw.neurotrainer.row_packer.NTRowPacker`) into BUF Input 1
       (one word per row) and BUF Input 2 (``lanes`` words per row): the broadcast fills
       BUF Input 1 when ``config.broadcast_in1`` (convolution FF/BP: the kernels), else BUF
-      Input 2 (FC and conv UP: the common operand); the own vault fills the other buffer.
+      Input 2 (FC and conv UP: the common operand); the own vault fills BUF Input 1 when
+      ``config.local_in1`` (FC, conv UP), else BUF Input 2 (convolution FF/BP, max pooling).
+      A broadcast routed to the own vault's buffer is not connected (max pooling has no
+      broadcast).
     - The PE's results go through a row unpacker
       (:class:`~trainforge.hw.neurotrainer.row_unpacker.NTRowUnpacker`, an END-MARK after
       every ``config.out_rows`` rows) to the bus's merge input when ``config.merge``, else to
@@ -73,7 +76,7 @@ class NTSystem(wiring.Component):
     host_layout, pmag_program_layout : data.StructLayout
     config_layout : data.StructLayout
         ``wide`` (32-bit elements, else 16-bit packed two per buffer word), ``broadcast_in1``,
-        ``merge``, ``in1_block`` (BUF1 words per block), ``in2_block`` (BUF2 rows per block),
+        ``local_in1``, ``merge``, ``in1_block`` (BUF1 words per block), ``in2_block`` (BUF2 rows per block),
         ``out_rows`` (result rows per write program), 16 bits each.
     """
 
@@ -119,7 +122,7 @@ class NTSystem(wiring.Component):
         self.host_layout = self.vaults[0].host_layout
         self.pmag_program_layout = self.vaults[0].program_layout
         self.config_layout = data.StructLayout({
-            "wide": 1, "broadcast_in1": 1, "merge": 1,
+            "wide": 1, "broadcast_in1": 1, "local_in1": 1, "merge": 1,
             "in1_block": unsigned(16), "in2_block": unsigned(16), "out_rows": unsigned(16),
         })
         super().__init__({
@@ -178,10 +181,10 @@ class NTSystem(wiring.Component):
                 unpacker.wide.eq(config.wide), unpacker.rows.eq(config.out_rows),
             ]
             broadcast = bus.o_broadcast[index]
-            self._join(m, broadcast, packer1.i_word, config.broadcast_in1)
-            self._join(m, own.o_read, packer2.i_word, config.broadcast_in1)
-            self._join(m, own.o_read, packer1.i_word, ~config.broadcast_in1)
-            self._join(m, broadcast, packer2.i_word, ~config.broadcast_in1)
+            self._join(m, own.o_read, packer1.i_word, config.local_in1)
+            self._join(m, own.o_read, packer2.i_word, ~config.local_in1)
+            self._join(m, broadcast, packer1.i_word, config.broadcast_in1 & ~config.local_in1)
+            self._join(m, broadcast, packer2.i_word, ~config.broadcast_in1 & config.local_in1)
             m.d.comb += [
                 pe.i_in1.valid.eq(packer1.o_row.valid),
                 pe.i_in1.payload.data.eq(packer1.o_row.payload.data[0]),

@@ -20,14 +20,17 @@ class NTVaultController(wiring.Component):
 
     Exact rules:
 
-    - Request priority, each cycle: host, then the write PMAG, then the read PMAG (the host
-      is used before and after a layer; writes first so that a read stream never starves
-      the results it waits for).
+    - Request priority, each cycle: host, then the write PMAG if it can go (its word is there,
+      or its request is a pad), then the read PMAG. The host is used before and after a
+      layer; a write waiting for its word never blocks the reads that word depends on.
     - Read PMAG: a data request becomes a vault read; a request with ``pad = 1`` makes no
       vault access and delivers the word 0; the END-MARK request makes no access and
       delivers the END-MARK word (``end = 1``, data 0xFFFF or 0xFFFFFFFF by the program's
       ``wide``). All three push a tag into a ``latency + 4``-entry FIFO (a request waits when
-      it is full) and ``o_read`` gives the words in tag order, so in request order.
+      it is full) and ``o_read`` gives the words in tag order, so in request order. The
+      vault's read data go into a FIFO as deep as the tag FIFO, so they never stall the
+      vault: a reader that stops taking words never blocks the writes (a PE stalled on its
+      full input buffers still writes its results to the same vault).
     - Write PMAG: a data request is joined with the next word of ``i_write`` (address from
       the PMAG, data from the word) and written; a request with ``pad = 1`` writes 0 and
       consumes no word; the END-MARK request consumes the next word of ``i_write`` (the
@@ -119,8 +122,8 @@ class NTVaultController(wiring.Component):
                 tags.w_data.eq(_TAG_HOST),
                 tags.w_en.eq(host.valid & host.ready & ~host.payload.write),
             ]
-        with m.Elif(write.valid & write.payload.end):
-            m.d.comb += [write.ready.eq(incoming.r_rdy), incoming.r_en.eq(1)]
+        with m.Elif(write.valid & write.payload.end & incoming.r_rdy):
+            m.d.comb += [write.ready.eq(1), incoming.r_en.eq(1)]
         with m.Elif(write.valid & write.payload.pad):
             m.d.comb += [
                 vault.i_request.payload.address.eq(write.payload.address),
@@ -128,13 +131,13 @@ class NTVaultController(wiring.Component):
                 vault.i_request.valid.eq(1),
                 write.ready.eq(vault.i_request.ready),
             ]
-        with m.Elif(write.valid):
+        with m.Elif(write.valid & incoming.r_rdy):
             m.d.comb += [
                 vault.i_request.payload.address.eq(write.payload.address),
                 vault.i_request.payload.write.eq(1),
                 vault.i_request.payload.data.eq(word),
-                vault.i_request.valid.eq(incoming.r_rdy),
-                write.ready.eq(vault.i_request.ready & incoming.r_rdy),
+                vault.i_request.valid.eq(1),
+                write.ready.eq(vault.i_request.ready),
                 incoming.r_en.eq(vault.i_request.ready),
             ]
         with m.Elif(read.valid & (read.payload.end | read.payload.pad)):
@@ -153,6 +156,15 @@ class NTVaultController(wiring.Component):
                 tags.w_en.eq(vault.i_request.ready & tags.w_rdy),
             ]
 
+        # The vault's read data never wait: every read holds a tag until its word leaves, so at
+        # most `tag_depth` words are in the vault pipeline or in `returned`, which holds them all.
+        # A stalled reader therefore never blocks the writes that may be what it waits for.
+        m.submodules.returned = returned = SyncFIFO(width=32, depth=self.tag_depth)
+        m.d.comb += [
+            returned.w_data.eq(vault.o_data.payload),
+            returned.w_en.eq(vault.o_data.valid),
+            vault.o_data.ready.eq(1),
+        ]
         tag, wide = tags.r_data[:2], tags.r_data[2]
         with m.If(tags.r_rdy & ((tag == _TAG_END_MARK) | (tag == _TAG_PAD))):
             m.d.comb += [
@@ -164,16 +176,16 @@ class NTVaultController(wiring.Component):
             ]
         with m.Elif(tags.r_rdy & (tag == _TAG_DATA)):
             m.d.comb += [
-                self.o_read.valid.eq(vault.o_data.valid),
-                self.o_read.payload.data.eq(vault.o_data.payload),
-                vault.o_data.ready.eq(self.o_read.ready),
-                tags.r_en.eq(vault.o_data.valid & self.o_read.ready),
+                self.o_read.valid.eq(returned.r_rdy),
+                self.o_read.payload.data.eq(returned.r_data),
+                returned.r_en.eq(self.o_read.ready),
+                tags.r_en.eq(returned.r_rdy & self.o_read.ready),
             ]
         with m.Elif(tags.r_rdy):
             m.d.comb += [
-                self.o_host_data.valid.eq(vault.o_data.valid),
-                self.o_host_data.payload.eq(vault.o_data.payload),
-                vault.o_data.ready.eq(self.o_host_data.ready),
-                tags.r_en.eq(vault.o_data.valid & self.o_host_data.ready),
+                self.o_host_data.valid.eq(returned.r_rdy),
+                self.o_host_data.payload.eq(returned.r_data),
+                returned.r_en.eq(self.o_host_data.ready),
+                tags.r_en.eq(returned.r_rdy & self.o_host_data.ready),
             ]
         return m
