@@ -3,6 +3,9 @@
 Every test queues a program (commands on ``i_cmd``, their operands on
 ``i_data``) and checks each ``o_data`` word against the golden model; the
 unstalled test also checks every word's cycle against the golden schedule.
+The in-place weight update (UPDATE) has no output of its own: a program
+checks it through the commands that follow it, a GEMV forward on the updated
+weights and a read-back of every weight (GEMM by the identity, ``C = W I``).
 """
 import cocotb
 import numpy as np
@@ -23,8 +26,9 @@ class Program:
         self.n_r = bench.params["n_r"]
         self.commands, self.inputs, self.outputs, self.schedules, self.labels = [], [], [], [], []
 
-    def _add(self, label, op, mb, nb, qb, base, overlap, inputs, outputs):
-        self.commands.append({"op": op, "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base})
+    def _add(self, label, op, mb, nb, qb, base, overlap, inputs, outputs, shift=0):
+        self.commands.append({"op": op, "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base,
+                              "shift": shift})
         self.inputs.append(np.asarray(inputs, dtype=np.int64).reshape(-1, self.n_r))
         self.outputs.append(np.asarray(outputs, dtype=np.int64).reshape(-1, self.n_r))
         self.schedules.append(golden.schedule(op, mb, nb, qb, overlap=overlap, **self.params))
@@ -54,6 +58,23 @@ class Program:
         self._add(f"gemm {np.shape(weights)} x {np.shape(b)}", golden.OP_GEMM, mb, kb, qb, base, False,
                   inputs, outputs)
 
+    def read_back(self, weights, base):
+        """Every weight of the resident ``weights``, by the GEMM ``C = W I`` (exact: ``C = W``)."""
+        inputs, outputs = golden.gemm(weights, np.eye(np.shape(weights)[1], dtype=np.int64), **self.params)
+        mb, kb = (golden.blocks(size, self.n_r) for size in np.shape(weights))
+        self._add(f"read back {np.shape(weights)} after the update", golden.OP_GEMM, mb, kb, kb, base, False,
+                  inputs, outputs)
+
+    def update(self, weights, base, x, e, shift, overlap=False):
+        """Queue the rank-``b`` UPDATE of the resident ``weights``; returns the updated weights."""
+        mb, nb = (golden.blocks(size, self.n_r) for size in np.shape(weights))
+        batch = np.atleast_2d(x).shape[0]
+        golden.check_update(mb, nb, batch, shift, **self.params)
+        inputs, updated = golden.update(weights, x, e, shift, **self.params)
+        self._add(f"update {np.shape(weights)} rank {batch} shift={shift} overlap={overlap}", golden.OP_UPDATE,
+                  mb, nb, batch, base, overlap, inputs, np.zeros((0, self.n_r)), shift=shift)
+        return updated
+
 
 def operand_range(bench):
     half = 1 << (bench.params["width"] - 1)
@@ -74,8 +95,21 @@ def random_shape(bench, generator, max_blocks_product):
             return int(rows), int(cols)
 
 
+def random_update(bench, generator, program, weights, base):
+    """A random rank-``b`` UPDATE of resident ``weights`` (the largest ``b`` the buffers allow at most)."""
+    width = bench.params["width"]
+    mb, nb = (golden.blocks(size, program.n_r) for size in weights.shape)
+    batch = int(generator.integers(1, bench.params["max_blocks"] // max(mb, nb), endpoint=True))
+    max_shift = (1 << golden.shift_bits(bench.params["acc_width"])) - 1
+    shift = int(generator.integers(min(width - 1, max_shift), min(2 * width - 1, max_shift), endpoint=True))
+    x = random_matrix(bench, generator, batch, weights.shape[0])
+    e = random_matrix(bench, generator, batch, weights.shape[1])
+    return program.update(weights, base, x, e, shift, overlap=bool(generator.integers(2)))
+
+
 def random_program(bench, generator, matrices, gemm_columns=None):
-    """LOAD of each matrix, then forward, backward (both overlap settings) and GEMM on each."""
+    """LOAD of each matrix; forward, backward (both overlap settings) and GEMM on each; then a random
+    UPDATE of each, a forward on the updated weights and a read-back of them."""
     program = Program(bench)
     base = 0
     placed = []
@@ -90,6 +124,11 @@ def random_program(bench, generator, matrices, gemm_columns=None):
         program.backward(weights, base, random_matrix(bench, generator, 1, cols), not overlap)
         columns = gemm_columns or int(generator.integers(1, 2 * program.n_r, endpoint=True))
         program.gemm(weights, base, random_matrix(bench, generator, cols, columns))
+    for weights, base in placed:
+        updated = random_update(bench, generator, program, weights, base)
+        program.forward(updated, base, random_matrix(bench, generator, 1, weights.shape[0]),
+                        bool(generator.integers(2)))
+        program.read_back(updated, base)
     return program
 
 
@@ -220,3 +259,106 @@ async def reset_mid_stream(dut):
     assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
     assert dut.i_cmd__ready.value == 1, f"core not ready for a command after reset {bench.where()}"
     await run_and_check(bench, random_program(bench, generator, [weights]), ports)
+
+
+@cocotb.test()
+async def update_corners(dut):
+    """UPDATE corners, each checked by a read-back: all zeros; vectors shorter than n_r; non-square and
+    uneven at the largest batch; saturation both ways; the largest batch of extreme products (a sum
+    that wraps); shift 0 and the largest shift; the overlap flag (ignored); back-to-back updates of
+    the same words."""
+    bench = await start(dut)
+    n_r, width, max_blocks = bench.params["n_r"], bench.params["width"], bench.params["max_blocks"]
+    max_shift = (1 << golden.shift_bits(bench.params["acc_width"])) - 1
+    assert bench.component.shift_bits == golden.shift_bits(bench.params["acc_width"]), \
+        f"shift field: RTL {bench.component.shift_bits} bits, golden {golden.shift_bits(bench.params['acc_width'])}"
+    low, high = operand_range(bench)
+    generator = np.random.default_rng(bench.seed + 4)
+    ports = attach(bench, valid_probability=0.8, ready_probability=0.7)
+    program = Program(bench)
+
+    free = [0]  # next free local address: the matrices are packed (14 words in all)
+
+    def fresh(rows, cols, values=None):
+        """LOAD a random (or constant) matrix at the next free address; returns it and its base."""
+        weights = random_matrix(bench, generator, rows, cols) if values is None else \
+            np.full((rows, cols), values, dtype=np.int64)
+        base = free[0]
+        free[0] += golden.blocks(rows, n_r) * golden.blocks(cols, n_r)
+        program.load(weights, base)
+        return weights, base
+
+    zeros, base = fresh(n_r + 1, 2 * n_r, 0)
+    zeros = program.update(zeros, base, np.zeros((1, n_r + 1)), np.zeros((1, 2 * n_r)), 0)
+    program.read_back(zeros, base)
+    short, base = fresh(n_r - 1, 1)  # vectors shorter than n_r: one block each way, padded lanes
+    short = program.update(short, base, random_matrix(bench, generator, 1, n_r - 1),
+                           random_matrix(bench, generator, 1, 1), width - 1)
+    program.forward(short, base, random_matrix(bench, generator, 1, n_r - 1), overlap=False)
+    program.read_back(short, base)
+    rows, cols = 2 * n_r + 1, n_r + 1  # 3 x 2 blocks, uneven both ways, at the largest batch
+    batch = max_blocks // 3
+    uneven, base = fresh(rows, cols)
+    uneven = program.update(uneven, base, random_matrix(bench, generator, batch, rows),
+                            random_matrix(bench, generator, batch, cols), width, overlap=True)
+    uneven = program.update(uneven, base, random_matrix(bench, generator, 1, rows),
+                            random_matrix(bench, generator, 1, cols), 0)  # back to back, shift 0
+    program.backward(uneven, base, random_matrix(bench, generator, 1, cols), overlap=True)
+    program.read_back(uneven, base)
+    down, base = fresh(n_r, n_r, high)  # P > 0, huge: saturates at the most negative weight
+    down = program.update(down, base, np.full((1, n_r), low), np.full((1, n_r), low), 0)
+    program.read_back(down, base)
+    up, base = fresh(n_r, n_r, low)  # P < 0, huge: saturates at the most positive weight
+    up = program.update(up, base, np.full((1, n_r), low), np.full((1, n_r), high), 1)
+    program.read_back(up, base)
+    # max_blocks samples of low * low = 2**(2 width - 2) each; the sum wraps modulo 2**acc_width
+    # (to exactly 0 for width 16, acc_width 32, max_blocks 8: 8 * 2**30 = 2**33).
+    wrapped, base = fresh(n_r, 1)
+    wrapped = program.update(wrapped, base, np.full((max_blocks, n_r), low), np.full((max_blocks, 1), low),
+                             width - 1)
+    wrapped = program.update(wrapped, base, random_matrix(bench, generator, max_blocks, n_r),
+                             random_matrix(bench, generator, max_blocks, 1), max_shift)
+    program.forward(wrapped, base, random_matrix(bench, generator, 1, n_r), overlap=True)
+    program.read_back(wrapped, base)
+    await run_and_check(bench, program, ports)
+
+
+@cocotb.test()
+async def reset_mid_update(dut):
+    """A reset while an UPDATE is writing back drops it; a reloaded, fresh program then runs correctly."""
+    bench = await start(dut)
+    n_r, max_blocks = bench.params["n_r"], bench.params["max_blocks"]
+    generator = np.random.default_rng(bench.seed + 5)
+    ports = attach(bench, valid_probability=0.9, ready_probability=0.7)
+    commands, data, sink = ports
+    component = bench.component
+    rows, cols = 3 * n_r - 1, 2 * n_r
+    batch = max_blocks // 3
+
+    def program_with_update():
+        program = Program(bench)
+        weights = random_matrix(bench, generator, rows, cols)
+        program.load(weights, 0)
+        updated = program.update(weights, 0, random_matrix(bench, generator, batch, rows),
+                                 random_matrix(bench, generator, batch, cols), bench.params["width"])
+        program.forward(updated, 0, random_matrix(bench, generator, 1, rows), overlap=False)
+        program.read_back(updated, 0)
+        return program
+
+    interrupted = program_with_update()
+    commands.send([pack(component.cmd_layout, command) for command in interrupted.commands])
+    data.send([pack(component.data_layout, [int(value) for value in word])
+               for words in interrupted.inputs for word in words])
+    update_cycles = interrupted.schedules[1].issue_cycles
+    await bench.wait_until(lambda: len(commands.sent) >= 2, timeout=20 * update_cycles + 1000,
+                           what="the UPDATE command")
+    for _ in range(bench.rng.randrange(1, update_cycles)):  # at least this long when nothing stalls
+        await RisingEdge(dut.clk)
+    assert len(commands.sent) == 2, f"the UPDATE finished before the reset {bench.where()}"
+    commands.drop()
+    data.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(dut.clk)
+    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
+    assert dut.i_cmd__ready.value == 1, f"core not ready for a command after reset {bench.where()}"
+    await run_and_check(bench, program_with_update(), ports)

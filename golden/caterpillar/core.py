@@ -16,7 +16,11 @@ backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.cor
   broadcast on the row buses by the PEs of PE column ``p % n_r`` and the row
   ``B[p, :]`` on the column buses; every PE accumulates one element of an
   ``n_r x n_r`` block of ``C``, read out row by row in ``n_r`` cycles.
-- All arithmetic wraps modulo ``2 ** acc_width`` (two's complement).
+- UPDATE ``W -= shift_round(sum_s x_s e_s^T)`` in place (rank-``b``, :func:`update`): ``x_s`` on
+  the row buses, ``e_s`` on the column buses, ``b`` MACs per weight word, then
+  one read-modify-write of the word in its PE's local memory.
+- All sums wrap modulo ``2 ** acc_width`` (two's complement); the updated
+  weight saturates to ``width`` bits.
 """
 import math
 
@@ -25,13 +29,14 @@ import numpy as np
 from ..dense_pe import wrap
 
 __all__ = [
-    "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD",
+    "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD", "OP_UPDATE",
     "blocks", "pad", "distribute", "load_words", "reduction_cycles",
-    "gemv_forward", "gemv_backward", "gemm", "Schedule", "schedule",
+    "gemv_forward", "gemv_backward", "gemm", "shift_bits", "update_delta", "update", "check_update",
+    "Schedule", "schedule",
     "gemv_utilization",
 ]
 
-OP_GEMV_FORWARD, OP_GEMV_BACKWARD, OP_GEMM, OP_LOAD = 0, 1, 2, 3
+OP_GEMV_FORWARD, OP_GEMV_BACKWARD, OP_GEMM, OP_LOAD, OP_UPDATE = 0, 1, 2, 3, 4
 
 #: Cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
@@ -175,6 +180,104 @@ def gemm(weights, b, *, n_r=4, acc_width=32, **_):
     return inputs, outputs
 
 
+def shift_bits(acc_width):
+    """Width of the UPDATE command's ``shift`` field (``CpCore.shift_bits``).
+
+    Shifts ``0 .. 2 ** shift_bits - 1`` are allowed, at least ``0 .. acc_width - 1``.
+    """
+    return max(1, (int(acc_width) - 1).bit_length())
+
+
+def check_update(mb, nb, batch, shift, *, acc_width=32, max_blocks=64, **_):
+    """Raise :class:`ValueError` unless an UPDATE command with these fields fits the core.
+
+    The core keeps the ``batch`` input vectors (``batch * Mb`` words) and error
+    vectors (``batch * Nb`` words) in its two vector buffers of ``max_blocks``
+    words each.
+    """
+    limit_shift = (1 << shift_bits(acc_width)) - 1
+    checks = (("mb", mb, 1, max_blocks), ("nb", nb, 1, max_blocks), ("batch", batch, 1, max_blocks),
+              ("batch * mb", batch * mb, 1, max_blocks), ("batch * nb", batch * nb, 1, max_blocks),
+              ("shift", shift, 0, limit_shift))
+    for name, value, low, high in checks:
+        if not low <= value <= high:
+            raise ValueError(f"UPDATE field {name!r} = {value} is out of range; allowed: {low}..{high} "
+                             f"(max_blocks={max_blocks}, acc_width={acc_width})")
+
+
+def update_delta(products, shift):
+    """The weight decrement of UPDATE: ``products / 2**shift`` rounded to nearest, ties toward +infinity.
+
+    ``floor(P / 2**shift + 1/2)``, computed exactly on integers as
+    ``(P >> shift) + bit(shift - 1) of P`` (``P`` itself for ``shift == 0``);
+    the RTL computes the same as ``((2 P >> shift) + 1) >> 1``.
+
+    Parameters
+    ----------
+    products : numpy.ndarray of int64
+        The wrapped sums ``P`` (signed ``acc_width``-bit values).
+    shift : int
+        0 .. 63.
+    """
+    products = np.asarray(products, dtype=np.int64)
+    if shift == 0:
+        return products.copy()
+    return (products >> shift) + ((products >> (shift - 1)) & 1)
+
+
+def update(weights, x, e, shift, *, n_r=4, width=16, acc_width=32, **_):
+    """The in-place weight update ``W[i, j] -= round(sum_s x_s[i] e_s[j] / 2**shift)`` (rank ``b``).
+
+    Exact rule, per weight word of the ``width``-bit two's complement image:
+
+    1. ``P = sum_s x_s[i] * e_s[j]`` over the ``b`` samples, wrapped modulo
+       ``2 ** acc_width`` (the PE's MAC, the same arithmetic as GEMV and GEMM);
+    2. ``delta = floor(P / 2**shift + 1/2)`` (:func:`update_delta`; no overflow);
+    3. ``W' = W - delta`` saturated to ``[-2**(width-1), 2**(width-1) - 1]``.
+
+    The learning rate is folded into ``e`` by the host (``e = eta * error`` in
+    fixed point) and ``shift`` brings the product back to the weights' scale:
+    with weights, inputs and errors of ``f`` fractional bits, ``shift = f``.
+    Padding words (outside ``m x n``) stay zero.
+
+    Parameters
+    ----------
+    weights : array_like, shape (m, n)
+        The resident weights (distributed as by :func:`distribute`).
+    x : array_like, shape (b, m) or (m,)
+        Input vectors, ``width``-bit operands.
+    e : array_like, shape (b, n) or (n,)
+        Scaled error vectors, ``width``-bit operands.
+    shift : int
+
+    Returns
+    -------
+    inputs : numpy.ndarray, shape (b * Mb + b * Nb, n_r)
+        The ``i_data`` words: word ``ib * b + s`` is ``x_s[ib * n_r : (ib + 1) * n_r]``,
+        then word ``b * Mb + jb * b + s`` is ``e_s[jb * n_r : (jb + 1) * n_r]`` (zero-padded).
+    updated : numpy.ndarray, shape (m, n)
+        The weights after the update.
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    m, n = weights.shape
+    x = np.atleast_2d(np.asarray(x, dtype=np.int64))
+    e = np.atleast_2d(np.asarray(e, dtype=np.int64))
+    if x.shape[0] != e.shape[0] or x.shape[1] > m or e.shape[1] > n:
+        raise ValueError(f"x {x.shape} and e {e.shape} do not match W {weights.shape} (b x m and b x n)")
+    batch = x.shape[0]
+    mb, nb = blocks(m, n_r), blocks(n, n_r)
+    x_blocks = np.stack([_vector_blocks(row, mb, n_r) for row in x])  # (b, Mb, n_r)
+    e_blocks = np.stack([_vector_blocks(row, nb, n_r) for row in e])  # (b, Nb, n_r)
+    inputs = np.concatenate([x_blocks.transpose(1, 0, 2).reshape(-1, n_r),
+                             e_blocks.transpose(1, 0, 2).reshape(-1, n_r)])
+    x_padded = x_blocks.reshape(batch, -1)[:, :m].astype(np.uint64)
+    e_padded = e_blocks.reshape(batch, -1)[:, :n].astype(np.uint64)
+    products = wrap(x_padded.T @ e_padded, acc_width, True)
+    delta = np.clip(update_delta(products, int(shift)), -(1 << (width + 1)), 1 << (width + 1))
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return inputs, np.clip(weights - delta, low, high)
+
+
 class Schedule:
     """Cycle schedule of one command on an unstalled core.
 
@@ -216,13 +319,19 @@ def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
     - GEMM: ``Qb * Mb`` blocks of ``steps = Kb * n_r`` rank-1 updates and
       ``gap = n_r`` read-out cycles.
     - LOAD: ``Mb * Nb * n_r`` word writes, no output.
+    - UPDATE (``qb`` = the batch ``b``): ``b * Mb`` cycles take the input
+      vectors into the vector buffer, then ``Mb`` row blocks of ``b * Nb``
+      MAC cycles (the errors arrive on ``i_data`` during the first row block);
+      each weight word is written back in the execute stage of its last MAC.
+      ``b * Mb * (Nb + 1)`` issue cycles, no output, no drain.
 
     Parameters
     ----------
     op : int
-        ``OP_GEMV_FORWARD``, ``OP_GEMV_BACKWARD``, ``OP_GEMM`` or ``OP_LOAD``.
+        ``OP_GEMV_FORWARD``, ``OP_GEMV_BACKWARD``, ``OP_GEMM``, ``OP_LOAD`` or ``OP_UPDATE``.
     mb, nb, qb : int
-        Block counts; for GEMM ``mb``, ``nb`` are ``Mb``, ``Kb`` of ``W`` and ``qb`` those of ``B``'s columns.
+        Block counts; for GEMM ``mb``, ``nb`` are ``Mb``, ``Kb`` of ``W`` and ``qb`` those of ``B``'s columns;
+        for UPDATE ``qb`` is the batch ``b``.
     n_r : int
     reduction : str
         ``"bus"`` or ``"tree"`` (:func:`reduction_cycles`).
@@ -235,6 +344,8 @@ def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
     """
     if op == OP_LOAD:
         return Schedule(mb * nb * n_r, [], 0)
+    if op == OP_UPDATE:
+        return Schedule(qb * mb * (nb + 1), [], qb * mb * nb)
     r = reduction_cycles(n_r, reduction)
     if op == OP_GEMM:
         count, steps, drain, outputs = qb * mb, nb * n_r, n_r, n_r

@@ -18,10 +18,11 @@ class CoreOp:
     GEMV_BACKWARD = 1  #: ``d = W e``: e on the column buses, row reduction into the diagonal
     GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
     LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
+    UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
 
 
 class CpCore(wiring.Component):
-    """An ``n_r x n_r`` linear algebra core running GEMV (forward and backward) and GEMM microprograms.
+    """An ``n_r x n_r`` linear algebra core running GEMV (forward and backward), GEMM and weight-update microprograms.
 
     Data mapping (see :mod:`trainforge.golden.caterpillar.core`): ``W[i, j]``
     of an ``m x n`` matrix lives in PE ``(i % n_r, j % n_r)`` at address
@@ -55,6 +56,19 @@ class CpCore(wiring.Component):
     - ``LOAD`` (``mb``, ``nb``, ``base``): ``Mb * Nb * n_r`` words from
       ``i_data``; word ``a * n_r + r`` writes lane ``c`` into PE ``(r, c)`` at
       ``base + a``.
+    - ``UPDATE`` (``mb``, ``nb``, ``qb`` = the batch ``b``, ``base``,
+      ``shift``): the rank-``b`` weight update in place. ``b * Mb`` ``i_data``
+      words bring the input vectors ``x_s`` (word ``ib * b + s``) into the
+      vector buffer; then, for each row block ``ib``, ``b * Nb`` cycles
+      (``jb`` outer, ``s`` inner) broadcast ``x_s`` on the row buses and the
+      scaled error ``e_s`` on the column buses (from ``i_data``, word
+      ``jb * b + s``, in the first row block, kept in the error buffer for
+      the others); every PE accumulates ``P = sum_s x_s[i] e_s[j]`` for the
+      weight word it read at ``base + jb * Mb + ib`` and, in the execute
+      stage of the last sample, writes back ``W - round(P / 2**shift)``
+      saturated to ``width`` bits (:func:`trainforge.golden.caterpillar.core.update`).
+      Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
+      buffers); ``overlap`` is ignored.
 
     A command is accepted only when the previous one has drained. The whole
     pipeline stalls while ``o_data`` holds an untaken word or a needed
@@ -83,9 +97,12 @@ class CpCore(wiring.Component):
     Attributes
     ----------
     cmd_layout : data.StructLayout
-        ``op`` (a :class:`CoreOp`), ``overlap``, ``mb``, ``nb``, ``qb`` (block counts, at least 1), ``base``.
+        ``op`` (a :class:`CoreOp`), ``overlap``, ``mb``, ``nb``, ``qb`` (block counts, at least 1; UPDATE:
+        ``qb`` is the batch), ``base``, ``shift`` (UPDATE only: ``0 .. 2**shift_bits - 1``).
     data_layout, result_layout : data.ArrayLayout
     reduction_cycles : int
+    shift_bits : int
+        Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
     """
 
     PARAMS = ParamSchema((
@@ -114,13 +131,15 @@ class CpCore(wiring.Component):
         self.reduction_cycles = n_r - 1 if reduction == "bus" else math.ceil(math.log2(n_r))
         self.addr_width = max(1, (sram_depth - 1).bit_length())
         count_shape = unsigned(max_blocks.bit_length())
+        self.shift_bits = max(1, (acc_width - 1).bit_length())
         self.cmd_layout = data.StructLayout({
-            "op": 2,
+            "op": 3,
             "overlap": 1,
             "mb": count_shape,
             "nb": count_shape,
             "qb": count_shape,
             "base": unsigned(self.addr_width),
+            "shift": unsigned(self.shift_bits),
         })
         self.data_layout = data.ArrayLayout(signed(width), n_r)
         self.result_layout = data.ArrayLayout(signed(acc_width), n_r)
@@ -147,7 +166,11 @@ class CpCore(wiring.Component):
         step = Signal(range(count_max + 1))
         gap_count = Signal(range(reduction_cycles + n_r + 2))
         block_a = Signal(range(self.max_blocks + 1))  # jb (forward), ib (backward, GEMM)
-        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM)
+        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
+        # UPDATE, MAC phase: the sample s and the column block jb of the issued micro-operation
+        # (step = jb * b + s), counted rather than divided out of ``step``.
+        sample = Signal(range(self.max_blocks + 1))
+        column_block = Signal(range(self.max_blocks + 1))
         op = cmd.op
         mb, nb, qb = cmd.mb, cmd.nb, cmd.qb
 
@@ -162,11 +185,15 @@ class CpCore(wiring.Component):
         is_forward = op == CoreOp.GEMV_FORWARD
         is_backward = op == CoreOp.GEMV_BACKWARD
         is_gemm = op == CoreOp.GEMM
+        is_load = op == CoreOp.LOAD
+        is_update = op == CoreOp.UPDATE
         is_gemv = is_forward | is_backward
+        update_macs = is_update & (block_b == 1)  # the MAC phase of an UPDATE (block_b 0 takes x)
         m.d.comb += [
-            steps.eq(Mux(is_forward, mb, Mux(is_backward, nb, Mux(is_gemm, nb * n_r, mb * nb * n_r)))),
-            blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm, mb, 1))),
-            blocks_b.eq(Mux(is_gemm, qb, 1)),
+            steps.eq(Mux(is_forward, mb, Mux(is_backward, nb, Mux(is_gemm, nb * n_r,
+                     Mux(is_update, Mux(update_macs, qb * nb, qb * mb), mb * nb * n_r))))),
+            blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm | update_macs, mb, 1))),
+            blocks_b.eq(Mux(is_gemm, qb, Mux(is_update, 2, 1))),
             drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, 0))),
         ]
         last_block = (block_a == blocks_a - 1) & (block_b == blocks_b - 1)
@@ -177,8 +204,10 @@ class CpCore(wiring.Component):
         m.d.comb += gap.eq(Mux(last_block | ~(is_gemv & cmd.overlap), drain, overlapped_gap))
 
         issuing = busy & ~in_gap
-        first_pass = block_a == 0  # GEMV: the vector arrives on i_data during the first output block
-        needs_input = issuing & (is_gemm | (op == CoreOp.LOAD) | (is_gemv & first_pass))
+        # GEMV: the vector arrives on i_data during the first output block; UPDATE: x during the
+        # first phase, e during the first row block of the MAC phase.
+        first_pass = block_a == 0
+        needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
         stalled = self.o_data.valid & ~self.o_data.ready
         go = Signal()
         m.d.comb += [
@@ -189,7 +218,7 @@ class CpCore(wiring.Component):
 
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
             m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1), in_gap.eq(0), step.eq(0),
-                         gap_count.eq(0), block_a.eq(0), block_b.eq(0)]
+                         gap_count.eq(0), block_a.eq(0), block_b.eq(0), sample.eq(0), column_block.eq(0)]
 
         def next_block():
             with m.If(last_block):
@@ -202,13 +231,17 @@ class CpCore(wiring.Component):
         with m.If(go & busy):
             with m.If(~in_gap):
                 with m.If(step == steps - 1):
-                    m.d.sync += step.eq(0)
+                    m.d.sync += [step.eq(0), sample.eq(0), column_block.eq(0)]
                     with m.If(gap != 0):
                         m.d.sync += [in_gap.eq(1), gap_count.eq(0)]
                     with m.Else():
                         next_block()
                 with m.Else():
                     m.d.sync += step.eq(step + 1)
+                    with m.If(sample == qb - 1):
+                        m.d.sync += [sample.eq(0), column_block.eq(column_block + 1)]
+                    with m.Else():
+                        m.d.sync += sample.eq(sample + 1)
             with m.Else():
                 with m.If(gap_count == gap - 1):
                     m.d.sync += in_gap.eq(0)
@@ -222,30 +255,36 @@ class CpCore(wiring.Component):
         read_addr = Signal(self.addr_width)
         m.d.comb += read_addr.eq(Mux(is_forward, cmd.base + block_a * mb + step,
                                      Mux(is_backward, cmd.base + step * mb + block_a,
-                                         cmd.base + rank_step * mb + block_a)))  # GEMM
-        load = issuing & (op == CoreOp.LOAD) & self.i_data.valid & ~stalled
-        for r in range(n_r):
-            for c in range(n_r):
-                pe = pes[r][c]
-                m.d.comb += [
-                    pe.en.eq(go),
-                    pe.rd_addr.eq(read_addr),
-                    pe.wr_en.eq(load & (lane_step == r)),
-                    pe.wr_addr.eq(cmd.base + rank_step),
-                    pe.wr_data.eq(self.i_data.payload[c]),
-                ]
+                                         Mux(is_update, cmd.base + column_block * mb + block_a,
+                                             cmd.base + rank_step * mb + block_a))))  # GEMM
+        transfer = issuing & self.i_data.valid & ~stalled  # an i_data word is taken this cycle
+        load = transfer & is_load
 
-        # Vector buffer: the GEMV input vector, written in the first output block, read in the others.
+        # Vector buffer: the GEMV input vector, written in the first output block, read in the others;
+        # UPDATE: the b input vectors (word ib * b + s), written in the first phase, read in the second.
         m.submodules.vector_buffer = vector_buffer = memory.Memory(
             shape=self.data_layout, depth=self.max_blocks, init=[])
         vector_write = vector_buffer.write_port()
         vector_read = vector_buffer.read_port()
         m.d.comb += [
-            vector_write.en.eq(issuing & is_gemv & first_pass & self.i_data.valid & ~stalled),
+            vector_write.en.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
             vector_read.en.eq(go),
-            vector_read.addr.eq(step),
+            vector_read.addr.eq(Mux(is_update, block_a * qb + sample, step)),
+        ]
+        # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
+        # first row block of the MAC phase, read in the others.
+        m.submodules.error_buffer = error_buffer = memory.Memory(
+            shape=self.data_layout, depth=self.max_blocks, init=[])
+        error_write = error_buffer.write_port()
+        error_read = error_buffer.read_port()
+        m.d.comb += [
+            error_write.en.eq(transfer & first_pass & update_macs),
+            error_write.addr.eq(step),
+            error_write.data.eq(self.i_data.payload),
+            error_read.en.eq(go),
+            error_read.addr.eq(step),
         ]
 
         # ---- execute stage ----
@@ -255,20 +294,30 @@ class CpCore(wiring.Component):
         exec_from_stream = Signal()
         exec_owner = Signal(range(n_r))
         exec_word = Signal(self.data_layout)
+        exec_update = Signal()  # an UPDATE MAC: x (vector buffer) on the row buses, e on the column buses
+        exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
+        exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
         with m.If(go):
-            issue_mac = issuing & (op != CoreOp.LOAD)
+            issue_mac = issuing & ~is_load & (~is_update | update_macs)
             m.d.sync += [
                 exec_op.eq(Mux(~issue_mac, MacOp.NONE,
                                Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
-                exec_clear.eq(step == 0),
-                exec_handoff.eq(issue_mac & (step == steps - 1)),
+                exec_clear.eq(Mux(is_update, sample == 0, step == 0)),
+                exec_handoff.eq(issue_mac & ~is_update & (step == steps - 1)),
                 exec_from_stream.eq(is_gemm | first_pass),
                 exec_owner.eq(lane_step),
+                exec_update.eq(issue_mac & is_update),
+                exec_write_back.eq(issue_mac & is_update & (sample == qb - 1)),
+                exec_addr.eq(read_addr),
             ]
             with m.If(needs_input):  # only a transferred word, never an idle (undriven) payload
                 m.d.sync += exec_word.eq(self.i_data.payload)
         operand = Signal(self.data_layout)
-        m.d.comb += operand.eq(Mux(exec_from_stream, exec_word, vector_read.data))
+        error_word = Signal(self.data_layout)  # UPDATE: e_s for the column buses
+        m.d.comb += [
+            operand.eq(Mux(exec_from_stream, exec_word, vector_read.data)),
+            error_word.eq(Mux(exec_from_stream, exec_word, error_read.data)),
+        ]
 
         # ---- reduction engine (execute stage) ----
         red_active = Signal()
@@ -294,23 +343,42 @@ class CpCore(wiring.Component):
             m.d.comb += owner_data[r].eq(_select([pes[r][c].mem_data for c in range(n_r)], exec_owner))
         bus_reduction = self.reduction == "bus"
         for index in range(n_r):
-            # Row bus: x (forward MACs), W[:, p] from the owner PE (GEMM), or a partial sum
-            # on its way to the diagonal (backward reduction over the bus).
+            # Row bus: x (forward MACs), x_s (UPDATE), W[:, p] from the owner PE (GEMM), or a
+            # partial sum on its way to the diagonal (backward reduction over the bus).
             row_partial = (self._bus_sender(red_step, [pes[index][c].red for c in range(n_r)], index)
                            if bus_reduction else 0)
             m.d.comb += row_bus[index].eq(
                 Mux(exec_op == MacOp.ROW_MEM, operand[index],
-                    Mux(exec_op == MacOp.ROW_COL, owner_data[index],
-                        Mux(reducing & red_backward, row_partial, 0))))
-            # Column bus: e (backward MACs), B (GEMM), a partial sum (forward reduction),
-            # or a row of a GEMM result being read out.
+                    Mux(exec_update, vector_read.data[index],
+                        Mux(exec_op == MacOp.ROW_COL, owner_data[index],
+                            Mux(reducing & red_backward, row_partial, 0)))))
+            # Column bus: e_s (UPDATE), e (backward MACs), B (GEMM), a partial sum (forward
+            # reduction), or a row of a GEMM result being read out.
             col_partial = (self._bus_sender(red_step, [pes[r][index].red for r in range(n_r)], index)
                            if bus_reduction else 0)
             m.d.comb += col_bus[index].eq(
-                Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL), operand[index],
-                    Mux(reducing & red_forward, col_partial,
-                        Mux(red_active & (red_kind == CoreOp.GEMM),
-                            _select([pes[r][index].red for r in range(n_r)], red_step), 0))))
+                Mux(exec_update, error_word[index],
+                    Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL), operand[index],
+                        Mux(reducing & red_forward, col_partial,
+                            Mux(red_active & (red_kind == CoreOp.GEMM),
+                                _select([pes[r][index].red for r in range(n_r)], red_step), 0)))))
+
+        # ---- local memory writes: LOAD (issue stage) and the UPDATE write-back (execute stage) ----
+        # The write-back happens in the execute cycle of a word's last sample, when ``go`` advances
+        # the pipeline (as the MAC does); the next command is accepted in that cycle at the
+        # earliest, so ``cmd.shift`` is still the UPDATE's and no LOAD write can coincide.
+        write_back = go & exec_write_back
+        for r in range(n_r):
+            for c in range(n_r):
+                pe = pes[r][c]
+                m.d.comb += [
+                    pe.en.eq(go),
+                    pe.rd_addr.eq(read_addr),
+                    pe.wr_en.eq((load & (lane_step == r)) | write_back),
+                    pe.wr_addr.eq(Mux(exec_write_back, exec_addr, cmd.base + rank_step)),
+                    pe.wr_data.eq(Mux(exec_write_back, self._updated_weight(m, pe, cmd.shift, f"{r}_{c}"),
+                                      self.i_data.payload[c])),
+                ]
 
         for r in range(n_r):
             for c in range(n_r):
@@ -335,6 +403,24 @@ class CpCore(wiring.Component):
             for lane in range(n_r):
                 m.d.sync += self.o_data.payload[lane].eq(Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
         return m
+
+    def _updated_weight(self, m, pe, shift, suffix):
+        """The weight an UPDATE writes back: ``mem_data - round(mac_sum / 2**shift)``, saturated.
+
+        ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
+        shifts, ``acc_width + 2`` bits, no overflow); the difference saturates to ``width`` bits.
+        """
+        high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
+        doubled = Cat(Const(0, 1), pe.mac_sum).as_signed()  # 2 P, exact in acc_width + 1 bits
+        delta = Signal(signed(self.acc_width + 1), name=f"update_delta_{suffix}")
+        difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
+        updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
+        m.d.comb += [
+            delta.eq(((doubled >> shift) + 1) >> 1),
+            difference.eq(pe.mem_data - delta),
+            updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width]))),
+        ]
+        return updated
 
     def _bus_sender(self, red_step, reds, diagonal):
         """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""

@@ -64,6 +64,9 @@ class CpPE(wiring.Component):
         The word read in the issue stage, valid in the execute stage (held while ``en`` is low).
     acc, red : Out(signed(acc_width))
         The accumulator and the reduction register.
+    mac_sum : Out(signed(acc_width))
+        The MAC unit's result in the execute stage (what ``acc`` takes at the next enabled
+        edge): the core's in-place weight update writes back ``mem_data`` minus its scaled value.
     """
 
     PARAMS = ParamSchema((
@@ -97,6 +100,7 @@ class CpPE(wiring.Component):
             "mem_data": Out(signed(width)),
             "acc": Out(signed(acc_width)),
             "red": Out(signed(acc_width)),
+            "mac_sum": Out(signed(acc_width)),
         })
 
     def elaborate(self, platform):
@@ -144,6 +148,7 @@ class CpPE(wiring.Component):
                 Mux(self.mac_clear, 0, accumulator))),
             self.acc.eq(accumulator),
             self.red.eq(reduction),
+            self.mac_sum.eq(mac_result),
         ]
         with m.If(self.en):
             with m.If(self.mac_op != MacOp.NONE):

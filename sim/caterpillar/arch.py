@@ -143,10 +143,13 @@ def _gemv_cycles(m, n, cores, config, overlap):
 
 
 def _update_cycles(m, n, cores, config, batch):
-    """Rank-``batch`` weight update of an ``m x n`` layer on ``cores`` cores, in place: each PE adds
-    ``batch`` products (activation on the row bus, error on the column bus) to each of its weights."""
+    """Rank-``batch`` weight update of an ``m x n`` layer on ``cores`` cores, in place: the ``cp_core``
+    UPDATE microprogram on each core's row panel (:func:`core.schedule` with ``OP_UPDATE``): the
+    activations into the vector buffer, then ``batch`` products per weight word (activation on the
+    row bus, error on the column bus) and one read-modify-write of the word."""
     n_r = config.n_r
-    return core.blocks(-(-m // cores), n_r) * core.blocks(n, n_r) * batch
+    update = core.schedule(core.OP_UPDATE, core.blocks(-(-m // cores), n_r), core.blocks(n, n_r), batch, n_r=n_r)
+    return update.issue_cycles + core.COMMAND_LATENCY
 
 
 def _gemm_cycles(m, n, cores, config, batch):
