@@ -14,7 +14,9 @@ from cocotb.triggers import RisingEdge
 from trainforge.golden.caterpillar import core as core_golden
 from trainforge.golden.caterpillar import ring as golden
 
-from streams import StreamSink, StreamSource, pack, unpack
+import cp_programs
+from cp_programs import attach
+from streams import pack
 from tbutil import start
 
 
@@ -133,57 +135,10 @@ def random_program(bench, generator):
     return program
 
 
-def attach(bench, valid_probability, ready_probability):
-    return (StreamSource(bench.dut, "i_cmd", bench.cycle, bench.rng, valid_probability),
-            StreamSource(bench.dut, "i_data", bench.cycle, bench.rng, valid_probability),
-            StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))
-
-
 async def run_and_check(bench, program, ports, check_cycles=False):
-    """Queue ``program``, wait for every result, compare values (and, optionally, cycles)."""
-    commands, data, sink = ports
-    component = bench.component
-    n_r = program.n_r
-    before_commands, before_results = len(commands.sent), len(sink.received)
-    commands.send([pack(component.cmd_layout, command) for command in program.commands])
-    data.send([pack(component.word_layout, [int(value) for value in word])
-               for words in program.inputs for word in words])
-    expected = np.concatenate(program.outputs)
-    budget = sum(int(schedule.issue_cycles) + 2 for schedule in program.schedules)
-    await bench.wait_until(lambda: commands.idle and data.idle and len(sink.received) >= before_results + len(expected),
-                           timeout=20 * budget + 200, what=f"{len(expected)} result words")
-    for _ in range(10):  # nothing extra may follow
-        await RisingEdge(bench.dut.clk)
-    received = sink.received[before_results:]
-    assert len(received) == len(expected), \
-        f"expected {len(expected)} result words, got {len(received)} {bench.where()}"
-    layout = component.word_layout
-    actual = np.array([[unpack(layout, bits)[lane] for lane in range(n_r)] for _, bits in received],
-                      dtype=np.int64).reshape(-1, n_r)
-    first = 0
-    for label, outputs in zip(program.labels, program.outputs):
-        rows = slice(first, first + len(outputs))
-        wrong = np.argwhere(actual[rows] != outputs)
-        assert wrong.size == 0, (
-            f"{label}: word {wrong[0][0]} lane {wrong[0][1]} expected {outputs[tuple(wrong[0])]} "
-            f"got {actual[rows][tuple(wrong[0])]} ({len(wrong)} mismatches) {bench.where()}")
-        first += len(outputs)
-    if not check_cycles:
-        return
-    accepted = [cycle for cycle, _ in commands.sent[before_commands:]]
-    cycles = np.array([cycle for cycle, _ in received], dtype=np.int64)
-    first = 0
-    for label, schedule, accept in zip(program.labels, program.schedules, accepted):
-        count = len(schedule.output_offsets)
-        actual_offsets = cycles[first:first + count] - accept
-        assert np.array_equal(actual_offsets, schedule.output_offsets), (
-            f"{label}: output cycles after acceptance expected {schedule.output_offsets.tolist()} "
-            f"got {actual_offsets.tolist()} {bench.where()}")
-        first += count
-    for label, schedule, this, following in zip(program.labels, program.schedules, accepted, accepted[1:]):
-        assert following - this == schedule.issue_cycles + core_golden.COMMAND_LATENCY, (
-            f"{label}: next command accepted {following - this} cycles later, expected "
-            f"{schedule.issue_cycles + core_golden.COMMAND_LATENCY} {bench.where()}")
+    """:func:`cp_programs.run_and_check` with this block's data and result layouts."""
+    await cp_programs.run_and_check(bench, program, ports, bench.component.word_layout, bench.component.word_layout,
+                                    check_cycles)
 
 
 @cocotb.test()

@@ -1,0 +1,71 @@
+"""Running a program of ``cp_core`` or ``cp_ring`` commands and checking its results (shared by both benches).
+
+A program (``tb_cp_core.Program``, ``tb_cp_ring.RingProgram``) holds per
+command: its ``i_cmd`` word (``commands``), its ``i_data`` words
+(``inputs``), the ``o_data`` words the golden model expects (``outputs``), the
+golden schedule (``schedules``) and a label for messages (``labels``).
+"""
+import numpy as np
+from cocotb.triggers import RisingEdge
+
+from trainforge.golden.caterpillar.core import COMMAND_LATENCY
+
+from streams import StreamSink, StreamSource, pack, unpack
+
+__all__ = ["attach", "run_and_check"]
+
+
+def attach(bench, valid_probability, ready_probability):
+    """Drivers of ``i_cmd`` and ``i_data`` and a monitor of ``o_data``, with random valid gaps and ready."""
+    return (StreamSource(bench.dut, "i_cmd", bench.cycle, bench.rng, valid_probability),
+            StreamSource(bench.dut, "i_data", bench.cycle, bench.rng, valid_probability),
+            StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))
+
+
+async def run_and_check(bench, program, ports, data_layout, result_layout, check_cycles=False):
+    """Queue ``program``, wait for every result and compare it bit-exactly with the golden model's.
+
+    With ``check_cycles`` (no stalls) every result word's cycle after its command's acceptance and
+    the spacing of accepted commands must also equal the golden schedule.
+    """
+    commands, data, sink = ports
+    component = bench.component
+    n_r = program.n_r
+    before_commands, before_results = len(commands.sent), len(sink.received)
+    commands.send([pack(component.cmd_layout, command) for command in program.commands])
+    data.send([pack(data_layout, [int(value) for value in word]) for words in program.inputs for word in words])
+    expected = np.concatenate(program.outputs)
+    budget = sum(int(schedule.issue_cycles) + 2 for schedule in program.schedules)
+    await bench.wait_until(lambda: commands.idle and data.idle and len(sink.received) >= before_results + len(expected),
+                           timeout=20 * budget + 200, what=f"{len(expected)} result words")
+    for _ in range(10):  # nothing extra may follow
+        await RisingEdge(bench.dut.clk)
+    received = sink.received[before_results:]
+    assert len(received) == len(expected), \
+        f"expected {len(expected)} result words, got {len(received)} {bench.where()}"
+    actual = np.array([[unpack(result_layout, bits)[lane] for lane in range(n_r)] for _, bits in received],
+                      dtype=np.int64).reshape(-1, n_r)
+    first = 0
+    for label, outputs in zip(program.labels, program.outputs):
+        rows = slice(first, first + len(outputs))
+        wrong = np.argwhere(actual[rows] != outputs)
+        assert wrong.size == 0, (
+            f"{label}: word {wrong[0][0]} lane {wrong[0][1]} expected {outputs[tuple(wrong[0])]} "
+            f"got {actual[rows][tuple(wrong[0])]} ({len(wrong)} mismatches) {bench.where()}")
+        first += len(outputs)
+    if not check_cycles:
+        return
+    accepted = [cycle for cycle, _ in commands.sent[before_commands:]]
+    cycles = np.array([cycle for cycle, _ in received], dtype=np.int64)
+    first = 0
+    for label, schedule, accept in zip(program.labels, program.schedules, accepted):
+        count = len(schedule.output_offsets)
+        actual_offsets = cycles[first:first + count] - accept
+        assert np.array_equal(actual_offsets, schedule.output_offsets), (
+            f"{label}: output cycles after acceptance expected {schedule.output_offsets.tolist()} "
+            f"got {actual_offsets.tolist()} {bench.where()}")
+        first += count
+    for label, schedule, this, following in zip(program.labels, program.schedules, accepted, accepted[1:]):
+        assert following - this == schedule.issue_cycles + COMMAND_LATENCY, (
+            f"{label}: next command accepted {following - this} cycles later, expected "
+            f"{schedule.issue_cycles + COMMAND_LATENCY} {bench.where()}")
