@@ -136,8 +136,9 @@ async def run_layer(harness, layer, inputs, label, reference=None, check=None):
                                f"{got[tuple(bad[0])]} ({len(bad)} mismatches) {bench.where()}")
     if check is not None:
         check(got)
-    bench.dut._log.info("%s: %s %s on %d PEs x %d lanes: every vault word and the output as expected", label,
-                        layer.kind, layer.dims, bench.component.pes, bench.component.lanes)
+    bench.dut._log.info("%s: %s %s on %d PEs x %d lanes (%d merged result blocks per PE): every vault word and "
+                        "the output as expected", label, layer.kind, layer.dims, bench.component.pes,
+                        bench.component.lanes, result_blocks(layer))
     return expected
 
 
@@ -206,18 +207,30 @@ def maxpool_check(x, r, label, where):
     return check
 
 
-def random_dims(kind, generator, bench):
-    """Random dimensions that compile for the system, fit its vaults and its merge rule."""
+#: The layer kinds whose results the bus merges into the common vault.
+MERGED = ("conv_up", "fc_ff", "fc_bp")
+
+
+def result_blocks(layer):
+    """Result blocks (merged write programs) per PE of a merged layer, else 0."""
+    job = layer.pe_jobs[0]
+    return len(job.out.programs) if job.out.vault == -1 else 0
+
+
+def random_dims(kind, generator, bench, several=False):
+    """Random dimensions that compile for the system and fit its vaults; with ``several``, a merged
+    kind gets at least two result blocks per PE (row bands, sample groups, channel groups or channels)."""
     pes, lanes = bench.component.pes, bench.component.lanes
     for _ in range(500):
         pick = lambda low, high: int(generator.integers(low, high + 1))  # noqa: E731
         if kind in ("conv_ff", "conv_bp", "conv_up"):
             hk, wk = pick(1, 3), pick(1, 3)
-            dims = dict(n=pick(1, 2 * lanes * pes), d=pick(1, pes if kind == "conv_up" else 3),
-                        h=hk + pick(0, 2), w=wk + pick(0, 2), o=pick(1, lanes if kind == "conv_up" else 3),
-                        hk=hk, wk=wk)
+            up = kind == "conv_up"
+            dims = dict(n=pick(1, 2 if up else 2 * lanes * pes), d=pick(1, 2 * pes if up else 3),
+                        h=hk + pick(0, 2), w=wk + pick(0, 2), o=pick(1, 2 * lanes if up else 3), hk=hk, wk=wk)
         elif kind in ("fc_ff", "fc_bp"):
-            dims = dict(h=pick(1, 3 * pes), k=pick(1, 3 * pes), n=pick(1, 2 * lanes))
+            elements = lanes * (2 if kind == "fc_ff" else 1)
+            dims = dict(h=pick(1, 4 * pes), k=pick(1, 4 * pes), n=pick(1, 2 * elements))
             dims["k" if kind == "fc_ff" else "h"] = pick(1, 48)
         elif kind == "fc_up":
             dims = dict(h=pick(1, 8), k=pick(1, 6), n=pick(1, 4))
@@ -229,15 +242,17 @@ def random_dims(kind, generator, bench):
             layer_config(layer)
         except (ProgramError, ValueError):
             continue
+        if several and kind in MERGED and result_blocks(layer) < 2:
+            continue
         if layer.vault_words[-1] <= bench.params["vault_depth"] and \
                 max(layer.vault_words[pe] for pe in range(pes)) <= bench.params["pe_vault_depth"]:
             return dims
     raise AssertionError(f"no {kind} dimensions fit {bench.where()}")
 
 
-async def run_kind(harness, kind, generator, label, dims=None, values=None):
+async def run_kind(harness, kind, generator, label, dims=None, values=None, several=False):
     bench = harness.bench
-    dims = dims or random_dims(kind, generator, bench)
+    dims = dims or random_dims(kind, generator, bench, several)
     layer = compile_for_system(kind, dims, **bench.params)
     inputs, reference = make_inputs(kind, dims, generator, bench.params["frac_bits"], values)
     check = maxpool_check(inputs["x"], dims["r"], label, bench.where()) if kind == "maxpool" else None
@@ -249,13 +264,14 @@ async def run_kind(harness, kind, generator, label, dims=None, values=None):
 
 @cocotb.test()
 async def every_kind_with_backpressure(dut):
-    """All seven layer kinds back to back, random dimensions and data, random valid gaps and host ready."""
+    """All seven layer kinds back to back, random dimensions and data, random valid gaps and host ready;
+    the merged kinds (FC FF/BP, conv UP) with several result blocks per PE."""
     bench = await start(dut)
     harness = Harness(bench)
     harness.backpressure(valid_probability=0.6, ready_probability=0.5)
     generator = np.random.default_rng(bench.seed)
     for kind in KINDS:
-        await run_kind(harness, kind, generator, "backpressure")
+        await run_kind(harness, kind, generator, "backpressure", several=True)
 
 
 @cocotb.test()
@@ -279,6 +295,24 @@ async def corners_without_backpressure(dut):
                    values=-32768)
     await run_kind(harness, "conv_bp", generator, "W^T 3x3", dims=dict(n=2, d=2, h=3, w=3, o=3, hk=3, wk=3))
     await maxpool_with_pad_reads(harness, generator)
+
+
+@cocotb.test()
+async def several_result_blocks_per_pe(dut):
+    """Merged layers with several result blocks per PE under backpressure: FC FF with sample groups x row
+    bands, FC BP with row bands and a two-block reduction, conv UP with output-channel groups x input
+    channels; each PE's blocks are merged in turn (PE 0, 1, ...) while the broadcast keeps flowing."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    harness.backpressure(valid_probability=0.5, ready_probability=0.5)
+    generator = np.random.default_rng(bench.seed + 4)
+    pes, lanes = bench.component.pes, bench.component.lanes
+    for kind, dims in (("fc_ff", dict(h=4 * pes, k=24, n=2 * lanes + 1)),
+                       ("fc_bp", dict(h=40, k=3 * pes, n=2 * lanes)),
+                       ("conv_up", dict(n=1, d=2 * pes, h=3, w=3, o=2 * lanes, hk=2, wk=2))):
+        layer = compile_for_system(kind, dims, **bench.params)
+        assert result_blocks(layer) >= 4, f"{kind} {dims}: {result_blocks(layer)} result blocks per PE {bench.where()}"
+        await run_kind(harness, kind, generator, "several blocks", dims=dims)
 
 
 async def maxpool_with_pad_reads(harness, generator):
@@ -308,7 +342,8 @@ async def stochastic_rounding(dut):
     assert bench.params["rounding"] == "sr_lo" and frac > 0, f"SR test needs sr_lo and frac_bits > 0 {bench.where()}"
     previous = []
     for kind, dims in (("fc_ff", dict(h=bench.component.pes, k=20, n=bench.component.lanes)),
-                       ("conv_up", dict(n=2, d=bench.component.pes, h=4, w=4, o=bench.component.lanes, hk=2, wk=2)),
+                       ("conv_up", dict(n=2, d=2 * bench.component.pes, h=4, w=4, o=bench.component.lanes, hk=2,
+                                        wk=2)),
                        ("fc_up", dict(h=4, k=4, n=3))):
         layer = compile_for_system(kind, dims, sr=True, bits=32, **bench.params)
         names = layer.inputs

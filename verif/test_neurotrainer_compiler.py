@@ -82,6 +82,8 @@ def test_pe_word_round_trip(seed):
     ("conv_ff", dict(n=9, d=2, h=5, w=5, o=3, hk=2, wk=2), 2),   # a run plus a different last pass
     ("maxpool", dict(n=3, c=2, h=4, w=4, r=2), 1),
     ("partition", dict(d=2, h=4, w=4, th=2, tw=2), 4),       # PMAG records only
+    ("fc_bp", dict(h=9, k=13, n=5), 3),                      # merged blocks: nested PMAG loop records
+    ("conv_up", dict(n=2, d=5, h=4, w=4, o=5, hk=2, wk=2), 2),
 ])
 def test_ibuffer_round_trip(kind, dims, pes):
     layer = compile_layer(kind, dims, pes=pes, pe=dict(lanes=2, in1_depth=64, in2_depth=32, out_depth=4))
@@ -90,6 +92,57 @@ def test_ibuffer_round_trip(kind, dims, pes):
     assert passes == [job.passes for job in layer.pe_jobs], f"{kind}: PE passes differ after the iBuffer round trip"
     words = sum(len(job.passes) for job in layer.pe_jobs)
     assert len(layer.ibuffer) <= 52 * len(programs) + 8 * words, f"{kind}: {len(layer.ibuffer)} B"
+
+
+def _emitted_blocks(passes):
+    return sum(decode_pe(word.to_bytes(4, "little"))["emit"] for word in passes)
+
+
+@pytest.mark.parametrize("kind, dims, pes, blocks", [
+    ("fc_ff", dict(h=13, k=9, n=6), 2, 2 * 7),       # 16-bit: 2 groups of 4 samples x 7 row bands of P = 1 per PE
+    ("fc_bp", dict(h=9, k=13, n=5), 3, 3 * 5),       # 3 groups of 2 samples x 5 row bands of P = 1 (L = 8)
+    ("conv_up", dict(n=2, d=5, h=4, w=4, o=5, hk=2, wk=2), 2, 3 * 3),   # 3 channel groups x 3 channels per PE
+])
+def test_merged_results_one_write_program_per_block_in_bus_order(kind, dims, pes, blocks):
+    pe = dict(INTEGER, lanes=2, in1_depth=16 if kind != "conv_up" else 64, in2_depth=16, out_depth=4)
+    layer = compile_layer(kind, dims, pes=pes, pe=pe)
+    elements = pe["lanes"] * (2 if layer.bits == 16 else 1)
+    for job in layer.pe_jobs:
+        assert job.out.vault == -1 and len(job.out.programs) == _emitted_blocks(job.passes) == blocks, \
+            f"{kind} PE {job.pe}: {len(job.out.programs)} write programs for {_emitted_blocks(job.passes)} blocks"
+        rows = [pass_rows for pass_rows in (decode_pe(w.to_bytes(4, "little")) for w in job.passes) if pass_rows["emit"]]
+        for block, (program, word) in enumerate(zip(job.out.golden(), rows)):
+            outputs = (word["cnt2_inner"] if word["transpose"] else word["cnt2_outer"]) + 1
+            assert len(program["address"]) - 1 == outputs * elements, \
+                f"{kind} PE {job.pe} block {block}: {len(program['address']) - 1} requests for {outputs} rows"
+    order = layer.merged_writes()
+    assert [pe_index for pe_index, _ in order] == list(range(pes)) * blocks, f"{kind}: merge order {order}"
+    for turn, (pe_index, program) in enumerate(order):
+        assert program is layer.pe_jobs[pe_index].out.programs[turn // pes], f"{kind}: turn {turn}"
+    common_writes = [program for unit, program in layer.pmag_programs() if unit == 0 and program["write"]]
+    assert common_writes == [program for _, program in order], f"{kind}: iBuffer order is not the merge order"
+
+
+def test_merge_order_matters_to_the_executor():
+    """The executor writes the bus's interleaved stream with the programs in merge order: reversing the
+    merge order must misplace results (so the order is tested, not just the set of programs)."""
+    rng = np.random.default_rng(5)
+    dims = dict(h=13, k=9, n=6)
+    layer = compile_layer("fc_ff", dims, pes=2, pe=dict(INTEGER, lanes=2, in1_depth=16, in2_depth=16, out_depth=4),
+                          bits=32)
+    w, x = rng.integers(-8, 8, size=(13, 9)), rng.integers(-8, 8, size=(9, 6))
+    _assert_equal(execute(layer, {"w": w, "x": x})["output"], w @ x, "merge order")
+    order = layer.merged_writes()
+    layer.merged_writes = lambda: order[::-1]
+    assert not np.array_equal(execute(layer, {"w": w, "x": x})["output"], w @ x), "a reversed order went unseen"
+
+
+def test_large_fc_layer_fits_the_ibuffer_with_one_program_per_block():
+    """256 x 512 x 64 on 4 PEs: 128 merged write programs per PE fold into nested PMAG loop records."""
+    layer = compile_layer("fc_ff", dict(h=256, k=512, n=64), pes=4)
+    assert len(layer.merged_writes()) == 4 * 128
+    assert len(layer.ibuffer) < 1024, f"{len(layer.ibuffer)} B"
+    assert parse_ibuffer(layer.ibuffer)[0] == layer.pmag_programs()
 
 
 # ------------------------------------------------------------------------------------------------ executor
@@ -287,8 +340,8 @@ def test_stochastic_rounding_equals_the_golden_mac():
     ("conv_ff", dict(n=1, d=4, h=5, w=5, o=8, hk=3, wk=3), {}, "BUF Input 1 block", 288, 256),
     ("conv_bp", dict(n=1, d=1, h=4, w=4, o=9, hk=3, wk=3), dict(pe=dict(in2_depth=64)), "BUF Input 2 block", 81, 32),
     ("fc_up", dict(h=8, k=2, n=3), dict(pe=dict(out_depth=2, in1_depth=4)), None, None, None),
-    ("conv_ff", dict(n=64, d=1, h=4, w=4, o=1, hk=1, wk=1), dict(pe=dict(lanes=1), ibuffer_limit=400),
-     "iBuffer image", None, 400),
+    ("conv_ff", dict(n=64, d=1, h=4, w=4, o=1, hk=1, wk=1), dict(pe=dict(lanes=1), ibuffer_limit=150),
+     "iBuffer image", None, 150),
     ("maxpool", dict(n=1, c=1, h=32, w=32, r=16), dict(pe=dict(index_bits=4, in2_depth=512)), "argmax", 255, 15),
 ])
 def test_rejections_name_field_value_and_limit(kind, dims, options, field, value, limit):
@@ -340,8 +393,11 @@ def test_cli_json_and_errors(capsys):
     assert all(len(bytes.fromhex(p["word"])) == 18 for p in summary["pmag"])
     assert all(len(bytes.fromhex(w)) == 4 for pe in summary["pe"] for w in pe["words"])
     assert summary["ibuffer_bytes"] > 0 and summary["bits"] == 16
+    assert summary["merged_writes"] == 0
     code, out, err = _cli(capsys, "--layer", "fc_bp", "--dims", "h=3,k=5,n=2")
     assert code == 0 and "PMAG in1 0" in out and "PE 0:" in out, (code, out, err)
+    code, out, err = _cli(capsys, "--layer", "fc_ff", "--dims", "h=8,k=6,n=9", "--pes", "2")
+    assert code == 0 and "of which 4 merged write programs, one per result block" in out, (code, out, err)
     for args, message in ((("--layer", "conv_ff", "--dims", "n=1,d=1,h=3,w=3,o=300,hk=1,wk=1", "--pe",
                             "in1_depth=1024"), "cnt2_outer"),
                           (("--layer", "nope", "--dims", "a=1"), "unknown"),

@@ -62,7 +62,8 @@ def layer_config(layer):
     ValueError
         A layer the system cannot run: copy jobs, unequal block sizes, a broadcast BUF1 and a
         broadcast BUF2 at once, write programs of unequal length, or merged results without one
-        equal set of write programs per PE.
+        write program per result block and the same number of blocks on every PE (the bus's
+        turn goes round all PEs).
     """
     if layer.copy_jobs or not layer.pe_jobs:
         raise ValueError(f"{layer.kind}: the system runs PE layers only (no data-preparation copy jobs)")
@@ -79,11 +80,12 @@ def layer_config(layer):
     if requests % elements:
         raise ValueError(f"{layer.kind}: a write program of {requests} words is not whole rows of {elements}")
     if merge:
-        programs = _one((len(job.out.programs) for job in jobs), "number of write programs per PE")
-        bursts = max(sum(decode_pe_program(word)["emit"] for word in job.passes) for job in jobs)
-        if bursts > programs:
-            raise ValueError(f"{layer.kind}: a PE emits {bursts} result blocks into {programs} merged write "
-                             "program(s); the fixed merge order (one write program per turn) needs one per block")
+        programs = _one((len(job.out.programs) for job in jobs), "number of merged write programs per PE")
+        blocks = _one((sum(decode_pe_program(word)["emit"] for word in job.passes) for job in jobs),
+                      "number of result blocks per PE")
+        if blocks != programs:
+            raise ValueError(f"{layer.kind}: a PE emits {blocks} result blocks into {programs} merged write "
+                             "program(s); the merge order (one block per turn, PE 0, 1, ...) needs one per block")
     in1 = [size for job in jobs for size in job.in1_blocks]
     return {
         "wide": int(layer.bits == 32),
@@ -99,8 +101,9 @@ def layer_config(layer):
 def vault_programs(layer, pes):
     """Per system vault (0 = common, ``1 + i`` = PE ``i``'s) the ``(read, write)`` PMAG program lists, in order.
 
-    The common vault's write programs (merged results) are taken one per PE in turn, PE 0
-    first: the bus's merge order.
+    The common vault's write programs (merged results, one per result block) are the compiler's
+    :meth:`~trainforge.sim.neurotrainer.compiler.CompiledLayer.merged_writes`: block 0 of PE 0,
+    1, ..., then block 1 of each PE, ...: the bus's merge order.
     """
     reads = {vault: [] for vault in range(pes + 1)}
     writes = {vault: [] for vault in range(pes + 1)}
@@ -113,9 +116,7 @@ def vault_programs(layer, pes):
             if reads[stream.vault + 1]:
                 raise ValueError(f"{layer.kind}: vault {stream.vault} has two read streams")
             reads[stream.vault + 1] = list(stream.programs)
-    merged = [job.out.programs for job in layer.pe_jobs if job.out.vault == COMMON]
-    for turn in range(max((len(programs) for programs in merged), default=0)):
-        writes[0] += [programs[turn] for programs in merged]
+    writes[0] = [program for _, program in layer.merged_writes()]
     for job in layer.pe_jobs:
         if job.out.vault != COMMON:
             writes[job.out.vault + 1] += list(job.out.programs)

@@ -36,8 +36,9 @@ BLOCKS = (
         summary="NeuroTrainer integration: common vault + per-PE vaults with PMAGs, bus, PEs running compiled conv/FC FF, BP, UP and max-pooling programs",
         test_params=({},),
         regress_params=(
-            {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2},
-            {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "frac_bits": 12, "seed": 77},
+            {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
+            {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "broadcast_credits": 3, "frac_bits": 12,
+             "seed": 77},
         ),
     ),
     Block(

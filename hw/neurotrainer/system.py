@@ -1,6 +1,7 @@
 """A small NeuroTrainer module for the integration test: vaults with PMAGs, the bus and the PEs (Sections 3.1-3.4)."""
-from amaranth import Module, Signal, unsigned
+from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..params import Param, ParamError, ParamSchema
@@ -44,9 +45,18 @@ class NTSystem(wiring.Component):
       (:class:`~trainforge.hw.neurotrainer.row_unpacker.NTRowUnpacker`, an END-MARK after
       every ``config.out_rows`` rows) to the bus's merge input when ``config.merge``, else to
       the PE's own vault's write stream.
-    - Merge order is fixed, PE 0, 1, ..., one burst (one write program) per turn: PE ``i``
-      raises REQ only in its turn and the turn passes on its END-MARK, because the common
-      vault's write PMAG runs the PEs' write programs in that order.
+    - Merge order is fixed, PE 0, 1, ..., one burst (one result block, one write program) per
+      turn, round and round: PE ``i`` raises REQ only in its turn and the turn passes on its
+      END-MARK, because the common vault's write PMAG runs the compiler's merged write programs
+      in that order (block 0 of PE 0, 1, ..., then block 1 of each PE, ...).
+    - Credit-gated broadcast: each PE takes the broadcast through a ``broadcast_credits``-word
+      FIFO, and a credit counter per PE counts its free FIFO words not yet promised to a word
+      on the bus: it starts full, loses one when the bus accepts a broadcast word and regains
+      one when a word leaves the PE's FIFO. The common vault's read stream is offered to the
+      bus (``valid`` and ``ready`` both gated) only while every PE has a credit, so a
+      broadcast word always finds room at every PE and never waits at the bus output, where
+      it would hold up the merge words behind it ("broadcasting mode is set when all PE can
+      take data").
 
     Parameters
     ----------
@@ -57,6 +67,8 @@ class NTSystem(wiring.Component):
         Words of the common vault and of each PE's vault.
     vault_latency, vault_interval : int
         Every vault's read latency and request interval.
+    broadcast_credits : int
+        Words of each PE's broadcast FIFO (the credits of the credit-gated broadcast).
     in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
         The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPe`).
 
@@ -87,6 +99,8 @@ class NTSystem(wiring.Component):
         Param("pe_vault_depth", int, 256, "words of each PE's vault (power of two)", minimum=16, maximum=1 << 16),
         Param("vault_latency", int, 4, "read latency of every vault in cycles", minimum=1, maximum=64),
         Param("vault_interval", int, 1, "minimum cycles between requests of every vault", minimum=1, maximum=16),
+        Param("broadcast_credits", int, 8, "words of each PE's broadcast FIFO (broadcast credits)", minimum=2,
+              maximum=256),
         Param("in1_depth", int, 128, "PE BUF Input 1 depth in words", minimum=4, maximum=1 << 16),
         Param("in2_depth", int, 64, "PE BUF Input 2 depth in rows", minimum=4, maximum=1 << 16),
         Param("out_depth", int, 16, "PE BUF Output depth in rows", minimum=2, maximum=1 << 16),
@@ -99,15 +113,16 @@ class NTSystem(wiring.Component):
     ), constraints=(_check_powers_of_two, _check_seed))
 
     def __init__(self, *, pes=2, lanes=2, vault_depth=512, pe_vault_depth=256, vault_latency=4, vault_interval=1,
-                 in1_depth=128, in2_depth=64, out_depth=16, frac_bits=8, frac_bits16=0, rounding="sr_lo", seed=0xA5,
-                 index_bits=4):
+                 broadcast_credits=8, in1_depth=128, in2_depth=64, out_depth=16, frac_bits=8, frac_bits16=0,
+                 rounding="sr_lo", seed=0xA5, index_bits=4):
         self.params = self.PARAMS.resolve(
             pes=pes, lanes=lanes, vault_depth=vault_depth, pe_vault_depth=pe_vault_depth,
-            vault_latency=vault_latency, vault_interval=vault_interval, in1_depth=in1_depth, in2_depth=in2_depth,
-            out_depth=out_depth, frac_bits=frac_bits, frac_bits16=frac_bits16, rounding=rounding, seed=seed,
-            index_bits=index_bits)
+            vault_latency=vault_latency, vault_interval=vault_interval, broadcast_credits=broadcast_credits,
+            in1_depth=in1_depth, in2_depth=in2_depth, out_depth=out_depth, frac_bits=frac_bits,
+            frac_bits16=frac_bits16, rounding=rounding, seed=seed, index_bits=index_bits)
         self.pes = pes
         self.lanes = lanes
+        self.broadcast_credits = broadcast_credits
         self.pe_params = {"lanes": lanes, "in1_depth": in1_depth, "in2_depth": in2_depth, "out_depth": out_depth,
                           "frac_bits": frac_bits, "frac_bits16": frac_bits16, "rounding": rounding, "seed": seed,
                           "index_bits": index_bits}
@@ -154,12 +169,20 @@ class NTSystem(wiring.Component):
         m.d.comb += self.idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults))
 
         common = self.vaults[0]
+        # Credit-gated broadcast: a word goes on the bus only when every PE's FIFO has a free word for it.
+        credits = [Signal(range(self.broadcast_credits + 1), name=f"credits_{index}", init=self.broadcast_credits)
+                   for index in range(self.pes)]
+        queues = [SyncFIFO(width=bus.word_layout.size, depth=self.broadcast_credits) for _ in range(self.pes)]
+        every_pe_can_take = Signal()
+        broadcast_taken = Signal()
         m.d.comb += [
+            every_pe_can_take.eq(Cat(credit != 0 for credit in credits).all()),
             bus.broadcast_mask.eq((1 << self.pes) - 1),
-            bus.i_broadcast.valid.eq(common.o_read.valid),
+            bus.i_broadcast.valid.eq(common.o_read.valid & every_pe_can_take),
             bus.i_broadcast.payload.data.eq(common.o_read.payload.data),
             bus.i_broadcast.payload.end.eq(common.o_read.payload.end),
-            common.o_read.ready.eq(bus.i_broadcast.ready),
+            common.o_read.ready.eq(bus.i_broadcast.ready & every_pe_can_take),
+            broadcast_taken.eq(bus.i_broadcast.valid & bus.i_broadcast.ready),
             common.i_write.valid.eq(bus.o_merge.valid),
             common.i_write.payload.data.eq(bus.o_merge.payload.data),
             common.i_write.payload.end.eq(bus.o_merge.payload.end),
@@ -180,7 +203,21 @@ class NTSystem(wiring.Component):
                 packer2.wide.eq(config.wide), packer2.block.eq(config.in2_block),
                 unpacker.wide.eq(config.wide), unpacker.rows.eq(config.out_rows),
             ]
-            broadcast = bus.o_broadcast[index]
+            queue = queues[index]
+            m.submodules[f"pe_{index}_broadcast_fifo"] = queue
+            m.d.comb += [
+                queue.w_data.eq(bus.o_broadcast[index].payload),
+                queue.w_en.eq(bus.o_broadcast[index].valid),
+                bus.o_broadcast[index].ready.eq(queue.w_rdy),
+            ]
+            broadcast = stream.Signature(bus.word_layout).create(path=(f"pe_{index}_broadcast",))
+            m.d.comb += [
+                broadcast.valid.eq(queue.r_rdy),
+                broadcast.payload.eq(queue.r_data),
+                queue.r_en.eq(broadcast.ready),
+            ]
+            freed = queue.r_rdy & queue.r_en
+            m.d.sync += credits[index].eq(credits[index] + freed - broadcast_taken)
             self._join(m, own.o_read, packer1.i_word, config.local_in1)
             self._join(m, own.o_read, packer2.i_word, ~config.local_in1)
             self._join(m, broadcast, packer1.i_word, config.broadcast_in1 & ~config.local_in1)

@@ -42,6 +42,9 @@ def _compile(args):
           f"lanes {layer.pe['lanes']}")
     print(f"PMAG programs: {summary['pmag_programs']} x (18 B word + 32 B descriptor); PE pass words: "
           f"{summary['pe_words']} x 4 B; iBuffer image {summary['ibuffer_bytes']} B")
+    if summary["merged_writes"]:
+        print(f"  of which {summary['merged_writes']} merged write programs, one per result block, run by the common "
+              "PMAG in the bus's order: block 0 of PE 0, 1, ..., then block 1, ...")
     for entry in summary["pmag"]:
         owner = "" if entry["owner"] is None else f" {entry['owner']}"
         print(f"  PMAG {entry['role']}{owner} (vault {entry['vault']}): word {entry['word']} "

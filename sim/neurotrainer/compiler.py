@@ -224,9 +224,26 @@ class CompiledLayer:
             result += [("copy_source", index, job.source), ("copy_dest", index, job.dest)]
         return result
 
+    def merged_writes(self):
+        """The common vault's merged write programs in the bus's merge order, as ``(pe, program)``.
+
+        A PE whose results go to the common vault has one write program per result block, in the
+        order it produces the blocks. The bus merges in a pre-determined order, PE 0, 1, ...,
+        ``pes - 1``, one result block (one write program, closed by its END-MARK) per turn, so the
+        common write PMAG runs block 0 of PE 0, 1, ..., then block 1 of PE 0, 1, ..., and so on
+        (block-major, PE-minor; a PE with fewer blocks than another drops out of the later rounds).
+        """
+        merged = [job for job in self.pe_jobs if job.out.vault == COMMON]
+        rounds = max((len(job.out.programs) for job in merged), default=0)
+        return [(job.pe, job.out.programs[block]) for block in range(rounds) for job in merged
+                if block < len(job.out.programs)]
+
     def pmag_programs(self):
-        """``(unit, program)`` of every PMAG program: unit 0 = common vault PMAG, ``1 + i`` = vault ``i``."""
-        return [(stream.vault + 1, program) for _, _, stream in self.streams() for program in stream.programs]
+        """``(unit, program)`` of every PMAG program in issue order per unit: unit 0 = common vault PMAG, ``1 + i`` =
+        vault ``i``; the merged write programs last, in the bus's merge order (:meth:`merged_writes`)."""
+        programs = [(stream.vault + 1, program) for role, _, stream in self.streams()
+                    if not (role == "out" and stream.vault == COMMON) for program in stream.programs]
+        return programs + [(COMMON + 1, program) for _, program in self.merged_writes()]
 
     def summary(self):
         """A JSON-ready description: sizes, program words (hex), per-PE pass counts."""
@@ -244,7 +261,7 @@ class CompiledLayer:
                        "words": [int(w).to_bytes(4, "little").hex() for w in distinct],
                        "in1_words": int(sum(job.in1_blocks)), "in2_rows": int(sum(job.in2_blocks))})
         return {"kind": self.kind, "dims": self.dims, "pes": self.pes, "bits": self.bits, "pe_params": self.pe,
-                "pmag_programs": len(pmag), "pmag_bytes": len(pmag) * 18, "pe_words": sum(p["passes"] for p in pe),
+                "pmag_programs": len(pmag), "merged_writes": len(self.merged_writes()), "pmag_bytes": len(pmag) * 18, "pe_words": sum(p["passes"] for p in pe),
                 "ibuffer_bytes": len(self.ibuffer), "vault_words": {str(k): v for k, v in self.vault_words.items()},
                 "pmag": pmag, "pe": pe}
 
@@ -428,10 +445,11 @@ def _conv_up(dims, pes, pe, sr):
                                                               ("ho", out_h), ("hk", hk), ("wk", wk), ("wo", out_w)],
                                       [("j", sx_d), ("n", sx_n), ("p", w), ("q", 1)], base=x_base,
                                       p=("ho", "hk"), q=("wo", "wk"))])
-        out = Stream(COMMON, [pmag_program("conv_up dW write", [("g", groups), ("j", d_per_pe), ("tap", taps),
-                                                                ("lane", lanes)],
-                                           [("g", lanes * sw_o), ("lane", sw_o), ("j", pes * sw_d), ("tap", 1)],
-                                           base=dw_base + p * sw_d, write=True)])
+        # One merged write program per result block (g, j): the common PMAG runs them in the bus's order.
+        out = Stream(COMMON, [pmag_program("conv_up dW block write", [("tap", taps), ("lane", lanes)],
+                                           [("lane", sw_o), ("tap", 1)],
+                                           base=dw_base + p * sw_d + g * lanes * sw_o + j * pes * sw_d, write=True)
+                              for g in range(groups) for j in range(d_per_pe)])
         jobs.append(PeJob(p, passes, in1, [taps * out_w] * len(passes), in2, [out_w] * len(passes), out))
     return builder, jobs, ("x", "dy"), "dw"
 
@@ -504,10 +522,12 @@ def _fc_matmul(kind, dims, pes, pe, sr, bits):
             in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("l", length), ("pr", block_rows),
                          *dup]
         in1 = Stream(p, [pmag_program(f"{kind} partial matrix", in1_loops, in1_terms, base=w_base)])
-        out = Stream(COMMON, [pmag_program(f"{kind} merge result", [("g", groups), ("rb", row_blocks),
-                                                                     ("pr", block_rows), ("lane", lanes)],
-                                           [("g", lanes), ("rb", block_rows * n_pad), ("pr", n_pad), ("lane", 1)],
-                                           base=y_base + p * share_pad * n_pad, write=True)])
+        # One merged write program per result block (g, rb): the common PMAG runs them in the bus's order.
+        out = Stream(COMMON, [pmag_program(f"{kind} merged result block", [("pr", block_rows), ("lane", lanes)],
+                                           [("pr", n_pad), ("lane", 1)],
+                                           base=y_base + p * share_pad * n_pad + g * lanes + rb * block_rows * n_pad,
+                                           write=True)
+                              for g in range(groups) for rb in range(row_blocks)])
         jobs.append(PeJob(p, passes, in1, [block_rows * length] * len(passes), in2, [length] * len(passes), out))
     return builder, jobs, ("w", in_name), out_name
 

@@ -11,7 +11,11 @@ the hardware does, with the golden models of its blocks:
    (``lanes`` words per BUF2 row) and run through the PE golden model
    (:func:`~trainforge.golden.neurotrainer.pe.nt_pe`: CNT2/CNT1 sweeps, the MAC arithmetic
    of ``golden/neurotrainer/mac.py`` including SR-LO, the comparators' max/argmax);
-4. the PE's result words (rows of ``lanes`` words) are stored by its write stream; for data
+4. the PE's result words (rows of ``lanes`` words) are stored by its write stream; results merged
+   into the common vault are cut into result blocks (one per write program), interleaved as the
+   bus merges them (PE 0, 1, ..., one block per turn) and stored by the common vault's merged
+   write programs in :meth:`~trainforge.sim.neurotrainer.compiler.CompiledLayer.merged_writes`
+   order, the way the common write PMAG runs them; for data
    preparation the read stream's words go to the write stream's non-pad requests and pad
    requests store 0;
 5. the output tensor is read back from the vaults by its placement.
@@ -19,6 +23,7 @@ the hardware does, with the golden models of its blocks:
 import numpy as np
 
 from ...golden.neurotrainer.pe import nt_pe
+from .compiler import COMMON, Stream
 
 __all__ = ["load", "unload", "pe_buffer_images", "execute", "maxpool_decode"]
 
@@ -133,13 +138,38 @@ def execute(layer, inputs):
     vaults = load(layer, inputs)
     for job in layer.copy_jobs:
         _write(job.dest, vaults, _read(job.source, vaults))
-    pe_results = []
+    pe_results, merged = [], {}
     for job in layer.pe_jobs:
         blocks1, blocks2 = pe_buffer_images(layer, vaults, job)
         result = nt_pe(job.passes, blocks1, blocks2, **layer.pe)
         pe_results.append(result)
-        _write(job.out, vaults, _unpack(result["results"].astype(np.int64).reshape(-1), layer.bits))
+        words = _unpack(result["results"].astype(np.int64).reshape(-1), layer.bits)
+        if job.out.vault == COMMON:
+            merged[job.pe] = _result_blocks(job.out, words)
+        else:
+            _write(job.out, vaults, words)
+    if merged:
+        _write(Stream(COMMON, [program for _, program in layer.merged_writes()]), vaults, _bus_merge(merged))
     return {"output": unload(layer, vaults), "vaults": vaults, "pe": pe_results}
+
+
+def _result_blocks(stream, words):
+    """A PE's result words cut into its result blocks: one per write program (its data requests)."""
+    sizes = [int(np.count_nonzero(~run["pad"][:-1])) for run in stream.golden()]
+    if sum(sizes) != len(words):
+        raise ValueError(f"merged write programs have {sum(sizes)} data requests for {len(words)} result words")
+    return np.split(words, np.cumsum(sizes)[:-1])
+
+
+def _bus_merge(blocks):
+    """The merged word stream the bus delivers: PE 0, 1, ... in turn, one result block per turn."""
+    queues = {pe: list(blocks[pe]) for pe in sorted(blocks)}
+    stream = []
+    while any(queues.values()):
+        for pe in queues:
+            if queues[pe]:
+                stream.append(queues[pe].pop(0))
+    return np.concatenate(stream) if stream else np.zeros(0, dtype=np.int64)
 
 
 def maxpool_decode(words):

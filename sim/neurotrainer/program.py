@@ -63,6 +63,9 @@ PE_WORD_BYTES = PE_PROGRAM_BYTES
 _TAG_PMAG = 0x01
 _TAG_PE = 0x02
 _TAG_LOOP = 0x03
+_TAG_PMAG_LOOP = 0x04
+
+_MASK32 = (1 << 32) - 1
 
 
 class ProgramError(ValueError):
@@ -200,11 +203,64 @@ def _pe_records(pe, words):
     return best
 
 
+def _rebased(program, step):
+    return {**program, "base": (program["base"] + step) & _MASK32}
+
+
+def _shifted(item, step):
+    if isinstance(item, dict):
+        return _rebased(item, step)
+    repeat, inner, body = item
+    return (repeat, inner, _shifted(body, step))
+
+
+def _first_base(item):
+    return item["base"] if isinstance(item, dict) else _first_base(item[2])
+
+
+def _pmag_items(pmag_programs):
+    """``(unit, item)`` of the programs, runs of one unit's programs equal up to a constant base step folded
+    into loop items, again and again (so a block-major, PE-minor schedule of merged writes folds into nested
+    loops); a loop saves a 52 B record for 8 B."""
+    items = list(pmag_programs)
+    changed = True
+    while changed:
+        changed, folded, index = False, [], 0
+        while index < len(items):
+            unit, item = items[index]
+            end = index + 1
+            if end < len(items) and items[end][0] == unit:
+                step = (_first_base(items[end][1]) - _first_base(item)) & _MASK32
+                while end < len(items) and end - index < 0xFFFF and items[end][0] == unit \
+                        and items[end][1] == _shifted(item, (end - index) * step):
+                    end += 1
+            if end - index > 1:
+                folded.append((unit, (end - index, step, item)))
+                changed = True
+            else:
+                folded.append((unit, item))
+            index = end
+        items = folded
+    return items
+
+
+def _pmag_records(unit, item):
+    if isinstance(item, dict):
+        word, descriptor = encode_pmag(item)
+        return bytes((_TAG_PMAG, unit)) + word + descriptor
+    repeat, step, body = item
+    return _pmag_records(unit, body) + bytes((_TAG_PMAG_LOOP, unit)) + repeat.to_bytes(2, "little") \
+        + step.to_bytes(4, "little")
+
+
 def ibuffer_image(pmag_programs, pe_passes, limit=IBUFFER_BYTES):
     """The iBuffer (program memory) content of one compiled layer.
 
     Records, in order: every PMAG program ``[0x01, unit, 18 B word, 32 B descriptor]`` (unit 0 =
-    the common-vault PMAG, ``1 + i`` = vault ``i``'s PMAG) in issue order per unit; then every
+    the common-vault PMAG, ``1 + i`` = vault ``i``'s PMAG) in issue order per unit, where a PMAG
+    loop record ``[0x04, unit, repeat (2 B), step (4 B)]`` runs the PMAG record before it (a
+    program, or a loop: they nest) ``repeat`` times in all, the ``r``-th time with every base
+    address + ``r * step`` (mod 2**32; e.g. one merged write program per result block); then every
     PE's passes as run-length records ``[0x02, pe, repeat (2 B), 4 B word]`` (the word runs
     ``repeat`` times), where a loop record ``[0x03, pe, repeat (2 B), n (1 B)]`` runs the PE's
     ``n`` records before it ``repeat`` times in all (whichever coding is shorter). Multi-byte
@@ -225,9 +281,10 @@ def ibuffer_image(pmag_programs, pe_passes, limit=IBUFFER_BYTES):
         The image is larger than ``limit``.
     """
     image = bytearray()
-    for unit, program in pmag_programs:
-        word, descriptor = encode_pmag(program)
-        image += bytes((_TAG_PMAG, check_range("iBuffer PMAG unit", unit, 255))) + word + descriptor
+    for unit, _ in pmag_programs:
+        check_range("iBuffer PMAG unit", unit, 255)
+    for unit, item in _pmag_items(pmag_programs):
+        image += _pmag_records(unit, item)
     for pe, words in enumerate(pe_passes):
         image += _pe_records(check_range("iBuffer PE index", pe, 255), words)
     if len(image) > limit:
@@ -237,7 +294,7 @@ def ibuffer_image(pmag_programs, pe_passes, limit=IBUFFER_BYTES):
 
 def parse_ibuffer(image):
     """Inverse of :func:`ibuffer_image`: ``(pmag_programs, pe_passes)`` with runs and loops expanded."""
-    pmag_programs, records = [], {}
+    pmag_records, records = [], {}
     position = 0
     while position < len(image):
         tag, unit = image[position], image[position + 1]
@@ -247,7 +304,15 @@ def parse_ibuffer(image):
             position += PMAG_WORD_BYTES
             descriptor = image[position:position + PMAG_DESCRIPTOR_BYTES]
             position += PMAG_DESCRIPTOR_BYTES
-            pmag_programs.append((unit, decode_pmag(word, descriptor)))
+            pmag_records.append((unit, [decode_pmag(word, descriptor)]))
+        elif tag == _TAG_PMAG_LOOP:
+            repeat = int.from_bytes(image[position:position + 2], "little")
+            step = int.from_bytes(image[position + 2:position + 6], "little")
+            position += 6
+            if not pmag_records or pmag_records[-1][0] != unit:
+                raise ValueError(f"iBuffer PMAG loop record at byte {position - 8} follows no PMAG record of unit {unit}")
+            body = pmag_records[-1][1]
+            pmag_records[-1] = (unit, [_rebased(program, r * step) for r in range(repeat) for program in body])
         elif tag == _TAG_PE:
             repeat = int.from_bytes(image[position:position + 2], "little")
             word = int.from_bytes(image[position + 2:position + 2 + PE_WORD_BYTES], "little")
@@ -260,6 +325,7 @@ def parse_ibuffer(image):
             body = records[unit][-count:]
             records[unit][-count:] = [[word for run in body for word in run] * repeat]
         else:
-            raise ValueError(f"iBuffer record at byte {position - 2} has tag {tag:#x}; expected 0x01, 0x02 or 0x03")
+            raise ValueError(f"iBuffer record at byte {position - 2} has tag {tag:#x}; expected 0x01 to 0x04")
     count = max(records) + 1 if records else 0
+    pmag_programs = [(unit, program) for unit, programs in pmag_records for program in programs]
     return pmag_programs, [[word for run in records.get(pe, []) for word in run] for pe in range(count)]
