@@ -1,7 +1,9 @@
 """Place and route of one block on the ULX3S ECP5-85F (amaranth-boards, YoWASP Yosys and nextpnr-ecp5)."""
+import hashlib
 import os
 import pathlib
 import re
+import sys
 from contextlib import contextmanager
 
 from .hw.registered_io import RegisteredIO
@@ -13,6 +15,9 @@ __all__ = ["place_and_route", "parse_nextpnr_log", "markdown_table"]
 #: The ULX3S board clock (25 MHz): the timing target nextpnr checks. A block that misses it is still
 #: placed and routed (``--timing-allow-fail``) and reported with its Fmax and ``meets_board_clock`` False.
 BOARD_CLOCK_MHZ = 25.0
+
+#: Options given to nextpnr-ecp5.
+NEXTPNR_OPTIONS = "--timing-allow-fail"
 
 #: nextpnr cell types reported, with the column name used in the tables.
 RESOURCES = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "mult18", "DP16KD": "bram"}
@@ -61,10 +66,17 @@ def place_and_route(emitted, work_root):
     name = emitted.block.name
     work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
     top = RegisteredIO(emitted.block.component(**emitted.params))
-    with _yowasp_environment():
-        ULX3S_85F_Platform().build(top, name="top", build_dir=str(work), do_program=False,
-                                   nextpnr_opts="--timing-allow-fail")
-    figures = parse_nextpnr_log((work / "top.tim").read_text())
+    # A build is reused when the block's Verilog, the wrapper and the nextpnr options are unchanged.
+    wrapper = pathlib.Path(sys.modules[RegisteredIO.__module__].__file__)
+    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), NEXTPNR_OPTIONS)).encode()).hexdigest()
+    stamp_file, log_file = work / "source.sha256", work / "top.tim"
+    if not (log_file.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
+        stamp_file.unlink(missing_ok=True)
+        with _yowasp_environment():
+            ULX3S_85F_Platform().build(top, name="top", build_dir=str(work), do_program=False,
+                                       nextpnr_opts=NEXTPNR_OPTIONS)
+        stamp_file.write_text(stamp)
+    figures = parse_nextpnr_log(log_file.read_text())
     figures["meets_board_clock"] = figures["fmax_mhz"] is not None and figures["fmax_mhz"] >= BOARD_CLOCK_MHZ
     figures["ff_block"] = figures["ff"] - top.wrapper_flip_flops
     return {"block": name, "params": emitted.params, "wrapper_flip_flops": top.wrapper_flip_flops,

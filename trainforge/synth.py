@@ -1,4 +1,5 @@
 """Generic Yosys synthesis of one emitted block: cell counts by type."""
+import hashlib
 import json
 import pathlib
 import subprocess
@@ -27,12 +28,18 @@ def synthesize(emitted, work_root):
     name = emitted.block.name
     work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
     work.mkdir(parents=True, exist_ok=True)
-    (work / f"{name}.v").write_text(emitted.text)
     script = f"read_verilog {name}.v; synth -top {name}; tee -q -o stat.json stat -json"
-    result = subprocess.run([yosys, "-q", "-p", script], cwd=work, env=tool_environment(),
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"yosys failed on {name}:\n{result.stderr[-4000:]}")
+    # A result is reused when the Verilog, the script and the tool are unchanged.
+    stamp = hashlib.sha256("\0".join((emitted.text, script, yosys)).encode()).hexdigest()
+    stamp_file = work / "source.sha256"
+    if not ((work / "stat.json").exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
+        stamp_file.unlink(missing_ok=True)
+        (work / f"{name}.v").write_text(emitted.text)
+        result = subprocess.run([yosys, "-q", "-p", script], cwd=work, env=tool_environment(),
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"yosys failed on {name}:\n{result.stderr[-4000:]}")
+        stamp_file.write_text(stamp)
     stats = json.loads((work / "stat.json").read_text())
     module = stats["modules"][f"\\{name}"]
     return {
