@@ -12,7 +12,7 @@ from trainforge.golden.caterpillar.core import COMMAND_LATENCY
 
 from streams import StreamSink, StreamSource, pack, unpack
 
-__all__ = ["attach", "run_and_check"]
+__all__ = ["attach", "queue", "reset_and_check_idle", "run_and_check"]
 
 
 def attach(bench, valid_probability, ready_probability):
@@ -22,6 +22,24 @@ def attach(bench, valid_probability, ready_probability):
             StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))
 
 
+def queue(bench, program, ports, data_layout):
+    """Queue every command of ``program`` on ``i_cmd`` and its operand words on ``i_data``."""
+    commands, data, _ = ports
+    commands.send([pack(bench.component.cmd_layout, command) for command in program.commands])
+    data.send([pack(data_layout, [int(value) for value in word]) for words in program.inputs for word in words])
+
+
+async def reset_and_check_idle(bench, ports, block):
+    """Drop what is still queued, reset, and check that ``block`` offers no result and takes a command."""
+    commands, data, _ = ports
+    commands.drop()
+    data.drop()
+    await bench.reset(cycles=2)
+    await RisingEdge(bench.dut.clk)
+    assert bench.dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
+    assert bench.dut.i_cmd__ready.value == 1, f"{block} not ready for a command after reset {bench.where()}"
+
+
 async def run_and_check(bench, program, ports, data_layout, result_layout, check_cycles=False):
     """Queue ``program``, wait for every result and compare it bit-exactly with the golden model's.
 
@@ -29,11 +47,9 @@ async def run_and_check(bench, program, ports, data_layout, result_layout, check
     the spacing of accepted commands must also equal the golden schedule.
     """
     commands, data, sink = ports
-    component = bench.component
     n_r = program.n_r
     before_commands, before_results = len(commands.sent), len(sink.received)
-    commands.send([pack(component.cmd_layout, command) for command in program.commands])
-    data.send([pack(data_layout, [int(value) for value in word]) for words in program.inputs for word in words])
+    queue(bench, program, ports, data_layout)
     expected = np.concatenate(program.outputs)
     budget = sum(int(schedule.issue_cycles) + 2 for schedule in program.schedules)
     await bench.wait_until(lambda: commands.idle and data.idle and len(sink.received) >= before_results + len(expected),

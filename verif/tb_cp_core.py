@@ -15,7 +15,6 @@ from trainforge.golden.caterpillar import core as golden
 
 import cp_programs
 from cp_programs import attach
-from streams import pack
 from tbutil import start
 
 
@@ -200,21 +199,12 @@ async def reset_mid_stream(dut):
     bench = await start(dut)
     generator = np.random.default_rng(bench.seed + 3)
     ports = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    commands, data, sink = ports
     weights = random_matrix(bench, generator, 3 * bench.params["n_r"], 2 * bench.params["n_r"])
     program = random_program(bench, generator, [weights])
-    component = bench.component
-    commands.send([pack(component.cmd_layout, command) for command in program.commands])
-    data.send([pack(component.data_layout, [int(value) for value in word])
-               for words in program.inputs for word in words])
+    cp_programs.queue(bench, program, ports, bench.component.data_layout)
     for _ in range(bench.rng.randrange(20, 80)):
         await RisingEdge(dut.clk)
-    commands.drop()
-    data.drop()
-    await bench.reset(cycles=2)
-    await RisingEdge(dut.clk)
-    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
-    assert dut.i_cmd__ready.value == 1, f"core not ready for a command after reset {bench.where()}"
+    await cp_programs.reset_and_check_idle(bench, ports, "core")
     await run_and_check(bench, random_program(bench, generator, [weights]), ports)
 
 
@@ -287,8 +277,7 @@ async def reset_mid_update(dut):
     n_r, max_blocks = bench.params["n_r"], bench.params["max_blocks"]
     generator = np.random.default_rng(bench.seed + 5)
     ports = attach(bench, valid_probability=0.9, ready_probability=0.7)
-    commands, data, sink = ports
-    component = bench.component
+    commands = ports[0]
     rows, cols = 3 * n_r - 1, 2 * n_r
     batch = max_blocks // 3
 
@@ -303,19 +292,12 @@ async def reset_mid_update(dut):
         return program
 
     interrupted = program_with_update()
-    commands.send([pack(component.cmd_layout, command) for command in interrupted.commands])
-    data.send([pack(component.data_layout, [int(value) for value in word])
-               for words in interrupted.inputs for word in words])
+    cp_programs.queue(bench, interrupted, ports, bench.component.data_layout)
     update_cycles = interrupted.schedules[1].issue_cycles
     await bench.wait_until(lambda: len(commands.sent) >= 2, timeout=20 * update_cycles + 1000,
                            what="the UPDATE command")
     for _ in range(bench.rng.randrange(1, update_cycles)):  # at least this long when nothing stalls
         await RisingEdge(dut.clk)
     assert len(commands.sent) == 2, f"the UPDATE finished before the reset {bench.where()}"
-    commands.drop()
-    data.drop()
-    await bench.reset(cycles=2)
-    await RisingEdge(dut.clk)
-    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
-    assert dut.i_cmd__ready.value == 1, f"core not ready for a command after reset {bench.where()}"
+    await cp_programs.reset_and_check_idle(bench, ports, "core")
     await run_and_check(bench, program_with_update(), ports)

@@ -16,7 +16,6 @@ from trainforge.golden.caterpillar import ring as golden
 
 import cp_programs
 from cp_programs import attach
-from streams import pack
 from tbutil import start
 
 
@@ -195,18 +194,9 @@ async def reset_mid_stream(dut):
     bench = await start(dut)
     generator = np.random.default_rng(bench.seed + 3)
     ports = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    commands, data, sink = ports
     program = random_program(bench, generator)
-    component = bench.component
-    commands.send([pack(component.cmd_layout, command) for command in program.commands])
-    data.send([pack(component.word_layout, [int(value) for value in word])
-               for words in program.inputs for word in words])
+    cp_programs.queue(bench, program, ports, bench.component.word_layout)
     for _ in range(bench.rng.randrange(20, 120)):
         await RisingEdge(dut.clk)
-    commands.drop()
-    data.drop()
-    await bench.reset(cycles=2)
-    await RisingEdge(dut.clk)
-    assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
-    assert dut.i_cmd__ready.value == 1, f"ring not ready for a command after reset {bench.where()}"
+    await cp_programs.reset_and_check_idle(bench, ports, "ring")
     await run_and_check(bench, random_program(bench, generator), ports)
