@@ -14,6 +14,7 @@ ROOTS = {
     "trainforge.hw": "hw",
     "trainforge.golden": "golden",
     "trainforge.sim": "sim",
+    "trainforge.spec": "spec",
 }
 
 

@@ -1,6 +1,8 @@
 """Golden model of :class:`trainforge.hw.dense_pe.DensePE`: vectorised numpy, bit-exact."""
 import numpy as np
 
+from ..spec import dense_pe as spec
+
 __all__ = ["wrap", "dense_pe"]
 
 
@@ -31,7 +33,7 @@ def wrap(values, bits, is_signed):
     return (values ^ sign).astype(np.int64) - np.int64(1 << (bits - 1))
 
 
-def dense_pe(a, b, clear, read, *, acc_width=32, signed=True, **_):
+def dense_pe(a, b, clear, read, **params):
     """Results of a dense PE over a stream of rows.
 
     All arithmetic is modulo ``2**64`` in ``uint64`` (two's complement
@@ -44,19 +46,18 @@ def dense_pe(a, b, clear, read, *, acc_width=32, signed=True, **_):
         Operands, already within the operand range.
     clear, read : array_like of bool, shape (rows,)
         Row flags, as in :class:`~trainforge.hw.dense_pe.DensePE`.
-    acc_width : int
-        Accumulator width.
-    signed : bool
-        Two's complement arithmetic.
-    **_ :
-        Other block parameters (``lanes``, ``width``), accepted so that the
-        block's whole parameter dict can be passed.
+    **params :
+        The block's parameters (:data:`trainforge.spec.dense_pe.PARAMS`);
+        those not given take the schema's defaults, and others are ignored.
+        ``acc_width`` and ``signed`` shape the result.
 
     Returns
     -------
     numpy.ndarray
         One accumulated value per ``read`` row, in row order.
     """
+    # Callers that wrap the dense PE (the TensorDash MACs) pass their whole parameter dict.
+    params = spec.PARAMS.resolve(**{name: value for name, value in params.items() if name in spec.PARAMS.names})
     a = np.asarray(a, dtype=np.int64).astype(np.uint64)
     b = np.asarray(b, dtype=np.int64).astype(np.uint64)
     clear = np.asarray(clear, dtype=bool)
@@ -68,4 +69,4 @@ def dense_pe(a, b, clear, read, *, acc_width=32, signed=True, **_):
     last_clear = np.maximum.accumulate(np.where(clear, rows, -1))
     before_clear = np.where(last_clear > 0, running[np.maximum(last_clear - 1, 0)], np.uint64(0))
     accumulator = running - before_clear
-    return wrap(accumulator[read], acc_width, signed)
+    return wrap(accumulator[read], params["acc_width"], params["signed"])

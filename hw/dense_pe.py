@@ -1,10 +1,10 @@
 """Dense baseline processing element (TensorDash, Fig. 2)."""
-from amaranth import Module, Signal, Mux, signed, unsigned
+from amaranth import Module, Signal, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .adder_tree import adder_tree
-from .params import Param, ParamSchema
+from ..spec import dense_pe as spec
 
 __all__ = ["DensePE"]
 
@@ -56,30 +56,21 @@ class DensePE(wiring.Component):
         ``signed(acc_width)`` or ``unsigned(acc_width)``.
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "multiplier lanes L", minimum=1, maximum=64),
-        Param("width", int, 8, "operand width in bits", minimum=2, maximum=32),
-        Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64),
-        Param("signed", bool, True, "two's complement operands and accumulator"),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
-    def __init__(self, *, lanes=4, width=8, acc_width=32, signed=True):
+    def __init__(self, *, lanes=spec.PARAMS["lanes"].default, width=spec.PARAMS["width"].default,
+                 acc_width=spec.PARAMS["acc_width"].default, signed=spec.PARAMS["signed"].default):
         self.params = self.PARAMS.resolve(lanes=lanes, width=width, acc_width=acc_width, signed=signed)
         self.lanes = lanes
         self.width = width
         self.acc_width = acc_width
         self.is_signed = signed
-        self.operand_shape = _shape(width, signed)
-        self.result_shape = _shape(acc_width, signed)
-        self.row_layout = data.StructLayout({
-            "a": data.ArrayLayout(self.operand_shape, lanes),
-            "b": data.ArrayLayout(self.operand_shape, lanes),
-            "clear": 1,
-            "read": 1,
-        })
+        self.operand_shape = spec.operand_shape(self.params)
+        self.result_shape = spec.result_shape(self.params)
+        self.row_layout = spec.row_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_sum": Out(stream.Signature(self.result_shape)),
@@ -89,7 +80,7 @@ class DensePE(wiring.Component):
         m = Module()
 
         # Stage 1: one product per lane.
-        product_shape = _shape(2 * self.width, self.is_signed)
+        product_shape = spec.product_shape(self.params)
         products = Signal(data.ArrayLayout(product_shape, self.lanes))
         products_valid = Signal()
         products_clear = Signal()
@@ -131,6 +122,3 @@ class DensePE(wiring.Component):
 
         return m
 
-
-def _shape(width, is_signed):
-    return signed(width) if is_signed else unsigned(width)

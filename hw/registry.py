@@ -1,8 +1,11 @@
 """The block registry: every generated block, declared once.
 
 A :class:`Block` ties together the Amaranth component (whose ``PARAMS``
-schema is the single source of the block's parameters), its golden model, its
-cocotb testbench module and the parameter sets the test suite sweeps. The
+schema, declared in the family's spec, is the single source of the block's
+parameters), its cocotb testbench module and the parameter sets the test
+suite sweeps. The registry is part of the hardware layer and never imports a
+golden model: the testbenches and the scenario tables in ``verif/`` pair each
+block with its golden model. The
 ``trainforge`` command, the Makefile targets and the test suite iterate over
 :data:`BLOCKS`.
 
@@ -16,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from .params import ParamError
+from ..errors import ParameterError
 
 __all__ = ["Block", "BLOCKS", "get_block", "params_key"]
 
@@ -31,8 +34,6 @@ class Block:
         Block name, used for file names (``build/verilog/<name>.v``) and on the command line.
     component : type
         ``wiring.Component`` subclass with a ``PARAMS`` :class:`~trainforge.hw.params.ParamSchema`.
-    golden : callable
-        Golden model; takes the block's parameters as keyword arguments.
     testbench : str
         Module name of the cocotb testbench in ``verif/``.
     test_params : tuple of dict
@@ -44,7 +45,6 @@ class Block:
     """
     name: str
     component: type
-    golden: object
     testbench: str
     summary: str
     test_params: tuple = ({},)
@@ -70,14 +70,13 @@ def params_key(block_name, params):
 
 
 def _blocks():
-    from ..golden import dense_pe as dense_pe_golden
     from .dense_pe import DensePE
+    from .stream_stage import StreamStage
 
     return (
         Block(
             name="dense_pe",
             component=DensePE,
-            golden=dense_pe_golden.dense_pe,
             testbench="tb_dense_pe",
             summary="dense baseline PE: L multiplier lanes into one accumulator (TensorDash Fig. 2)",
             test_params=(
@@ -90,6 +89,14 @@ def _blocks():
                 {"lanes": 8, "width": 32, "acc_width": 64, "signed": False},
                 {"lanes": 3, "width": 2, "acc_width": 2},
             ),
+        ),
+        Block(
+            name="stream_stage",
+            component=StreamStage,
+            testbench="tb_stream_stage",
+            summary="the shared stream pipeline stage (skid buffer): full throughput, registered ready",
+            test_params=({}, {"width": 1}),
+            regress_params=({"width": 130},),
         ),
     )
 
@@ -115,8 +122,8 @@ BLOCKS = _collect()
 
 
 def get_block(name):
-    """The registered block ``name``; raises :class:`ParamError` naming the known blocks."""
+    """The registered block ``name``; raises :class:`ParameterError` naming the known blocks."""
     try:
         return BLOCKS[name]
     except KeyError:
-        raise ParamError(f"unknown block '{name}'; known blocks: {', '.join(BLOCKS)}") from None
+        raise ParameterError(f"unknown block '{name}'; known blocks: {', '.join(BLOCKS)}") from None

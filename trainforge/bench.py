@@ -14,15 +14,14 @@ import numpy
 
 
 def benchmark_modules():
-    """Modules that define ``BENCHMARKS``: ``trainforge.golden.bench``, ``trainforge.hw.bench``
-    and every family's ``bench`` module under ``trainforge.golden``, ``trainforge.hw`` and ``trainforge.sim``."""
-    from . import discover
-    from .golden import bench as golden_bench
-    from .hw import bench as hw_bench
+    """Modules that define ``BENCHMARKS``: ``trainforge.golden.benchmarks``, ``trainforge.emit_benchmarks``
+    and every family's ``benchmarks`` module under ``trainforge.golden``, ``trainforge.hw`` and ``trainforge.sim``."""
+    from . import discover, emit_benchmarks
+    from .golden import benchmarks as golden_benchmarks
 
-    return [golden_bench, hw_bench,
+    return [golden_benchmarks, emit_benchmarks,
             *(module for package in ("trainforge.golden", "trainforge.hw", "trainforge.sim")
-              for module in discover.family_modules(package, "bench"))]
+              for module in discover.family_modules(package, "benchmarks"))]
 
 
 def collect():

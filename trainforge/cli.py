@@ -3,20 +3,27 @@
 Subcommands of the hardware flow (``list``, ``verilog``, ``synth``, ``fpga``,
 ``bench``, ``report``) live here; the system models add their own
 subcommands through a ``register(subparsers)`` function in the modules found by
-:func:`subcommand_modules`. Every handler returns the process exit code:
-0 on success, 2 on a usage or parameter error (nothing partial is written).
+:func:`subcommand_modules`. Every handler returns the process exit code: 0 on success.
+
+:func:`main` turns every :class:`~trainforge.errors.TrainforgeError` and
+every ``OSError`` (an unwritable path, a full disk) into one line on stderr
+and exit status 2, exits quietly when its output pipe closes
+(``trainforge list --json | head -1``), and prints one line and exits with
+130 on Ctrl-C. A subcommand's ``--out`` is checked before its handler starts
+(:func:`trainforge.outputs.check_output`); a parser that writes a folder
+rather than a file sets ``out_kind="dir"`` in its defaults.
 """
 import argparse
+import os
 import sys
 
-from .errors import UsageError
-from .hw.params import ParamError
+from .errors import TrainforgeError
 
-__all__ = ["UsageError", "main"]
+__all__ = ["main"]
 
 
 def subcommand_modules():
-    """Modules that add subcommands: the hardware flow, then every ``trainforge.sim.<model>.cli``.
+    """Modules that add subcommands: the hardware flow, then every ``trainforge.commands.<family>.cli``.
 
     Each defines ``register(subparsers)``, which calls ``subparsers.add_parser(...)``
     and sets ``func`` to a handler taking the parsed arguments and returning an
@@ -25,7 +32,7 @@ def subcommand_modules():
     from . import hwflow
     from .discover import family_modules
 
-    return [hwflow, *family_modules("trainforge.sim", "cli")]
+    return [hwflow, *family_modules("trainforge.commands", "cli")]
 
 
 def build_parser():
@@ -39,13 +46,44 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _run(args):
+    from .outputs import check_output
+
+    if getattr(args, "out", None) is not None:
+        check_output(args.out, getattr(args, "out_kind", "file"))
+    return args.func(args)
+
+
+def _quiet_stdout():
+    """After a closed pipe: send what is still buffered for stdout nowhere, so exit prints no second error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        return args.func(args)
-    except (UsageError, ParamError) as error:
-        print(f"trainforge {args.command}: {error}", file=sys.stderr)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
+def main(argv=None):
+    command = "trainforge"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"trainforge {args.command}"
+        return _run(args)
+    except TrainforgeError as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"{command}: {where}{error.strerror or error}", file=sys.stderr)
         return 2
 
 

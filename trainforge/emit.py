@@ -8,6 +8,7 @@ from amaranth.hdl import Value
 from amaranth.lib import wiring
 
 from .hw.registry import BLOCKS, get_block
+from .outputs import write_text
 
 __all__ = ["Emitted", "ports", "emit", "elaborate_all", "write_outputs"]
 
@@ -101,8 +102,8 @@ def write_outputs(emitted, out_dir):
         manifest = {entry["block"]: entry for entry in json.loads(manifest_path.read_text())["blocks"]}
     for item in emitted:
         path = out_dir / f"{item.block.name}.v"
-        path.write_text(item.text)
+        write_text(path, item.text)
         manifest[item.block.name] = item.manifest_entry(path)
     ordered = [manifest[name] for name in sorted(manifest)]
-    manifest_path.write_text(json.dumps({"blocks": ordered}, indent=2) + "\n")
+    write_text(manifest_path, json.dumps({"blocks": ordered}, indent=2) + "\n")
     return manifest_path

@@ -4,6 +4,7 @@ import pathlib
 import sys
 
 from .hw.registry import BLOCKS
+from .outputs import write_text
 
 BUILD = pathlib.Path("build")
 REPORTS = BUILD / "reports"
@@ -23,6 +24,7 @@ def register(subparsers):
     parser = subparsers.add_parser("verilog", help="emit Verilog and build/verilog/manifest.json")
     _add_block_arguments(parser)
     parser.add_argument("--out", default=str(BUILD / "verilog"), help="output folder (default: build/verilog)")
+    parser.set_defaults(out_kind="dir")
     parser.set_defaults(func=cmd_verilog)
 
     parser = subparsers.add_parser("synth", help="Yosys generic synthesis: cell counts per block (JSON)")
@@ -77,7 +79,7 @@ def cmd_verilog(args):
 def _write_json(path, payload):
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    write_text(path, json.dumps(payload, indent=2) + "\n")
     return path
 
 
@@ -103,7 +105,7 @@ def cmd_fpga(args):
     table = markdown_table(results)
     print(table)
     path = _write_json(args.out, {"board": "ULX3S ECP5-85F", "blocks": results})
-    path.with_suffix(".md").write_text(table + "\n")
+    write_text(path.with_suffix(".md"), table + "\n")
     print(path)
     return 0
 

@@ -2,6 +2,8 @@
 import json
 import pathlib
 
+from .outputs import write_text
+
 __all__ = ["write_index"]
 
 _PREVIEW_LINES = 40
@@ -40,5 +42,5 @@ def write_index(reports):
             else:
                 sections += ["```json", _json_preview(path), "```"]
             sections.append("")
-    index.write_text("\n".join(sections) + "\n")
+    write_text(index, "\n".join(sections) + "\n")
     return index

@@ -75,6 +75,7 @@ class StreamSource(_StreamPorts):
     def __init__(self, dut, name, cycle, rng, valid_probability=1.0):
         super().__init__(dut, name, cycle, rng)
         self.valid_probability = valid_probability
+        self.pattern = None
         self.queue = collections.deque()
         self.sent = []
         self.enabled = True
@@ -85,6 +86,20 @@ class StreamSource(_StreamPorts):
     def send(self, payloads):
         self.queue.extend(payloads)
 
+    def follow(self, pattern):
+        """From the next rising edge, offer (when there is something to offer) as ``pattern[k]`` says in cycle ``k``.
+
+        ``pattern`` is a sequence of booleans, repeated; ``None`` goes back to
+        :attr:`valid_probability`. A scenario sets the same pattern in the
+        golden model, so both see the same handshakes cycle by cycle.
+        """
+        self.pattern = None if pattern is None else (tuple(bool(x) for x in pattern), [0])
+
+    def _wants_to_offer(self):
+        if self.pattern is None:
+            return self.rng.random() < self.valid_probability
+        pattern, index = self.pattern
+        return pattern[index[0] % len(pattern)]
     def drop(self):
         """Forget everything queued and any offer in progress (used around a reset)."""
         self.queue.clear()
@@ -98,8 +113,10 @@ class StreamSource(_StreamPorts):
     async def _drive(self):
         while True:
             await RisingEdge(self.cycle.clock)
-            if self._offered is None and self.queue and self.enabled \
-                    and self.rng.random() < self.valid_probability:
+            offer = self._wants_to_offer()
+            if self.pattern is not None:
+                self.pattern[1][0] += 1
+            if self._offered is None and self.queue and self.enabled and offer:
                 self._offered = self.queue.popleft()
                 self.payload.value = self._offered
             self.valid.value = int(self._offered is not None)
@@ -121,14 +138,24 @@ class StreamSink(_StreamPorts):
     def __init__(self, dut, name, cycle, rng, ready_probability=1.0):
         super().__init__(dut, name, cycle, rng)
         self.ready_probability = ready_probability
+        self.pattern = None
         self.received = []
         self.ready.value = 0
         cocotb.start_soon(self._drive())
 
+    def follow(self, pattern):
+        """From the next rising edge, drive ``ready`` as ``pattern[k]`` in cycle ``k`` (repeated); ``None``: random again."""
+        self.pattern = None if pattern is None else (tuple(bool(x) for x in pattern), [0])
+
     async def _drive(self):
         while True:
             await RisingEdge(self.cycle.clock)
-            ready = self.rng.random() < self.ready_probability
+            if self.pattern is None:
+                ready = self.rng.random() < self.ready_probability
+            else:
+                pattern, index = self.pattern
+                ready = pattern[index[0] % len(pattern)]
+                index[0] += 1
             self.ready.value = int(ready)
             await ReadOnly()
             if ready and self.valid.value == 1:

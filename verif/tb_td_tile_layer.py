@@ -4,11 +4,11 @@ one prepared stream, full rate.
 The stream (``a`` (T, cols, lanes), ``b`` (T, rows, lanes), ``clear``,
 ``read``; a PE is 1 x 1), as built by
 :func:`trainforge.golden.tensordash.layer.tile_program` or
-:mod:`trainforge.sim.tensordash.rtl_speedup`, is read from the ``.npz`` file
+:mod:`trainforge.commands.tensordash.rtl_speedup`, is read from the ``.npz`` file
 named by ``TD_LAYER_STIMULUS``; every result and the cycle it left the block
 are written to the ``.npz`` file named by ``TD_LAYER_RESULTS``. The
 comparison with the golden model is made by the caller
-(:func:`trainforge.sim.tensordash.rtl.run_stream`), which reports the agreement.
+(:func:`trainforge.commands.tensordash.rtl.run_stream`), which reports the agreement.
 """
 import os
 

@@ -10,7 +10,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from trainforge.hw.registry import get_block
 
 from streams import Cycle
-from toolchain import CLOCK_PERIOD_NS
+from trainforge.simulation import CLOCK_PERIOD_NS
 
 __all__ = ["Bench", "start"]
 

@@ -246,7 +246,7 @@ def test_energy_equals_an_independent_count():
 def test_study_prices_every_method(monkeypatch):
     """The study on a slice of the digits: every method trains, the pricing is the architecture model's,
     and the energy to an accuracy is the consumed epochs times one epoch's energy."""
-    from trainforge.sim.caterpillar import cli
+    from trainforge.commands.caterpillar import cli
 
     x, y = training.load_digits_28()
     monkeypatch.setattr(training, "load_dataset", lambda idx=None: (x[:300], y[:300], "digits-slice"))

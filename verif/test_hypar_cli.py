@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from trainforge.cli import UsageError
-from trainforge.sim.hypar import cli
+from trainforge.errors import UsageError
+from trainforge.commands.hypar import cli
 from trainforge.sim.hypar.builtins import builtin_network
 from trainforge.sim.hypar.config import ArrayConfig, TrainingSetup
 from trainforge.sim.hypar.partition import strategy_choices

@@ -6,7 +6,7 @@ import pytest
 from trainforge.emit import emit
 from trainforge.hw.registry import BLOCKS
 
-from toolchain import VERILATOR_WAIVERS
+from trainforge.simulation import VERILATOR_WAIVERS
 
 CASES = [pytest.param(block.name, overrides, id=f"{block.name}-{index}")
          for block in BLOCKS.values() for index, overrides in enumerate(block.test_params)]

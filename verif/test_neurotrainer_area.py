@@ -9,7 +9,7 @@ import sys
 
 from trainforge.emit import emit
 from trainforge.hw.neurotrainer.mac import NTMac
-from trainforge.sim.neurotrainer.area import PAPER_AREA_UM2, VARIANTS
+from trainforge.commands.neurotrainer.area import PAPER_AREA_UM2, VARIANTS
 
 
 def test_bad_lanes_exits_2_and_writes_nothing(tmp_path):

@@ -4,7 +4,7 @@ import pytest
 
 from trainforge.golden.neurotrainer.bus import LATENCY, nt_bus
 from trainforge.hw.neurotrainer.bus import NTBus
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 
 def cycle_by_cycle(broadcast_data, broadcast_end, merge_data, merge_end, *, pes, width, broadcast_start,
@@ -98,9 +98,9 @@ def test_simultaneous_requests_go_lowest_index_first_after_the_broadcast():
 
 
 def test_parameters_are_checked():
-    with pytest.raises(ParamError, match="'width' = 24"):
+    with pytest.raises(ParameterError, match="'width' = 24"):
         NTBus(width=24)
-    with pytest.raises(ParamError, match="'pes' = 17"):
+    with pytest.raises(ParameterError, match="'pes' = 17"):
         NTBus(pes=17)
-    with pytest.raises(ParamError, match="'pes' = 1"):
+    with pytest.raises(ParameterError, match="'pes' = 1"):
         NTBus(pes=1)

@@ -10,7 +10,7 @@ from trainforge.errors import UsageError
 from trainforge.golden.neurotrainer.mac import nt_mac
 from trainforge.golden.neurotrainer.pmag import random_program
 from trainforge.hw.neurotrainer.pmag import NTPmag
-from trainforge.sim.neurotrainer import cmd_compile
+from trainforge.commands.neurotrainer import cmd_compile
 from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
 from trainforge.sim.neurotrainer.executor import execute, maxpool_decode
 from trainforge.sim.neurotrainer.program import (PMAG_DESCRIPTOR_BYTES, PMAG_WORD_BYTES, PE_WORD_BYTES, ProgramError,

@@ -5,7 +5,7 @@ import pytest
 from trainforge.golden.neurotrainer.mac import lfsr_bits, nt_mac, reset_state, sr_lo_words, xorshift_words
 from trainforge.golden.neurotrainer.rounding_stats import rounding_error_statistics, sr_lo_predicted_bias
 from trainforge.hw.neurotrainer.mac import NTMac
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 
 def test_lfsr_is_maximal_length():
@@ -95,7 +95,7 @@ def test_sr_lo_bias_and_correlation():
     {"rounding": "stochastic"}, {"frac_bits": 31}, {"lanes": 0}, {"rounding": "sr_lo", "seed": 256},
 ])
 def test_bad_parameters_are_rejected(overrides):
-    with pytest.raises(ParamError, match=list(overrides)[-1]):
+    with pytest.raises(ParameterError, match=list(overrides)[-1]):
         NTMac(**overrides)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from trainforge.golden.neurotrainer.lut import FUNCTIONS, interpolation_error, lut_table, nt_lut, reference
 from trainforge.hw.neurotrainer.lut import NTLut
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 SMOOTH = ("tanh", "tanh_grad", "sigmoid", "sigmoid_grad")
 
@@ -44,9 +44,9 @@ def test_error_falls_with_the_table_size(function):
 
 
 def test_parameters_are_checked():
-    with pytest.raises(ParamError, match="function"):
+    with pytest.raises(ParameterError, match="function"):
         NTLut(function="gelu")
-    with pytest.raises(ParamError, match="table_bits"):
+    with pytest.raises(ParameterError, match="table_bits"):
         NTLut(table_bits=13)
 
 

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.pe import MAC_LATENCY, nt_pe, pass_shape
 from trainforge.hw.neurotrainer.pe import NTPe
 from trainforge.hw.neurotrainer.pe_program import (OP_MAC, OP_MAX, PE_PROGRAM_BYTES, PE_PROGRAM_LAYOUT,
                                                    decode_pe_program, encode_pe_program)
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 INTEGER = dict(in1_depth=1024, in2_depth=512, out_depth=256, frac_bits=0, frac_bits16=0, rounding="truncate")
 
@@ -40,7 +40,7 @@ def test_program_fields_out_of_range_are_rejected(fields):
 
 
 def test_depths_must_be_powers_of_two():
-    with pytest.raises(ParamError, match="in2_depth"):
+    with pytest.raises(ParameterError, match="in2_depth"):
         NTPe(in2_depth=48)
 
 

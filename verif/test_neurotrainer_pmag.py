@@ -7,7 +7,7 @@ import pytest
 from trainforge.golden.neurotrainer.pmag import (LATENCY, SOURCE_NAMES as S, WINDOW_MODES, default_program,
                                                  nt_pmag, random_program, transfer_cycles)
 from trainforge.hw.neurotrainer.pmag import NTPmag
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 
 def _conv_ff(no, ho, wo, ni, dk, hk, wk):
@@ -102,7 +102,7 @@ def test_golden_is_vectorised_for_large_programs():
 
 
 def test_parameters_are_checked():
-    with pytest.raises(ParamError, match="counter_bits"):
+    with pytest.raises(ParameterError, match="counter_bits"):
         NTPmag(counter_bits=17)
-    with pytest.raises(ParamError, match="counter_bits"):
+    with pytest.raises(ParameterError, match="counter_bits"):
         NTPmag(counter_bits=1)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trainforge.cli import main
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 from trainforge.sim.neurotrainer.module import ModuleConfig, layer_pass_time, paper_precision
 from trainforge.sim.neurotrainer.networks import layers
 from trainforge.sim.neurotrainer.system import CENTRAL_UNITS, scaling_report
@@ -109,7 +109,7 @@ def test_more_bandwidth_or_less_latency_never_slows_a_pass():
     ("output_buffer_bytes", 1000, "multiple of 256"), ("vault_latency_s", float("nan"), "[0, 1e-3)"),
 ])
 def test_invalid_config_names_parameter_value_and_range(field, value, allowed):
-    with pytest.raises(ParamError) as info:
+    with pytest.raises(ParameterError) as info:
         ModuleConfig(**{field: value})
     message = str(info.value)
     assert field in message and repr(value) in message and allowed in message, message
@@ -126,7 +126,7 @@ def test_invalid_config_names_parameter_value_and_range(field, value, allowed):
               "stride": 1, "batch": 1}, "ff", "dims.out_h"),
 ])
 def test_invalid_layer_raises_naming_the_parameter(kind, dims, pass_name, word):
-    with pytest.raises(ParamError) as info:
+    with pytest.raises(ParameterError) as info:
         layer_pass_time(ModuleConfig(), kind, dims, pass_name)
     assert word in str(info.value), str(info.value)
 

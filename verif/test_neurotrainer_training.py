@@ -15,7 +15,7 @@ import pytest
 from trainforge.cli import main
 from trainforge.golden.neurotrainer.mac import nt_mac, xorshift_seeds, xorshift_words
 from trainforge.golden.neurotrainer.rounding_stats import sr_lo_predicted_bias
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 from trainforge.sim.neurotrainer.fixed_training import (FIXED_ROUNDINGS, NETWORKS, MacArray, load_data, train,
                                                         xorshift_skip, xorshift_stream)
 
@@ -104,9 +104,9 @@ def test_mac_array_equals_golden_mac(rounding, frac_bits):
 
 
 def test_mac_array_rejects_parameters_the_block_rejects():
-    with pytest.raises(ParamError, match="seed.*300"):
+    with pytest.raises(ParameterError, match="seed.*300"):
         MacArray("sr_lo", seed=300)
-    with pytest.raises(ParamError, match="frac_bits.*31"):
+    with pytest.raises(ParameterError, match="frac_bits.*31"):
         MacArray("truncate", frac_bits=31)
 
 

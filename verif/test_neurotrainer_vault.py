@@ -4,7 +4,7 @@ import pytest
 
 from trainforge.golden.neurotrainer.vault import nt_vault
 from trainforge.hw.neurotrainer.vault import NTVault
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 
 @pytest.mark.parametrize("depth,latency,interval", [(16, 3, 2), (2, 1, 1), (1024, 20, 5)])
@@ -29,5 +29,5 @@ def test_reads_see_the_last_earlier_write_and_leave_after_latency(depth, latency
 
 
 def test_depth_must_be_a_power_of_two():
-    with pytest.raises(ParamError, match="depth"):
+    with pytest.raises(ParameterError, match="depth"):
         NTVault(depth=48)

@@ -2,7 +2,8 @@
 import pytest
 
 from trainforge.hw.dense_pe import DensePE
-from trainforge.hw.params import Param, ParamError, ParamSchema
+from trainforge.errors import ParameterError
+from trainforge.spec.params import Param, ParamSchema
 from trainforge.hw.registry import BLOCKS
 
 
@@ -16,7 +17,7 @@ from trainforge.hw.registry import BLOCKS
     ({"signed": 1}, ["'signed'", "true or false"]),
 ])
 def test_dense_pe_constructor_rejects(kwargs, needles):
-    with pytest.raises(ParamError) as info:
+    with pytest.raises(ParameterError) as info:
         DensePE(**kwargs)
     for needle in needles:
         assert needle in str(info.value)
@@ -34,15 +35,15 @@ def test_parse_converts_command_line_strings():
 
 
 def test_schema_rejects_invalid_default():
-    with pytest.raises(ParamError, match="'depth'"):
+    with pytest.raises(ParameterError, match="'depth'"):
         Param("depth", int, 9, "buffer depth", minimum=2, maximum=5)
 
 
 def test_constraints_run_on_resolve():
     def lanes_even(values):
         if values["lanes"] % 2:
-            raise ParamError(f"parameter 'lanes' = {values['lanes']} must be even")
+            raise ParameterError(f"parameter 'lanes' = {values['lanes']} must be even")
     schema = ParamSchema((Param("lanes", int, 4, "lanes", minimum=1, maximum=8),), constraints=(lanes_even,))
     assert schema.resolve(lanes=2)["lanes"] == 2
-    with pytest.raises(ParamError, match="must be even"):
+    with pytest.raises(ParameterError, match="must be even"):
         schema.resolve(lanes=3)

@@ -3,13 +3,13 @@ import pytest
 
 from trainforge.hw.registry import BLOCKS
 
-import simulate
+from trainforge import simulation
 
 
 def _cases(attribute, marks=()):
     for block in BLOCKS.values():
         for index, overrides in enumerate(getattr(block, attribute)):
-            for simulator in simulate.SIMULATORS:
+            for simulator in simulation.SIMULATORS:
                 label = ",".join(f"{k}={v}" for k, v in sorted(overrides.items())) or "defaults"
                 yield pytest.param(block.name, overrides, simulator, marks=marks,
                                    id=f"{block.name}-{label}-{simulator}")
@@ -21,4 +21,4 @@ def _cases(attribute, marks=()):
 ])
 def test_block(block_name, overrides, simulator, seed):
     block = BLOCKS[block_name]
-    simulate.run(block_name, block.testbench, overrides, simulator, seed)
+    simulation.run(block_name, block.testbench, overrides, simulator, seed)

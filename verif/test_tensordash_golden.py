@@ -11,7 +11,7 @@ from trainforge.golden.tensordash.pattern import (PatternError, default_pattern,
 from trainforge.golden.tensordash.pe import td_pe, td_pe_cycles, td_tile_cycles
 from trainforge.golden.tensordash.scheduler import schedule
 from trainforge.golden.tensordash.transposer import transpose_blocks
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 from trainforge.hw.tensordash.pe import TDPE
 
 
@@ -30,7 +30,7 @@ def test_invalid_patterns_are_rejected(text, reason):
 
 
 def test_block_rejects_invalid_pattern_naming_the_parameter():
-    with pytest.raises(ParamError, match="parameter 'pattern'"):
+    with pytest.raises(ParameterError, match="parameter 'pattern'"):
         TDPE(pattern="0:0,3:0", depth=2)
 
 

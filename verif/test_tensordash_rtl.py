@@ -13,15 +13,15 @@ import pytest
 from trainforge.cli import main
 from trainforge.golden.tensordash.core import LATENCY, CoreRun
 from trainforge.golden.tensordash.pe import td_tile
-from trainforge.sim.tensordash import rtl_speedup
-from trainforge.sim.tensordash.rtl import check_operations
+from trainforge.commands.tensordash import rtl_speedup
+from trainforge.commands.tensordash.rtl import check_operations
 
-import simulate
+from trainforge import simulation
 
 
 def test_tile_4x4_cycle_exact_icarus(seed):
     """Random streams at 0 to 99.99% sparsity: every result's value and cycle as the golden tile model."""
-    simulate.run("td_tile", "tb_td_tile", {}, "icarus", seed, testcase="random_sparsity_cycle_exact")
+    simulation.run("td_tile", "tb_td_tile", {}, "icarus", seed, testcase="random_sparsity_cycle_exact")
 
 
 @pytest.mark.parametrize("simulator", ["icarus", pytest.param("verilator", marks=pytest.mark.regress)])

@@ -1,8 +1,4 @@
 """Registered blocks of the CATERPILLAR family."""
-from ...golden.caterpillar import core as core_golden
-from ...golden.caterpillar import goldschmidt as goldschmidt_golden
-from ...golden.caterpillar import pe as pe_golden
-from ...golden.caterpillar import ring as ring_golden
 from ..registry import Block
 from .core import CpCore
 from .pe import CpPE
@@ -13,7 +9,6 @@ BLOCKS = (
     Block(
         name="cp_pe",
         component=CpPE,
-        golden=pe_golden.cp_pe,
         testbench="tb_cp_pe",
         summary="CATERPILLAR LAC PE: swappable MAC unit, local SRAM, accumulator and reduction register",
         test_params=({"sram_depth": 32},),
@@ -22,7 +17,6 @@ BLOCKS = (
     Block(
         name="cp_core",
         component=CpCore,
-        golden=core_golden.gemv_forward,
         testbench="tb_cp_core",
         summary="CATERPILLAR LAC core: n_r x n_r PEs, row/column buses, GEMV fwd/bwd, GEMM, microcoded sequencer",
         test_params=(
@@ -39,7 +33,6 @@ BLOCKS = (
     Block(
         name="cp_reciprocal",
         component=CpReciprocal,
-        golden=goldschmidt_golden.reciprocal_unit,
         testbench="tb_cp_reciprocal",
         summary="CATERPILLAR Goldschmidt reciprocal: lookup table + iterations on the PE's MAC unit",
         test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1}),
@@ -49,7 +42,6 @@ BLOCKS = (
     Block(
         name="cp_ring",
         component=CpRing,
-        golden=ring_golden.ring_schedule,
         testbench="tb_cp_ring",
         summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
         test_params=(

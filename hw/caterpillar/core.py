@@ -5,7 +5,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from .mac import MAC_UNITS
 from .pe import CpPE, MacOp
 
@@ -470,5 +470,5 @@ def _select(values, index):
 
 
 def _check_pe_params(values):
-    """The PE parameters of the core must make a valid :class:`CpPE` (raises :class:`ParamError`)."""
+    """The PE parameters of the core must make a valid :class:`CpPE` (raises :class:`ParameterError`)."""
     CpPE.PARAMS.resolve(**{name: values[name] for name in CpPE.PARAMS.names})

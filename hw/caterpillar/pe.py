@@ -5,7 +5,8 @@ from amaranth import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from .mac import MAC_UNITS
 
 __all__ = ["MacOp", "CpPE"]
@@ -161,6 +162,6 @@ class CpPE(wiring.Component):
 
 def _check_acc_width(values):
     if values["acc_width"] < 2 * values["width"]:
-        raise ParamError(f"parameter 'acc_width' = {values['acc_width']} is invalid (narrower than the "
+        raise ParameterError(f"parameter 'acc_width' = {values['acc_width']} is invalid (narrower than the "
                          f"{2 * values['width']}-bit products of width {values['width']}); "
                          f"allowed: an integer in {2 * values['width']}..64")

@@ -4,7 +4,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...golden.caterpillar.goldschmidt import reciprocal_table, result_width
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from .mac import MAC_UNITS
 
 __all__ = ["CpReciprocal"]
@@ -148,6 +149,6 @@ class CpReciprocal(wiring.Component):
 
 def _check_table_bits(values):
     if values["table_bits"] > values["frac"] - 2:
-        raise ParamError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
+        raise ParameterError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
                          f"bits after the leading one of a {values['frac']}-bit fraction); allowed: an integer "
                          f"in 1..{values['frac'] - 2}")

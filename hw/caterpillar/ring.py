@@ -3,7 +3,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from .core import CoreOp, CpCore
 from .mac import MAC_UNITS
 
@@ -378,5 +378,5 @@ def _word(words, index):
 
 
 def _check_core_params(values):
-    """The core parameters of the ring must make a valid :class:`CpCore` (raises :class:`ParamError`)."""
+    """The core parameters of the ring must make a valid :class:`CpCore` (raises :class:`ParameterError`)."""
     CpCore.PARAMS.resolve(**{name: values[name] for name in CpCore.PARAMS.names})

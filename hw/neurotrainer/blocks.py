@@ -1,27 +1,18 @@
 """The NeuroTrainer family's registered blocks."""
 from ..registry import Block
-from ...golden.neurotrainer import comparator as comparator_golden
-from ...golden.neurotrainer import lut as lut_golden
-from ...golden.neurotrainer import mac as mac_golden
-from ...golden.neurotrainer import pmag as pmag_golden
 from .comparator import NTComparator
 from .lut import NTLut
 from .mac import NTMac
 from .pmag import NTPmag
-from ...golden.neurotrainer import pe as pe_golden
 from .pe import NTPe
-from ...golden.neurotrainer import vault as vault_golden
 from .vault import NTVault
-from ...golden.neurotrainer import bus as bus_golden
 from .bus import NTBus
-from ...golden.neurotrainer import system as system_golden
 from .system import NTSystem
 
 BLOCKS = (
     Block(
         name="nt_bus",
         component=NTBus,
-        golden=bus_golden.nt_bus,
         testbench="tb_nt_bus",
         summary="NeuroTrainer bus: broadcast (common vault to PEs) over merge (PEs to common vault, fixed priority), "
                 "REQ-ACK-SEND, 4-stage pipeline (Sec. 3.4)",
@@ -31,7 +22,6 @@ BLOCKS = (
     Block(
         name="nt_system",
         component=NTSystem,
-        golden=system_golden.nt_system,
         testbench="tb_nt_system",
         summary="NeuroTrainer integration: common vault + per-PE vaults with PMAGs, bus, PEs running compiled conv/FC FF, BP, UP and max-pooling programs",
         test_params=({},),
@@ -44,7 +34,6 @@ BLOCKS = (
     Block(
         name="nt_vault",
         component=NTVault,
-        golden=vault_golden.nt_vault,
         testbench="tb_nt_vault",
         summary="NeuroTrainer vault memory model for simulation: configurable read latency and bandwidth (no DRAM timing)",
         test_params=({"depth": 64, "latency": 3, "interval": 2},),
@@ -53,7 +42,6 @@ BLOCKS = (
     Block(
         name="nt_pe",
         component=NTPe,
-        golden=pe_golden.nt_pe,
         testbench="tb_nt_pe",
         summary="NeuroTrainer PE: k SR-LO MACs + k comparators, 3 double-buffered local buffers with CNT2/CNT1, 4-byte programs (Sec. 3.3, Fig. 9, Table 4)",
         test_params=({"lanes": 2, "in1_depth": 64, "in2_depth": 32, "out_depth": 16, "index_bits": 4},),
@@ -68,7 +56,6 @@ BLOCKS = (
     Block(
         name="nt_mac",
         component=NTMac,
-        golden=mac_golden.nt_mac,
         testbench="tb_nt_mac",
         summary="NeuroTrainer Fixed 32/16 MAC array with SR-LO / per-MAC SR / truncate / nearest rounding (Fig. 11, Table 1)",
         test_params=(
@@ -84,7 +71,6 @@ BLOCKS = (
     Block(
         name="nt_comparator",
         component=NTComparator,
-        golden=comparator_golden.nt_comparator,
         testbench="tb_nt_comparator",
         summary="NeuroTrainer comparator unit: k 16-bit y = max(x, y) with argmax, for max pooling (Sec. 3.3.3)",
         test_params=({"lanes": 3, "index_bits": 4},),
@@ -93,7 +79,6 @@ BLOCKS = (
     Block(
         name="nt_pmag",
         component=NTPmag,
-        golden=pmag_golden.nt_pmag,
         testbench="tb_nt_pmag",
         summary="NeuroTrainer PMAG: 7 nested counters, decoders, base + strides address function, END-MARK request stream (Fig. 4, Tables 2-3)",
         test_params=({"counter_bits": 16},),
@@ -102,7 +87,6 @@ BLOCKS = (
     Block(
         name="nt_lut",
         component=NTLut,
-        golden=lut_golden.nt_lut,
         testbench="tb_nt_lut",
         summary="NeuroTrainer LUT unit: f(x) or f'(x) (ReLU, tanh, sigmoid, exp, log) by table + linear interpolation (Sec. 3.2)",
         test_params=({"function": "sigmoid_grad", "table_bits": 5, "frac_bits": 11, "out_frac_bits": 14},),

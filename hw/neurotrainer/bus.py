@@ -3,7 +3,8 @@ from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from ...golden.neurotrainer.bus import LATENCY
 
 __all__ = ["NTBus"]
@@ -11,7 +12,7 @@ __all__ = ["NTBus"]
 
 def _check_width(values):
     if values["width"] not in (16, 32):
-        raise ParamError(f"parameter 'width' = {values['width']!r} is invalid; allowed: 16 or 32")
+        raise ParameterError(f"parameter 'width' = {values['width']!r} is invalid; allowed: 16 or 32")
 
 
 class NTBus(wiring.Component):

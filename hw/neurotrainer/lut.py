@@ -4,7 +4,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from ...golden.neurotrainer.lut import FUNCTIONS, lut_table
 
 __all__ = ["NTLut"]

@@ -3,7 +3,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from ...golden.neurotrainer.mac import ROUNDINGS, reset_state, xorshift_seeds
 
 __all__ = ["NTMac"]
@@ -11,7 +12,7 @@ __all__ = ["NTMac"]
 
 def _check_seed(values):
     if values["rounding"] == "sr_lo" and values["seed"] > 255:
-        raise ParamError(f"parameter 'seed' = {values['seed']!r} is invalid (the SR-LO LFSR has 8 stages); "
+        raise ParameterError(f"parameter 'seed' = {values['seed']!r} is invalid (the SR-LO LFSR has 8 stages); "
                          "allowed: an integer in 1..255 when rounding is sr_lo")
 
 

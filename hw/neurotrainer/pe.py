@@ -4,7 +4,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from ...golden.neurotrainer.mac import ROUNDINGS
 from .comparator import NTComparator
 from .mac import NTMac, _check_seed
@@ -17,7 +18,7 @@ def _check_depths(values):
     for name in ("in1_depth", "in2_depth", "out_depth"):
         depth = values[name]
         if depth & (depth - 1):
-            raise ParamError(f"parameter '{name}' = {depth!r} is invalid (not a power of two); "
+            raise ParameterError(f"parameter '{name}' = {depth!r} is invalid (not a power of two); "
                              "allowed: a power of two in the parameter's range")
 
 

@@ -3,7 +3,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from ...golden.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
 
 __all__ = ["NTPmag"]

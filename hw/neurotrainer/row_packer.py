@@ -3,7 +3,7 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 
 __all__ = ["NTRowPacker"]
 

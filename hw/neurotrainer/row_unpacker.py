@@ -3,7 +3,7 @@ from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from ...golden.neurotrainer.pmag import end_mark
 
 __all__ = ["NTRowUnpacker"]

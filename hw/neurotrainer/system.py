@@ -4,7 +4,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 from ...golden.neurotrainer.mac import ROUNDINGS
 from .bus import NTBus
 from .mac import _check_seed
@@ -19,7 +20,7 @@ __all__ = ["NTSystem"]
 def _check_powers_of_two(values):
     for name in ("vault_depth", "pe_vault_depth", "in1_depth", "in2_depth", "out_depth"):
         if values[name] & (values[name] - 1):
-            raise ParamError(f"parameter '{name}' = {values[name]!r} is invalid (not a power of two); "
+            raise ParameterError(f"parameter '{name}' = {values[name]!r} is invalid (not a power of two); "
                              "allowed: a power of two in the parameter's range")
 
 

@@ -4,7 +4,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 
 __all__ = ["NTVault"]
 
@@ -12,7 +13,7 @@ __all__ = ["NTVault"]
 def _check_depth(values):
     depth = values["depth"]
     if depth & (depth - 1):
-        raise ParamError(f"parameter 'depth' = {depth!r} is invalid (not a power of two); "
+        raise ParameterError(f"parameter 'depth' = {depth!r} is invalid (not a power of two); "
                          "allowed: a power of two in 2..65536")
 
 

@@ -4,7 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from ...golden.neurotrainer.pmag import end_mark
 from .pmag import NTPmag
 from .vault import NTVault, _check_depth

@@ -1,7 +1,4 @@
 """The TensorDash family's blocks in the registry."""
-from ...golden.tensordash import pe as pe_golden
-from ...golden.tensordash import scheduler as scheduler_golden
-from ...golden.tensordash import transposer as transposer_golden
 from ..registry import Block
 from .pe import TDPE
 from .scheduler import TDSchedulerStream
@@ -12,7 +9,6 @@ BLOCKS = (
     Block(
         name="td_scheduler",
         component=TDSchedulerStream,
-        golden=scheduler_golden.schedule,
         testbench="tb_td_scheduler",
         summary="TensorDash hierarchical priority-encoder scheduler (MS, AS) behind a registered stream",
         test_params=({}, {"lanes": 16, "depth": 3}),
@@ -22,7 +18,6 @@ BLOCKS = (
     Block(
         name="td_pe",
         component=TDPE,
-        golden=pe_golden.td_pe,
         testbench="tb_td_pe",
         summary="TensorDash PE: staging buffers, sparse muxes, scheduler, L multipliers, one accumulator",
         test_params=({}, {"lanes": 16, "depth": 3, "mode": "b_only", "width": 6, "acc_width": 20}),
@@ -32,7 +27,6 @@ BLOCKS = (
     Block(
         name="td_tile",
         component=TDTile,
-        golden=pe_golden.td_tile,
         testbench="tb_td_tile",
         summary="TensorDash R x C tile, B-side skipping, rows synchronized on min(AS)",
         test_params=({"rows": 2, "cols": 2},),
@@ -41,7 +35,6 @@ BLOCKS = (
     Block(
         name="td_transposer",
         component=TDTransposer,
-        golden=transposer_golden.transpose_blocks,
         testbench="tb_td_transposer",
         summary="TensorDash 4x4 transposer between memory banks and scratchpads",
         test_params=({},),

@@ -1,6 +1,7 @@
 """Parameters shared by the TensorDash blocks: lanes, depth and the connectivity pattern."""
 from ...golden.tensordash.pattern import PatternError, resolve_pattern
-from ..params import Param, ParamError, ParamSchema
+from ...spec.params import Param, ParamSchema
+from ...errors import ParameterError
 
 __all__ = ["LANES", "DEPTH", "PATTERN", "PATTERN_PARAMS", "check_pattern", "pattern_of"]
 
@@ -15,7 +16,7 @@ def pattern_of(params):
     try:
         return resolve_pattern(params["pattern"], params["lanes"], params["depth"])
     except PatternError as error:
-        raise ParamError(f"parameter 'pattern' = {params['pattern']!r} is invalid ({error}); allowed: "
+        raise ParameterError(f"parameter 'pattern' = {params['pattern']!r} is invalid ({error}); allowed: "
                          f"'default' or 'step:offset,...' with distinct options, steps in 0..{params['depth'] - 1}"
                          f" and (0, 0) first") from None
 

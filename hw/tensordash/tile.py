@@ -2,7 +2,7 @@
 from amaranth import signed as signed_shape, unsigned
 from amaranth.lib import data
 
-from ..params import Param, ParamSchema
+from ...spec.params import Param, ParamSchema
 from .core import SparseCore
 from .params import DEPTH, LANES, PATTERN, check_pattern, pattern_of
 from .pe import ACC_WIDTH, MAC, SIGNED, WIDTH

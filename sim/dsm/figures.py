@@ -6,6 +6,7 @@ from trainforge.sim.dsm.arch import default_architecture
 from trainforge.sim.dsm.executor import run_map
 from trainforge.sim.dsm.explore import CATEGORIES, Optimizations, explore
 from trainforge.sim.dsm.workload import BUILTINS
+from trainforge.outputs import save_figure, write_text
 
 REPORT_DIR = pathlib.Path("build/reports/dsm")
 STACK = ("DSM", "Hybrid", "Mem-Opt", "DySM/TP")
@@ -257,8 +258,8 @@ def write_report(report, out_dir=REPORT_DIR):
     figure = _PLOTTERS[name](plt, report)
     figure.tight_layout()
     png = out_dir / f"{name}.png"
-    figure.savefig(png, dpi=120)
+    save_figure(figure, png, dpi=120)
     plt.close(figure)
     path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(report, indent=1, default=float))
+    write_text(path, json.dumps(report, indent=1, default=float))
     return path, png

@@ -16,6 +16,7 @@ from .config import ArrayConfig, TrainingSetup
 from .network import Network
 from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
+from trainforge.outputs import save_figure
 
 STRATEGIES = ("MP", "DP", "HyPar")
 
@@ -536,5 +537,5 @@ def plot(name, data, path):
 
     figure = _PLOTTERS[name](plt, data)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)

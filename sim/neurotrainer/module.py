@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 
 from trainforge.golden.neurotrainer.pmag import LATENCY as PMAG_LATENCY
 from trainforge.checks import is_int, is_real
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 __all__ = ["ModuleConfig", "PassTime", "layer_pass_time", "paper_precision", "KINDS", "PASSES",
            "CONV_DIMS", "FC_DIMS", "WORD_BYTES"]
@@ -63,7 +63,7 @@ WORD_BYTES = 4
 
 def _require(ok, name, value, allowed):
     if not ok:
-        raise ParamError(f"parameter '{name}' = {value!r} is invalid; allowed: {allowed}")
+        raise ParameterError(f"parameter '{name}' = {value!r} is invalid; allowed: {allowed}")
 
 
 @dataclass(frozen=True)
@@ -236,20 +236,20 @@ class PassTime:
 
 def _check_choice(name, value, choices):
     if value not in choices:
-        raise ParamError(f"parameter '{name}' = {value!r} is invalid; allowed: one of {', '.join(choices)}")
+        raise ParameterError(f"parameter '{name}' = {value!r} is invalid; allowed: one of {', '.join(choices)}")
 
 
 def _check_dims(kind, dims):
     if not isinstance(dims, dict):
-        raise ParamError(f"parameter 'dims' = {dims!r} is invalid; allowed: a dict")
+        raise ParameterError(f"parameter 'dims' = {dims!r} is invalid; allowed: a dict")
     required = CONV_DIMS if kind == "conv" else FC_DIMS
     optional = ("groups",) if kind == "conv" else ()
     missing = [name for name in required if name not in dims]
     if missing:
-        raise ParamError(f"parameter 'dims' lacks {', '.join(missing)}; allowed: a dict with {', '.join(required)}")
+        raise ParameterError(f"parameter 'dims' lacks {', '.join(missing)}; allowed: a dict with {', '.join(required)}")
     unknown = [name for name in dims if name not in required + optional]
     if unknown:
-        raise ParamError(f"parameter 'dims' has unknown key(s) {', '.join(unknown)}; allowed: "
+        raise ParameterError(f"parameter 'dims' has unknown key(s) {', '.join(unknown)}; allowed: "
                          f"{', '.join(required + optional)}")
     for name, value in dims.items():
         _require(is_int(value) and 1 <= value <= 1 << 30, f"dims.{name}", value, "an integer in 1..2**30")
@@ -513,7 +513,7 @@ def layer_pass_time(config, kind, dims, pass_name):
     PassTime
     """
     if not isinstance(config, ModuleConfig):
-        raise ParamError(f"parameter 'config' = {config!r} is invalid; allowed: a ModuleConfig")
+        raise ParameterError(f"parameter 'config' = {config!r} is invalid; allowed: a ModuleConfig")
     _check_choice("kind", kind, KINDS)
     _check_choice("pass_name", pass_name, PASSES)
     _check_dims(kind, dims)

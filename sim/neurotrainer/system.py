@@ -5,7 +5,7 @@ Every number is computed by :mod:`trainforge.sim.neurotrainer.module`; the paper
 """
 from dataclasses import dataclass
 
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 from trainforge.sim.neurotrainer.module import ModuleConfig, layer_pass_time, paper_precision
 from trainforge.sim.neurotrainer.networks import NETWORKS, layers, parameter_count
 
@@ -82,7 +82,7 @@ def network_report(network, batch=32, config=None):
         ``totals`` (per-image inference and training latency), ``config``.
     """
     if network not in NETWORKS:
-        raise ParamError(f"parameter 'network' = {network!r} is invalid; allowed: one of {', '.join(NETWORKS)}")
+        raise ParameterError(f"parameter 'network' = {network!r} is invalid; allowed: one of {', '.join(NETWORKS)}")
     config = config or ModuleConfig()
     net = layers(network, batch)
     order = [(layer, "ff") for layer in net] + [(layer, "bp") for layer in reversed(net)] + \
@@ -136,10 +136,10 @@ def scaling_report(network="vgg16", batch=32, module_counts=(1, 2, 4, 8, 16, 32,
         half each way.
     """
     if not (isinstance(link_bytes_per_s, (int, float)) and link_bytes_per_s > 0):
-        raise ParamError(f"parameter 'link_bytes_per_s' = {link_bytes_per_s!r} is invalid; allowed: a number > 0")
+        raise ParameterError(f"parameter 'link_bytes_per_s' = {link_bytes_per_s!r} is invalid; allowed: a number > 0")
     bad = [n for n in module_counts if not (isinstance(n, int) and 1 <= n <= 4096)]
     if bad:
-        raise ParamError(f"parameter 'module_counts' = {bad[0]!r} is invalid; allowed: integers in 1..4096")
+        raise ParameterError(f"parameter 'module_counts' = {bad[0]!r} is invalid; allowed: integers in 1..4096")
     config = config or ModuleConfig()
     single = network_report(network, batch, config)
     parameters = single["parameters"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from trainforge.golden.tensordash.core import pad_rows, run_cores
 from trainforge.golden.tensordash.pattern import resolve_pattern
+from trainforge.outputs import save_figure
 
 __all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "random_sparsity", "depth_sweep", "rows_sweep",
            "wide_pe", "all_figures", "plot"]
@@ -125,7 +126,7 @@ def plot(report, directory):
     axes.set_xlabel("sparsity (%)")
     axes.set_ylabel("speedup")
     axes.legend(fontsize="small")
-    figure.savefig(directory / "random_sparsity.png")
+    save_figure(figure, directory / "random_sparsity.png")
     files.append("random_sparsity.png")
     for name, key, series in (("depth", "depth", ("tile_4x4", "ideal")), ("rows", "rows", ("random", "clustered")),
                               ("wide_pe", "sparsity", ("lanes16_depth3", "lanes4_depth4", "ideal_depth3"))):
@@ -138,7 +139,7 @@ def plot(report, directory):
         axes.set_xlabel(key)
         axes.set_ylabel("speedup")
         axes.legend(fontsize="small")
-        figure.savefig(directory / f"{name}.png")
+        save_figure(figure, directory / f"{name}.png")
         files.append(f"{name}.png")
     plt.close("all")
     return files

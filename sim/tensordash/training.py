@@ -16,6 +16,7 @@ layer has no ``GxW`` (no input gradient is needed), as in the paper.
 import numpy as np
 
 from trainforge.golden.tensordash.layer import OPERATIONS, layer_cycles, lower
+from trainforge.outputs import save_figure
 
 __all__ = ["LAYERS", "load_digits_data", "train_and_trace", "layer_speedups", "training_report", "plot"]
 
@@ -223,7 +224,7 @@ def plot(report, directory):
     axes.set_title(f"digits CNN, per layer and operation (overall {report['overall_speedup']:.2f}x)")
     axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(directory / "training_layers.png")
+    save_figure(figure, directory / "training_layers.png")
     figure, axes = plt.subplots()
     epochs = [r["epoch"] for r in report["by_epoch"]]
     for key in ("speedup",) + OPERATIONS:
@@ -231,6 +232,6 @@ def plot(report, directory):
     axes.set_xlabel("epoch")
     axes.set_ylabel("speedup")
     axes.legend()
-    figure.savefig(directory / "training_epochs.png")
+    save_figure(figure, directory / "training_epochs.png")
     plt.close("all")
     return ["training_layers.png", "training_epochs.png"]

@@ -7,8 +7,9 @@ default data, then prices it on the architecture model.
 """
 import numpy as np
 
-from ...golden.caterpillar import core
-from . import arch, training
+from trainforge.golden.caterpillar import core
+from trainforge.sim.caterpillar import arch
+from trainforge.sim.caterpillar import training
 
 _N_R = 16
 _ROWS, _COLS = 2500, 2000

@@ -3,19 +3,20 @@ area."""
 import json
 import pathlib
 
-from trainforge.cli import UsageError
+from trainforge.errors import UsageError
+from trainforge.outputs import write_text
 
 REPORTS = pathlib.Path("build/reports/tensordash")
 
 
 def _write_json(path, report):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1))
+    write_text(path, json.dumps(report, indent=1))
     return str(path)
 
 
 def _check_rtl_args(args):
-    from trainforge.sim.tensordash import rtl
+    from trainforge.commands.tensordash import rtl
     if args.rtl_samples < 1 or args.rtl_stream_rows < 1:
         raise UsageError("--rtl-samples and --rtl-stream-rows must be >= 1")
     bad = [s for s in args.rtl_sparsities if not 0 <= s < 1]
@@ -28,7 +29,8 @@ def _rtl_report(args, full_size):
     """Run the RTL points (:mod:`.rtl_speedup`), each beside the golden model on the same streams and at full size."""
     import sys
 
-    from trainforge.sim.tensordash import figures, rtl_speedup
+    from trainforge.commands.tensordash import rtl_speedup
+    from trainforge.sim.tensordash import figures
     points = rtl_speedup.rtl_points(args.rtl_figures, tuple(args.rtl_sparsities))
     rtl_speedup.run_points(points, samples=args.rtl_samples, stream_rows=args.rtl_stream_rows, seed=args.rtl_seed,
                            simulator=args.simulator, progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -128,7 +130,8 @@ def _training(args):
 
 
 def _rtl_check(args):
-    from trainforge.sim.tensordash import rtl, training
+    from trainforge.commands.tensordash import rtl
+    from trainforge.sim.tensordash import training
     _check_training_args(args)
     if args.samples < 1 or args.samples > args.batch:
         raise UsageError(f"--samples = {args.samples} is invalid; allowed: 1..{args.batch} (the traced batch)")
@@ -152,7 +155,7 @@ def _rtl_check(args):
 
 
 def _area(args):
-    from trainforge.sim.tensordash import area
+    from trainforge.commands.tensordash import area
     if not 2 <= args.width <= 32 or not 2 <= args.acc_width <= 64:
         raise UsageError("--width must be in 2..32 and --acc-width in 2..64")
     if args.tile is not None and not (1 <= args.tile[0] <= 16 and 1 <= args.tile[1] <= 8):
@@ -183,10 +186,11 @@ def _training_arguments(parser, epochs):
     parser.add_argument("--batch", type=int, default=32, help="mini-batch size, also the traced batch (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="data split, initialisation and batch order (default 0)")
     parser.add_argument("--out", default=str(REPORTS), help=f"report folder (default {REPORTS})")
+    parser.set_defaults(out_kind="dir")
 
 
 def register(subparsers):
-    from trainforge.sim.tensordash.rtl_speedup import FIGURES, SPARSITIES, SWEEP_SPARSITY
+    from trainforge.commands.tensordash.rtl_speedup import FIGURES, SPARSITIES, SWEEP_SPARSITY
     parser = subparsers.add_parser("tensordash", help="TensorDash studies: speedup figures, training traces, RTL, area")
     commands = parser.add_subparsers(dest="tensordash_command", metavar="FIGURE", required=True)
     speedup = commands.add_parser("speedup", help="random sparsity, depth, rows and 16-lane sweeps, with plots")
@@ -194,6 +198,7 @@ def register(subparsers):
     speedup.add_argument("--stream-rows", type=int, default=512, help="rows per dot product (default 512)")
     speedup.add_argument("--out", default=str(REPORTS),
                          help=f"folder of speedup.json and the PNG plots (default {REPORTS})")
+    speedup.set_defaults(out_kind="dir")
     speedup.add_argument("--json", action="store_true", help="print the whole report as JSON")
     speedup.add_argument("--rtl", action="store_true", help="REQUIRES THE SIMULATOR: also run short random streams"
                          " of each figure through the RTL and the golden model; exit 1 if they disagree")
@@ -229,4 +234,5 @@ def register(subparsers):
     area.add_argument("--tile", type=int, nargs=2, metavar=("ROWS", "COLS"),
                       help="also synthesise td_tile ROWS x COLS against ROWS*COLS dense PEs (slow)")
     area.add_argument("--out", default=str(REPORTS), help=f"report folder (default {REPORTS})")
+    area.set_defaults(out_kind="dir")
     area.set_defaults(func=_area)

@@ -1,7 +1,7 @@
 """``trainforge dsm ...``: explore one workload, or sweep the paper's figures."""
 import json
 
-from trainforge.cli import UsageError
+from trainforge.errors import UsageError
 
 
 def _explore(args):
@@ -86,5 +86,6 @@ def register(subparsers):
     sweep.add_argument("--values", help="comma list: minibatches, batches, chip counts or scratchpad MB")
     sweep.add_argument("--executor", default="local", help="serial, local or dask://HOST:PORT")
     sweep.add_argument("--out", default="build/reports/dsm")
+    sweep.set_defaults(out_kind="dir")
     sweep.add_argument("--json", action="store_true")
     sweep.set_defaults(func=_sweep)

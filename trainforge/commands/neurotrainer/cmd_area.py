@@ -2,15 +2,15 @@
 
 from trainforge.errors import UsageError
 from trainforge.hw.neurotrainer.mac import NTMac
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
-from .reports import REPORTS, save_report
+from trainforge.commands.neurotrainer.reports import REPORTS, save_report
 
 def _area(args):
-    from trainforge.sim.neurotrainer.area import mac_area
+    from trainforge.commands.neurotrainer.area import mac_area
     try:
         NTMac.PARAMS.resolve(lanes=args.lanes)
-    except ParamError as error:
+    except ParameterError as error:
         raise UsageError(f"--lanes: {error}") from None
     report = mac_area(lanes=args.lanes, fpga=args.fpga)
     path, = save_report(args, f"area_l{args.lanes}{'_fpga' if args.fpga else ''}", report)
@@ -38,5 +38,6 @@ def add_commands(commands):
     area.add_argument("--lanes", type=int, default=1, help="MAC lanes per variant (nt_mac's lanes range)")
     area.add_argument("--fpga", action="store_true", help="also place and route on the ULX3S ECP5-85F")
     area.add_argument("--out", default=str(REPORTS), help="output directory")
+    area.set_defaults(out_kind="dir")
     area.add_argument("--json", action="store_true", help="print the JSON report")
     area.set_defaults(func=_area)

@@ -3,7 +3,7 @@ import functools
 
 import numpy as np
 
-from .dense_pe import dense_pe
+from trainforge.golden.dense_pe import dense_pe
 
 _ROWS, _LANES, _DOT_LENGTH = 1_000_000, 16, 256
 

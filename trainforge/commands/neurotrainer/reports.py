@@ -3,6 +3,7 @@ import json
 import pathlib
 
 from trainforge.errors import UsageError
+from trainforge.outputs import write_json
 
 __all__ = ["REPORTS", "int_list", "save_report"]
 
@@ -36,7 +37,7 @@ def save_report(args, name, report, plot=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.json"]
-    paths[0].write_text(json.dumps(report, indent=1))
+    write_json(paths[0], report, indent=1)
     if plot is not None:
         paths.append(out / f"{name}.png")
         plot(report, paths[1])

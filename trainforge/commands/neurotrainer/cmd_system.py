@@ -2,7 +2,8 @@
 
 from trainforge.errors import UsageError
 
-from .reports import REPORTS, int_list, save_report
+from trainforge.commands.neurotrainer.reports import REPORTS, int_list, save_report
+from trainforge.outputs import save_figure
 
 def _batch(text):
     values = int_list(text, "--batch", 1, 4096)
@@ -71,7 +72,7 @@ def _plot_alexnet(report, path):
     bottom.set_ylabel("latency per image (us)")
     bottom.set_xticks(list(positions), labels, fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -123,7 +124,7 @@ def _plot_scaling(report, path):
     axis.set_title(f"{report['network']}: synchronous training, minibatch {report['batch']} per module")
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -132,6 +133,7 @@ def add_commands(commands):
     alexnet = commands.add_parser("alexnet", help="Fig. 13: per-layer FF/BP/UP throughput and latency of AlexNet")
     alexnet.add_argument("--batch", default="32", help="minibatch size (1..4096, default 32 as in the paper)")
     alexnet.add_argument("--out", default=str(REPORTS), help="output directory")
+    alexnet.set_defaults(out_kind="dir")
     alexnet.add_argument("--json", action="store_true", help="print the JSON report")
     alexnet.set_defaults(func=_alexnet)
     scaling = commands.add_parser("scaling", help="Fig. 17: multi-module training with a central unit (T1/T2/T3)")
@@ -141,5 +143,6 @@ def add_commands(commands):
     scaling.add_argument("--link-gbps", type=float, default=120.0,
                          help="module-to-central-unit link, GB/s each way (paper: 240 GB/s, half each way)")
     scaling.add_argument("--out", default=str(REPORTS), help="output directory")
+    scaling.set_defaults(out_kind="dir")
     scaling.add_argument("--json", action="store_true", help="print the JSON report")
     scaling.set_defaults(func=_scaling)

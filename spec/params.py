@@ -7,11 +7,9 @@ that schema; the golden model, the testbench, ``trainforge verilog``,
 """
 from dataclasses import dataclass, field
 
-__all__ = ["ParamError", "Param", "ParamSchema"]
+from ..errors import ParameterError
 
-
-class ParamError(ValueError):
-    """An invalid parameter value: the message names the parameter, the value and what is allowed."""
+__all__ = ["Param", "ParamSchema"]
 
 
 _BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True,
@@ -61,10 +59,10 @@ class Param:
 
     def error(self, value, reason=None):
         reason = f" ({reason})" if reason else ""
-        return ParamError(f"parameter '{self.name}' = {value!r} is invalid{reason}; allowed: {self.allowed}")
+        return ParameterError(f"parameter '{self.name}' = {value!r} is invalid{reason}; allowed: {self.allowed}")
 
     def check(self, value):
-        """Return ``value`` if it is valid, else raise :class:`ParamError`."""
+        """Return ``value`` if it is valid, else raise :class:`ParameterError`."""
         if self.kind is bool:
             if not isinstance(value, bool):
                 raise self.error(value, "not a boolean")
@@ -108,7 +106,7 @@ class ParamSchema:
         The parameters, in the order the constructor takes them.
     constraints : tuple of callable
         Checks across parameters. Each takes the resolved parameter dict and
-        returns ``None`` or raises :class:`ParamError` itself.
+        returns ``None`` or raises :class:`ParameterError` itself.
 
     Attributes
     ----------
@@ -125,7 +123,7 @@ class ParamSchema:
         for param in self.params:
             if param.name == name:
                 return param
-        raise ParamError(f"unknown parameter '{name}'; known: {', '.join(self.names)}")
+        raise ParameterError(f"unknown parameter '{name}'; known: {', '.join(self.names)}")
 
     @property
     def names(self):
@@ -150,6 +148,6 @@ class ParamSchema:
         for assignment in assignments:
             name, sep, text = assignment.partition("=")
             if not sep:
-                raise ParamError(f"parameter assignment {assignment!r} is not of the form name=value")
+                raise ParameterError(f"parameter assignment {assignment!r} is not of the form name=value")
             overrides[name.strip()] = self[name.strip()].parse(text)
         return self.resolve(**overrides)

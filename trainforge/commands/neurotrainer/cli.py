@@ -4,7 +4,7 @@ import pkgutil
 
 from trainforge.errors import UsageError
 
-from .reports import REPORTS, int_list, save_report
+from trainforge.commands.neurotrainer.reports import REPORTS, int_list, save_report
 
 def _lut_error(args):
     from trainforge.golden.neurotrainer.lut import FUNCTIONS, interpolation_error
@@ -36,6 +36,7 @@ def register(subparsers):
     lut.add_argument("--frac-bits", type=int, default=12, help="input fraction bits")
     lut.add_argument("--out-frac-bits", type=int, default=12, help="output fraction bits")
     lut.add_argument("--out", default=str(REPORTS), help="output directory")
+    lut.set_defaults(out_kind="dir")
     lut.add_argument("--json", action="store_true", help="print the JSON report")
     lut.set_defaults(func=_lut_error)
     for module in _command_modules():
@@ -43,7 +44,7 @@ def register(subparsers):
 
 
 def _command_modules():
-    """The modules ``sim/neurotrainer/cmd_*.py``; each adds its subcommands with ``add_commands(commands)``."""
+    """The modules ``trainforge/commands/neurotrainer/cmd_*.py``; each adds its subcommands with ``add_commands(commands)``."""
     package = importlib.import_module(__package__)
     names = sorted(info.name for info in pkgutil.iter_modules(package.__path__) if info.name.startswith("cmd_"))
     return [importlib.import_module(f"{__package__}.{name}") for name in names]

@@ -3,7 +3,8 @@ import time
 
 from trainforge.errors import UsageError
 
-from .reports import REPORTS, int_list, save_report
+from trainforge.commands.neurotrainer.reports import REPORTS, int_list, save_report
+from trainforge.outputs import save_figure
 
 #: ``--quick``: a smoke run (the suite uses it), not a measurement.
 QUICK = {"epochs": 1, "seeds": 1}
@@ -46,7 +47,7 @@ def _plot(report, path):
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -96,5 +97,6 @@ def add_commands(commands):
     parser.add_argument("--lanes", type=int, default=32, help="MAC lanes of the array all MACs run on")
     parser.add_argument("--quick", action="store_true", help="1 epoch, 1 seed (a smoke run)")
     parser.add_argument("--out", default=str(REPORTS), help="output directory")
+    parser.set_defaults(out_kind="dir")
     parser.add_argument("--json", action="store_true", help="print the JSON report")
     parser.set_defaults(func=_training)

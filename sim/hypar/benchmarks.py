@@ -1,9 +1,9 @@
 """Workloads for the foundation's ``make bench`` (timed there, never asserted here)."""
-from .builtins import builtin_network, fc
-from .config import TrainingSetup
-from .network import Network
-from .partition import hierarchical_partition, strategy_choices
-from .simulator import simulate_step
+from trainforge.sim.hypar.builtins import builtin_network, fc
+from trainforge.sim.hypar.config import TrainingSetup
+from trainforge.sim.hypar.network import Network
+from trainforge.sim.hypar.partition import hierarchical_partition, strategy_choices
+from trainforge.sim.hypar.simulator import simulate_step
 
 _SETUP = TrainingSetup()
 

@@ -20,7 +20,7 @@ depth and the default connectivity pattern:
 - ``wide_pe``: the 4x4 ``td_tile`` of 16-lane, 3-deep PEs.
 
 All points of one block configuration run back to back in one simulation
-(:func:`~trainforge.sim.tensordash.rtl.run_stream`: always-valid source,
+(:func:`~trainforge.commands.tensordash.rtl.run_stream`: always-valid source,
 always-ready sink, build cached in ``build/sim/``). Each dot product ends on
 its ``read`` row, so the RTL cycles of dot product ``k`` are the cycles
 between results ``k - 1`` and ``k`` (the first counted from the first
@@ -37,8 +37,8 @@ from trainforge.golden.tensordash.pattern import resolve_pattern
 from trainforge.golden.tensordash.pe import td_pe, td_tile
 from trainforge.hw.registry import get_block
 
-from . import figures
-from .rtl import run_stream
+from trainforge.sim.tensordash import figures
+from trainforge.commands.tensordash.rtl import run_stream
 
 __all__ = ["FIGURES", "SPARSITIES", "SWEEP_SPARSITY", "DEPTHS", "ROWS", "rtl_points", "run_points"]
 

@@ -16,12 +16,13 @@ checked and all results are computed.
 import json
 import pathlib
 
-from trainforge.cli import UsageError
+from trainforge.errors import UsageError
+from trainforge.outputs import write_json
 
-from .builtins import BUILTIN_NETWORKS, builtin_network
-from .config import TOPOLOGIES, ArrayConfig, HyParParameterError, TrainingSetup
-from .network import NetworkDescriptionError, load_network
-from .partition import BASELINES, format_choices, strategy_choices, traffic_of
+from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
+from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, HyParParameterError, TrainingSetup
+from trainforge.sim.hypar.network import NetworkDescriptionError, load_network
+from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
 
 REPORT_DIR = pathlib.Path("build/reports/hypar")
 
@@ -48,7 +49,7 @@ def _configs(args):
 
 def _node(args):
     """The node model of ``--node`` / ``--sparsity``; a bad value is a UsageError."""
-    from .nodes import make_node
+    from trainforge.sim.hypar.nodes import make_node
     sparsity = None
     if args.sparsity is not None:
         try:
@@ -90,7 +91,7 @@ def partition_handler(args):
 
 def simulate_handler(args):
     """Simulate one training step for HyPar and the baselines."""
-    from .simulator import simulate_step
+    from trainforge.sim.hypar.simulator import simulate_step
     network = _network(args.network)
     setup, array = _configs(args)
     node = _node(args)
@@ -113,7 +114,7 @@ def simulate_handler(args):
 
 def figures_handler(args):
     """Compute the selected figures, then write their JSON and PNG files."""
-    from .figures import FIGURES, plot
+    from trainforge.sim.hypar.figures import FIGURES, plot
     selected = args.only.split(",") if args.only else list(FIGURES)
     unknown = [name for name in selected if name not in FIGURES]
     if unknown:
@@ -124,7 +125,7 @@ def figures_handler(args):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, data in results.items():
-        (out / f"{name}.json").write_text(json.dumps(data, indent=2))
+        write_json(out / f"{name}.json", data)
         plot(name, data, out / f"{name}.png")
     return _emit(args, results, "\n".join(f"wrote {out / name}.json and .png" for name in results))
 
@@ -139,7 +140,7 @@ def _common(parser):
 
 
 def _node_options(parser):
-    from .nodes import NODE_KINDS
+    from trainforge.sim.hypar.nodes import NODE_KINDS
     parser.add_argument("--node", default="roofline",
                         help=f"node model: {', '.join(NODE_KINDS)} (sim/hypar/nodes.py; default roofline)")
     parser.add_argument("--sparsity", help="tensordash only: zero fraction of activations and gradients, "
@@ -163,6 +164,7 @@ def register(subparsers):
     figures = commands.add_parser("figures", aliases=["sweep"], help="reproduce Figs. 5-13 (JSON and PNG)")
     figures.add_argument("--only", help="comma-separated subset, e.g. fig8,fig12")
     figures.add_argument("--out", default=str(REPORT_DIR), help="output folder")
+    figures.set_defaults(out_kind="dir")
     _common(figures)
     _node_options(figures)
     figures.set_defaults(func=figures_handler)

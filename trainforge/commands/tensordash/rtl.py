@@ -16,16 +16,11 @@ tile by ``verif/tb_td_tile_layer.py`` at full rate, and compared:
 Needs a source checkout (``verif/``) and the simulator (``make simulators``);
 the build is shared with the test suite's cache in ``build/sim/``.
 """
-import json
-import os
-import pathlib
 import shutil
-import sys
 import uuid
 
 import numpy as np
 
-import trainforge
 from trainforge.errors import UsageError
 from trainforge.golden.tensordash.core import LATENCY
 from trainforge.golden.tensordash.layer import (OPERATIONS, assemble, direct_conv, direct_input_gradient,
@@ -43,16 +38,6 @@ def quantise(x, width=8):
     scale = np.abs(x).max() or 1.0
     magnitude = np.clip(np.rint(np.abs(x) / scale * top), 1, top)
     return np.where(x == 0, 0, np.sign(x) * magnitude).astype(np.int64)
-
-
-def _simulate_module():
-    verif = pathlib.Path(trainforge.__file__).resolve().parent.parent / "verif"
-    if not (verif / "simulate.py").exists():
-        raise UsageError(f"the RTL runs need the source checkout's verif/ folder, not found at {verif}")
-    if str(verif) not in sys.path:
-        sys.path.insert(0, str(verif))
-    import simulate
-    return simulate
 
 
 def require_simulator(simulator):
@@ -81,24 +66,15 @@ def run_stream(stream, simulator, block="td_tile", params=None):
     cycles : ndarray, shape (results,)
         Cycle each result left the block, counted from the first transfer.
     """
-    simulate = _simulate_module()
-    from toolchain import TIMESCALE
-    runner, build_dir, params = simulate.build(block, params or {}, simulator)
-    run_dir = build_dir / f"run-{uuid.uuid4().hex[:8]}"
-    run_dir.mkdir(parents=True)
-    stimulus, results = run_dir / "stimulus.npz", run_dir / "results.npz"
+    from trainforge import simulation
+
+    stage = simulation.BUILD_ROOT / "td_layer" / uuid.uuid4().hex[:8]
+    stage.mkdir(parents=True)
+    stimulus, results = stage / "stimulus.npz", stage / "results.npz"
     a, b, clear, read = stream
     np.savez(stimulus, a=a, b=b, clear=clear, read=read)
-    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
-    try:
-        runner.test(test_module="tb_td_tile_layer", hdl_toplevel=block, hdl_toplevel_lang="verilog",
-                    build_dir=build_dir, test_dir=run_dir, seed=0, results_xml=str(run_dir / "results.xml"),
-                    extra_env={"TRAINFORGE_BLOCK": block, "TRAINFORGE_PARAMS": json.dumps(params),
-                               "TD_LAYER_STIMULUS": str(stimulus), "TD_LAYER_RESULTS": str(results)},
-                    timescale=TIMESCALE)
-    finally:
-        if saved is not None:
-            os.environ["PYTEST_CURRENT_TEST"] = saved
+    run_dir = simulation.run(block, "tb_td_tile_layer", params or {}, simulator, seed=0,
+                             extra_env={"TD_LAYER_STIMULUS": str(stimulus), "TD_LAYER_RESULTS": str(results)})
     if not results.exists():
         raise RuntimeError(f"the {simulator} run wrote no results (log in {run_dir})")
     out = np.load(results)

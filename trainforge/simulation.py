@@ -1,4 +1,4 @@
-"""Build-once, run-many cocotb simulation of registered blocks.
+"""Build-once, run-many cocotb simulation of registered blocks, and the simulator settings.
 
 Each (block, parameters, simulator, waves) combination is built in its own
 directory under ``build/sim/``, named by a hash of the resolved parameters. A
@@ -6,32 +6,79 @@ file lock serialises the build of one directory across pytest-xdist workers,
 and a stamp holding the hash of the Verilog text skips the build when nothing
 changed. Every test run gets a fresh run directory of its own, so workers
 never share results files.
+
+The cocotb testbench modules live in the source checkout's ``verif/``
+folder, which is not installed. The simulator process gets that folder on
+its ``PYTHONPATH`` (:func:`testbench_dirs`); this process's ``sys.path`` is
+never edited.
 """
 import fcntl
 import hashlib
 import json
 import os
 import pathlib
-import sys
 import uuid
 import xml.etree.ElementTree as ElementTree
 from contextlib import contextmanager
 
-from trainforge.emit import emit
-from trainforge.hw.registry import params_key
+from .emit import emit
+from .errors import UsageError
+from .hw.registry import params_key
 
-from toolchain import ICARUS_BUILD_ARGS, TIMESCALE, VERILATOR_MAKE_VARIABLES, VERILATOR_WAIVERS
+__all__ = ["SIMULATORS", "VERILATOR_WAIVERS", "ICARUS_BUILD_ARGS", "TIMESCALE", "CLOCK_PERIOD_NS",
+           "VERILATOR_MAKE_VARIABLES", "SimulationFailure", "testbench_dirs", "build", "run"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_ROOT = ROOT / "build" / "sim"
-VERIF_DIR = pathlib.Path(__file__).resolve().parent
 
 SIMULATORS = ("icarus", "verilator")
 
-# cocotb hands the simulator this process's sys.path as PYTHONPATH: the testbench
-# modules must be importable from it whatever the working directory.
-if str(VERIF_DIR) not in sys.path:
-    sys.path.insert(0, str(VERIF_DIR))
+#: Verilator warnings waived for Amaranth's generated Verilog, each for a reason
+#: that holds for every block. Nothing else is waived.
+VERILATOR_WAIVERS = [
+    # Amaranth's back end sizes every operator by Amaranth's own rules and relies on
+    # Verilog's context-determined extension when it writes `a + b` with narrower
+    # operands; the result is exact by construction, so WIDTH reports no real bug.
+    "-Wno-WIDTH",
+    # Amaranth emits a named debug wire for every field of a struct or array view
+    # (`\i_row__payload.a[0]`) and keeps the unused carry-out bits of adders whose
+    # sums are truncated on purpose (wrap-around accumulators). They drive nothing.
+    "-Wno-UNUSEDSIGNAL",
+    # Amaranth writes a block and all of its submodules into the one file named after
+    # the block, so every submodule's name differs from its file name by construction.
+    "-Wno-DECLFILENAME",
+]
+
+#: Icarus options. cocotb compiles with -g2012, under which Icarus does not run an
+#: `always @*` block at time zero unless one of its inputs changes; Amaranth's
+#: start-up trigger (a `reg ... = 0` initialiser) makes no event in that mode, so
+#: purely combinational logic can stay 'x' until its inputs move. Amaranth emits
+#: Verilog-2005, and -g2005 (the later flag wins) restores the time-zero event.
+ICARUS_BUILD_ARGS = ["-g2005"]
+
+#: One time unit per ns, so that a 10 ns clock is exact in Icarus.
+TIMESCALE = ("1ns", "1ps")
+
+#: Clock period of every testbench, in ns.
+CLOCK_PERIOD_NS = 10
+
+#: Make variables for compiling Verilator's C++ model. The testbenches run a few
+#: thousand cycles, so compile time dominates: -O0 builds about a third faster
+#: than Verilator's default -Os, and the simulations stay well under a second.
+VERILATOR_MAKE_VARIABLES = "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
+
+
+def testbench_dirs():
+    """Folders the simulator process imports testbench modules from: the checkout's ``verif/``.
+
+    Raises :class:`~trainforge.errors.UsageError` when trainforge runs from an
+    installation without its source checkout.
+    """
+    verif = ROOT / "verif"
+    if not (verif / "tbutil.py").exists():
+        raise UsageError(f"RTL simulation needs the source checkout's verif/ folder (the cocotb testbenches), "
+                         f"not found at {verif}")
+    return [verif]
 
 
 class SimulationFailure(AssertionError):
@@ -71,13 +118,24 @@ def _locked(path):
 
 
 def _runner(simulator):
+    """cocotb's runner for ``simulator``, whose simulation process also imports from :func:`testbench_dirs`."""
     import warnings
 
     from cocotb.runner import get_runner
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Python runners", category=UserWarning)
-        return get_runner(simulator)
+        runner = get_runner(simulator)
+    # cocotb 1.9 sets the simulator's PYTHONPATH from sys.path when a run starts;
+    # the testbench folders go in front of it there, and only there.
+    set_env = runner._set_env
+
+    def _set_env_with_testbenches():
+        set_env()
+        runner.env["PYTHONPATH"] = os.pathsep.join([*map(str, testbench_dirs()), runner.env["PYTHONPATH"]])
+
+    runner._set_env = _set_env_with_testbenches
+    return runner
 
 
 def build(block_name, params, simulator, waves=False):
@@ -110,7 +168,7 @@ def build(block_name, params, simulator, waves=False):
     return runner, build_dir, params
 
 
-def run(block_name, testbench, params, simulator, seed, testcase=None):
+def run(block_name, testbench, params, simulator, seed, testcase=None, extra_env=None):
     """Run the cocotb ``testbench`` module against one block; raise :class:`SimulationFailure` on failure.
 
     Parameters
@@ -127,6 +185,13 @@ def run(block_name, testbench, params, simulator, seed, testcase=None):
         Random seed handed to cocotb (``RANDOM_SEED``).
     testcase : str, optional
         Run one cocotb test of the module only.
+    extra_env : dict, optional
+        Further environment variables for the testbench.
+
+    Returns
+    -------
+    pathlib.Path
+        The run's own folder (log, results and whatever the testbench wrote).
     """
     waves = waves_requested()
     runner, build_dir, params = build(block_name, params, simulator, waves=waves)
@@ -135,6 +200,7 @@ def run(block_name, testbench, params, simulator, seed, testcase=None):
     env = {
         "TRAINFORGE_BLOCK": block_name,
         "TRAINFORGE_PARAMS": json.dumps(params),
+        **(extra_env or {}),
     }
     saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
     try:
@@ -162,6 +228,7 @@ def run(block_name, testbench, params, simulator, seed, testcase=None):
         raise SimulationFailure(
             f"{block_name} {params} on {simulator}, seed {seed}: " + "; ".join(failures)
             + f" (log and results in {run_dir})")
+    return run_dir
 
 
 def _failures(results):

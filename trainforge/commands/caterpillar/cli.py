@@ -14,10 +14,10 @@ import pathlib
 
 import numpy as np
 
-from trainforge.cli import UsageError
+from trainforge.errors import UsageError
 from trainforge.golden.caterpillar import core
-
-from . import arch, training
+from trainforge.outputs import save_figure, write_json
+from trainforge.sim.caterpillar import arch, training
 
 REPORT_DIR = pathlib.Path("build/reports/caterpillar")
 
@@ -250,12 +250,12 @@ def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per
 
 def _write(name, result, plot):
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
-    (REPORT_DIR / f"{name}.json").write_text(json.dumps(result, indent=2))
+    write_json(REPORT_DIR / f"{name}.json", result)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure = plot(plt)
-    figure.savefig(REPORT_DIR / f"{name}.png", dpi=120, bbox_inches="tight")
+    save_figure(figure, REPORT_DIR / f"{name}.png", dpi=120, bbox_inches="tight")
     plt.close(figure)
 
 

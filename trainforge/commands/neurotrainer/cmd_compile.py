@@ -2,7 +2,7 @@
 import json
 
 from trainforge.errors import UsageError
-from trainforge.hw.params import ParamError
+from trainforge.errors import ParameterError
 
 
 def _assignments(text, option):
@@ -32,7 +32,7 @@ def _compile(args):
                               ibuffer_limit=args.ibuffer_bytes)
     except ProgramError as error:
         raise UsageError(f"the layer does not fit: {error}") from None
-    except (ValueError, ParamError) as error:
+    except (ValueError, ParameterError) as error:
         raise UsageError(str(error)) from None
     summary = layer.summary()
     if args.json:

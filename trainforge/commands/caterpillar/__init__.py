@@ -1,0 +1,1 @@
+"""``trainforge caterpillar ...``: the command line of the caterpillar family."""

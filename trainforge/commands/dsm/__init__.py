@@ -1,0 +1,1 @@
+"""``trainforge dsm ...``: the command line of the dsm family."""

@@ -1,0 +1,1 @@
+"""``trainforge hypar ...``: the command line of the hypar family."""

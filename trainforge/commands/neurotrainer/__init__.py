@@ -1,0 +1,1 @@
+"""``trainforge neurotrainer ...``: the command line of the neurotrainer family."""

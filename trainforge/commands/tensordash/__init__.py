@@ -1,0 +1,1 @@
+"""``trainforge tensordash ...``: the command line of the tensordash family."""

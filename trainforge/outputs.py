@@ -1,0 +1,98 @@
+"""Writing outputs: atomically, and checked before the long work that makes them.
+
+Every report, table, plot or Verilog file that trainforge writes goes
+through :func:`write_text`, :func:`write_bytes`, :func:`write_json` or
+:func:`save_figure`: the content is written to a temporary file in the target
+folder and renamed over the target, so an interrupted or failed run never
+leaves a partial file. :func:`check_output` runs before a command starts its
+work, so a bad ``--out`` fails in a second rather than after an hour.
+"""
+import json
+import os
+import pathlib
+import tempfile
+
+from .errors import UsageError
+
+__all__ = ["check_output", "write_bytes", "write_text", "write_json", "save_figure"]
+
+
+def _writable_folder(folder, path):
+    """Raise :class:`UsageError` unless ``folder`` is (or can be created as) a writable folder."""
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {path}: {existing} is not writable")
+
+
+def check_output(path, kind="file"):
+    """Check, before any work, that ``path`` can be written.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The output file, or folder when ``kind`` is ``"dir"``.
+    kind : str
+        ``"file"``: ``path`` must not be a folder and its folder must be writable
+        (created when missing). ``"dir"``: ``path`` must be a folder or creatable as one.
+
+    Raises
+    ------
+    UsageError
+        Naming the path and why it cannot be written.
+    """
+    path = pathlib.Path(path)
+    if kind == "dir":
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"cannot write into {path}: it is not a folder")
+        _writable_folder(path, path)
+        return path
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"cannot write {path}: permission denied")
+    _writable_folder(path.parent if str(path.parent) else pathlib.Path("."), path)
+    return path
+
+
+def write_bytes(path, data):
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def write_text(path, text):
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return write_bytes(path, text.encode())
+
+
+def write_json(path, payload, indent=2, **options):
+    """Write ``payload`` as JSON (with a final newline) to ``path`` atomically."""
+    return write_text(path, json.dumps(payload, indent=indent, **options) + "\n")
+
+
+def save_figure(figure, path, **options):
+    """Save a matplotlib ``figure`` to ``path`` atomically; the format follows the file name's suffix."""
+    import io
+
+    path = pathlib.Path(path)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix.lstrip(".") or "png", **options)
+    return write_bytes(path, buffer.getvalue())

@@ -1,0 +1,1 @@
+"""Scenario tables, one module per registered block (see ``verif/scenario.py``)."""
