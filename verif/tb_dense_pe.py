@@ -1,10 +1,12 @@
-"""cocotb testbench of ``dense_pe`` against :func:`trainforge.golden.dense_pe.dense_pe`."""
+"""cocotb testbench of ``dense_pe``: its scenario table (shared with the golden model's test), and a reset mid-stream."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.dense_pe import dense_pe, wrap
 
+import scenarios.dense_pe as table
+from scenario import run_table
 from streams import StreamSink, StreamSource, pack
 from tbutil import start
 
@@ -47,67 +49,12 @@ def attach(bench, valid_probability, ready_probability):
             StreamSink(bench.dut, "o_sum", bench.cycle, bench.rng, ready_probability))
 
 
-async def stream_and_check(bench, source, sink, a, b, clear, read, label):
-    """Send the rows, wait for every result and compare them with the golden model."""
-    expected = dense_pe(a, b, clear, read, **bench.params)
-    before = len(sink.received)
-    source.send(encode(bench, a, b, clear, read))
-    await bench.wait_until(lambda: source.idle and len(sink.received) >= before + len(expected),
-                           timeout=40 * len(a) + 100, what=f"{len(expected)} results ({label})")
-    for _ in range(5):  # nothing extra may follow
-        await RisingEdge(bench.dut.clk)
-    actual = decode_results(bench, sink.received[before:])
-    assert len(actual) == len(expected), \
-        f"{label}: expected {len(expected)} results, got {len(actual)} {bench.where()}"
-    mismatches = np.flatnonzero(actual != expected)
-    assert mismatches.size == 0, (
-        f"{label}: result {mismatches[0]} expected {expected[mismatches[0]]} got {actual[mismatches[0]]}"
-        f" ({mismatches.size} mismatches) {bench.where()}")
-
-
 @cocotb.test()
-async def random_rows_with_backpressure(dut):
-    """Random operands and commands, random valid gaps and random ready on the output."""
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/dense_pe.py``: random rows with backpressure, full rate with the
+    latency of the spec, zeros, wrapping extremes; the same table the golden model meets in-process."""
     bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.7, ready_probability=0.5)
-    await stream_and_check(bench, source, sink, *random_rows(bench, 400), label="random rows")
-
-
-@cocotb.test()
-async def one_row_per_cycle(dut):
-    """Without stalls the PE takes a row every cycle and answers LATENCY cycles after a read row."""
-    bench = await start(dut)
-    a, b, clear, read = random_rows(bench, 200, read_probability=0.5)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await stream_and_check(bench, source, sink, a, b, clear, read, "throughput")
-    accepted = np.array([cycle for cycle, _ in source.sent])
-    gaps = np.flatnonzero(np.diff(accepted) != 1)
-    assert gaps.size == 0, \
-        f"throughput: row {gaps[0] + 1} accepted at cycle {accepted[gaps[0] + 1]}, expected {accepted[gaps[0]] + 1} {bench.where()}"
-    expected_cycles = accepted[read] + bench.component.LATENCY
-    actual_cycles = np.array([cycle for cycle, _ in sink.received])
-    late = np.flatnonzero(actual_cycles != expected_cycles)
-    assert late.size == 0, (f"latency: result {late[0]} expected at cycle {expected_cycles[late[0]]}, "
-                            f"got {actual_cycles[late[0]]} {bench.where()}")
-
-
-@cocotb.test()
-async def corner_operands(dut):
-    """All-zero rows, then maximum-magnitude operands long enough to wrap the accumulator."""
-    bench = await start(dut)
-    component = bench.component
-    rows, lanes = 64, component.lanes
-    low, high = operand_range(component)
-    zeros = np.zeros((rows, lanes), dtype=np.int64)
-    read_all = np.ones(rows, dtype=bool)
-    first = np.zeros(rows, dtype=bool)
-    first[0] = True
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    await stream_and_check(bench, source, sink, zeros, zeros, first, read_all, "all zeros")
-    extreme = np.full((rows, lanes), low if component.is_signed else high, dtype=np.int64)
-    await stream_and_check(bench, source, sink, extreme, extreme, first, read_all, "largest products")
-    mixed = np.full((rows, lanes), high, dtype=np.int64)
-    await stream_and_check(bench, source, sink, mixed, extreme, first, read_all, "largest mixed products")
+    await run_table(bench, table)
 
 
 @cocotb.test()
