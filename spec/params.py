@@ -7,7 +7,7 @@ that schema; the golden model, the testbench, ``trainforge verilog``,
 """
 from dataclasses import dataclass, field
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["Param", "ParamSchema"]
 
@@ -57,19 +57,20 @@ class Param:
         high = "inf" if self.maximum is None else self.maximum
         return f"an integer in {low}..{high}"
 
-    def error(self, value, reason=None):
+    def error(self, value, reason=None, kind=ParameterError):
+        """The error for ``value``: a :class:`ParameterError` (or ``kind``) naming the parameter, the value and what is allowed."""
         reason = f" ({reason})" if reason else ""
-        return ParameterError(f"parameter '{self.name}' = {value!r} is invalid{reason}; allowed: {self.allowed}")
+        return kind(f"parameter '{self.name}' = {value!r} is invalid{reason}; allowed: {self.allowed}")
 
     def check(self, value):
         """Return ``value`` if it is valid, else raise :class:`ParameterError`."""
         if self.kind is bool:
             if not isinstance(value, bool):
-                raise self.error(value, "not a boolean")
+                raise self.error(value, "not a boolean", ParameterTypeError)
             return value
         if self.kind is int:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise self.error(value, "not an integer")
+                raise self.error(value, "not an integer", ParameterTypeError)
             if (self.minimum is not None and value < self.minimum) or \
                     (self.maximum is not None and value > self.maximum):
                 raise self.error(value, "out of range")
@@ -77,7 +78,7 @@ class Param:
         if self.choices is not None and value not in self.choices:
             raise self.error(value)
         if not isinstance(value, self.kind):
-            raise self.error(value, f"not a {self.kind.__name__}")
+            raise self.error(value, f"not a {self.kind.__name__}", ParameterTypeError)
         return value
 
     def parse(self, text):

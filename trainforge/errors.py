@@ -11,7 +11,7 @@ Python API stays a plain :class:`TypeError`.
 This module imports nothing from trainforge: every layer may use it.
 """
 
-__all__ = ["TrainforgeError", "ParameterError", "ConfigError", "ProgramError", "UsageError"]
+__all__ = ["TrainforgeError", "ParameterError", "ParameterTypeError", "ConfigError", "ProgramError", "UsageError"]
 
 
 class TrainforgeError(Exception):
@@ -20,6 +20,10 @@ class TrainforgeError(Exception):
 
 class ParameterError(TrainforgeError, ValueError):
     """A parameter outside its allowed range or set: the message names the parameter, the value and what is allowed."""
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A parameter of the wrong type (``lanes=4.0``, ``signed=1``): a :class:`ParameterError` and a :class:`TypeError`."""
 
 
 class ConfigError(TrainforgeError, ValueError):

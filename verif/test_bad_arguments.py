@@ -58,6 +58,8 @@ def test_constructor_refuses_bad_parameter(block_name, param, label, value, reas
         block.component(**{param.name: value})
     because = f" ({reason})" if reason else ""
     assert str(info.value) == f"parameter '{param.name}' = {value!r} is invalid{because}; allowed: {_allowed(param)}"
+    # Python callers may catch the standard exceptions: a wrong type is a TypeError, a wrong value a ValueError.
+    assert isinstance(info.value, TypeError if label == "wrong type" else ValueError)
 
 
 @pytest.mark.parametrize("block_name", list(BLOCKS))
