@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from trainforge.sim.dsm.arch import ArchitectureError, default_architecture
+from trainforge.errors import ConfigError, ParameterError
+from trainforge.sim.dsm.arch import default_architecture
 from trainforge.sim.dsm.explore import Optimizations, _Explorer, explore
 from trainforge.sim.dsm.model import PARALLELISMS, PassContext, core_splits, evaluate_pass
-from trainforge.sim.dsm.workload import Layer, Workload, WorkloadError, gnmt, resnet50, vgg16, workload_from_dict
+from trainforge.sim.dsm.workload import Layer, Workload, gnmt, resnet50, vgg16, workload_from_dict
 
 
 def test_default_is_8_pflops_and_core_splits_are_complete():
@@ -126,11 +127,12 @@ def test_inference_preloading_never_worse():
 def test_validation_names_layer_and_value():
     data = {"name": "bad", "layers": [{"name": "ok", "kind": "fc", "n_in": 4, "n_out": 4},
                                       {"name": "conv9", "kind": "conv", "n_in": 0, "n_out": 4}]}
-    with pytest.raises(WorkloadError, match=r"conv9.*n_in=0"):
+    with pytest.raises(ParameterError, match=r"^parameter 'conv9\.n_in' = 0 is invalid \(out of range\); "
+                                             r"allowed: an integer in 1\.\.inf$"):
         workload_from_dict(data)
-    with pytest.raises(WorkloadError, match=r"fc1.*n_ij"):
+    with pytest.raises(ConfigError, match=r"fc1.*n_ij"):
         Layer("fc1", "fc", 4, 4, n_ij=9)
-    with pytest.raises(WorkloadError, match=r"x.*bogus"):
+    with pytest.raises(ConfigError, match=r"x.*bogus"):
         workload_from_dict({"layers": [{"name": "x", "kind": "fc", "n_in": 1, "n_out": 1, "bogus": 1}]})
-    with pytest.raises(ArchitectureError, match=r"chip.cores=3"):
+    with pytest.raises(ParameterError, match=r"^parameter 'chip\.cores' = 3 is invalid \(not a power of two\)"):
         default_architecture().with_changes(**{"chip.cores": 3})
