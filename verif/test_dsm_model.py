@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from trainforge.sim.dsm.arch import ArchitectureError, default_architecture
+from trainforge.errors import ConfigError, ParameterError
+from trainforge.sim.dsm.arch import asymmetric, default_architecture
 from trainforge.sim.dsm.explore import Optimizations, _Explorer, explore
 from trainforge.sim.dsm.model import PARALLELISMS, PassContext, core_splits, evaluate_pass
-from trainforge.sim.dsm.workload import Layer, Workload, WorkloadError, gnmt, resnet50, vgg16, workload_from_dict
+from trainforge.sim.dsm.workload import Layer, Workload, gnmt, resnet50, vgg16, workload_from_dict
 
 
 def test_default_is_8_pflops_and_core_splits_are_complete():
@@ -126,11 +127,28 @@ def test_inference_preloading_never_worse():
 def test_validation_names_layer_and_value():
     data = {"name": "bad", "layers": [{"name": "ok", "kind": "fc", "n_in": 4, "n_out": 4},
                                       {"name": "conv9", "kind": "conv", "n_in": 0, "n_out": 4}]}
-    with pytest.raises(WorkloadError, match=r"conv9.*n_in=0"):
+    with pytest.raises(ParameterError, match=r"^parameter 'conv9\.n_in' = 0 is invalid \(out of range\); "
+                                             r"allowed: an integer in 1\.\.inf$"):
         workload_from_dict(data)
-    with pytest.raises(WorkloadError, match=r"fc1.*n_ij"):
+    with pytest.raises(ConfigError, match=r"fc1.*n_ij"):
         Layer("fc1", "fc", 4, 4, n_ij=9)
-    with pytest.raises(WorkloadError, match=r"x.*bogus"):
+    with pytest.raises(ConfigError, match=r"x.*bogus"):
         workload_from_dict({"layers": [{"name": "x", "kind": "fc", "n_in": 1, "n_out": 1, "bogus": 1}]})
-    with pytest.raises(ArchitectureError, match=r"chip.cores=3"):
+    with pytest.raises(ParameterError, match=r"^parameter 'chip\.cores' = 3 is invalid \(not a power of two\)"):
         default_architecture().with_changes(**{"chip.cores": 3})
+
+
+def test_range_errors_use_the_parameter_message_format():
+    arch = default_architecture()
+    with pytest.raises(ParameterError, match=r"^parameter 'x_share' = 1\.0 is invalid \(out of range\); "
+                                             r"allowed: a number in 0\.\.1 \(excluding 0 and 1\)$"):
+        asymmetric(arch, 1.0)
+    assert asymmetric(arch, 0.5).system.link_bw_x == arch.system.link_bw_x
+    with pytest.raises(ParameterError, match=r"^parameter 'core\.stream_buffer_fraction' = 0\.99 is invalid "
+                                             r"\(out of range\); allowed: a number in 0\.05\.\.0\.95$"):
+        arch.with_changes(**{"core.stream_buffer_fraction": 0.99})
+    with pytest.raises(ParameterError, match=r"^parameter 'system\.chips_x' = 2\.0 is invalid \(not an integer\)"):
+        arch.with_changes(**{"system.chips_x": 2.0})
+    with pytest.raises(ParameterError, match=r"^parameter 'chip\.topology' = 'mesh' is invalid; "
+                                             r"allowed: one of ring, splitbus$"):
+        arch.with_changes(**{"chip.topology": "mesh"})

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from trainforge.errors import UsageError
+from trainforge.errors import TrainforgeError
 from trainforge.commands.hypar import cli
 from trainforge.sim.hypar.builtins import builtin_network
 from trainforge.sim.hypar.config import ArrayConfig, TrainingSetup
@@ -27,7 +27,7 @@ def _main_exit_code(argv, capsys):
     except ImportError:  # the hardware flow's modules may be absent: run the handler like main() does
         try:
             return _run(argv)
-        except UsageError as error:
+        except TrainforgeError as error:
             print(error)
             return 2
 

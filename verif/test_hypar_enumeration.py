@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from trainforge.errors import ParameterError
 from trainforge.sim.hypar.builtins import builtin_network
 from trainforge.sim.hypar.comm import LayerTensors
 from trainforge.sim.hypar.config import ArrayConfig, TrainingSetup
@@ -118,3 +119,10 @@ def test_paper_fig13_worked_arithmetic():
     fc3 = vgg_e.layers[vgg_e.names.index("fc3")]
     tensors = LayerTensors.of(Network("fc3", (fc3,)), TrainingSetup(batch=4096))
     assert tensors.weights[0] == tensors.partial_sums[0] == 4_096_000
+
+
+def test_enumeration_beyond_2_to_the_20_partitions_is_refused():
+    assert enumerate_partitions(5, 4).shape == (2 ** 20, 4, 5)
+    with pytest.raises(ParameterError, match=r"^parameter 'levels\*layers' = 21 is invalid \(out of range\); "
+                                             r"allowed: an integer in 0\.\.20$"):
+        enumerate_partitions(7, 3)

@@ -7,8 +7,9 @@ import pytest
 
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network, fc
 from trainforge.sim.hypar.comm import LayerTensors, LevelCosts, intra_layer_bytes
-from trainforge.sim.hypar.config import ArrayConfig, HyParParameterError, TrainingSetup
-from trainforge.sim.hypar.network import Layer, Network, NetworkDescriptionError, load_network
+from trainforge.errors import ConfigError, ParameterError
+from trainforge.sim.hypar.config import ArrayConfig, TrainingSetup
+from trainforge.sim.hypar.network import Layer, Network, load_network
 from trainforge.sim.hypar.partition import (brute_force_two_groups, enumerate_partitions, hierarchical_partition,
                                             partition_two_groups, strategy_choices, traffic_of)
 
@@ -127,7 +128,6 @@ def test_sfc_hybrid_beats_mp_and_sconv_is_all_dp():
                   "in_height": 8, "in_width": 8, "out_height": 6, "out_width": 6},
                  {"name": "c2", "kind": "conv", "in_channels": 5, "out_channels": 4, "kernel": 3,
                   "in_height": 6, "in_width": 6, "out_height": 4, "out_width": 4}]}, "layer 'c2': in_channels=5"),
-    ({"layers": [{"name": "f1", "kind": "fc", "in_channels": 0, "out_channels": 4}]}, "layer 'f1': in_channels=0"),
     ({"layers": [{"name": "p1", "kind": "pool", "in_channels": 1, "out_channels": 4}]}, "layer 'p1': kind='pool'"),
     ({"layers": [{"name": "c1", "kind": "conv", "in_channels": 1, "out_channels": 4, "kernel": 3,
                   "in_height": 8, "in_width": 8, "out_height": 7, "out_width": 6}]}, "layer 'c1': out_height=7"),
@@ -135,7 +135,14 @@ def test_sfc_hybrid_beats_mp_and_sconv_is_all_dp():
                  {"name": "f2", "kind": "fc", "in_channels": 5, "out_channels": 4}]}, "layer 'f2': in_channels=5"),
 ])
 def test_shape_errors_name_the_layer(record, fragment):
-    with pytest.raises(NetworkDescriptionError, match=fragment.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
+        Network.from_dict(record)
+
+
+def test_size_out_of_range_names_the_layer_and_key():
+    record = {"layers": [{"name": "f1", "kind": "fc", "in_channels": 0, "out_channels": 4}]}
+    with pytest.raises(ParameterError, match=r"^parameter 'f1\.in_channels' = 0 is invalid \(out of range\); "
+                                             r"allowed: an integer in 1\.\.inf$"):
         Network.from_dict(record)
 
 
@@ -147,7 +154,14 @@ def test_json_round_trip(tmp_path):
 
 
 def test_parameter_validation_names_parameter():
-    with pytest.raises(HyParParameterError, match="levels=11"):
+    with pytest.raises(ParameterError, match=r"^parameter 'levels' = 11 is invalid \(out of range\); "
+                                             r"allowed: an integer in 0\.\.10$"):
         ArrayConfig(levels=11)
-    with pytest.raises(HyParParameterError, match="batch=0"):
+    with pytest.raises(ParameterError, match=r"^parameter 'batch' = 0 is invalid \(out of range\); "
+                                             r"allowed: an integer in 1\.\.inf$"):
         TrainingSetup(batch=0)
+    with pytest.raises(ParameterError, match=r"^parameter 'link_bits_per_second' = 0\.0 is invalid \(out of range\); "
+                                             r"allowed: a number in 0\.\.inf \(excluding 0\)$"):
+        ArrayConfig(link_bits_per_second=0.0)
+    with pytest.raises(ParameterError, match=r"^parameter 'topology' = 'ring' is invalid; allowed: one of htree, torus$"):
+        ArrayConfig(topology="ring")

@@ -8,10 +8,12 @@ tiling, NeuroTrainer from ``sim.neurotrainer.module.layer_pass_time``.
 import numpy as np
 import pytest
 
+from trainforge.errors import ParameterError
+
 from trainforge.golden.caterpillar import core as cp
 from trainforge.golden.tensordash.layer import layer_cycles, lower
 from trainforge.sim.hypar.builtins import builtin_network
-from trainforge.sim.hypar.config import ArrayConfig, HyParParameterError, TrainingSetup
+from trainforge.sim.hypar.config import ArrayConfig, TrainingSetup
 from trainforge.sim.hypar.network import Layer, Network
 from trainforge.sim.hypar.nodes import CaterpillarNode, NeuroTrainerNode, TensorDashNode, make_node
 from trainforge.sim.hypar.partition import strategy_choices
@@ -218,13 +220,26 @@ def test_batched_simulation_equals_single_with_every_node(topology):
     (lambda: make_node("caterpillar", (0.5, 0.5)), "sparsity"),
 ])
 def test_bad_node_arguments_name_the_parameter(build, name):
-    with pytest.raises(HyParParameterError, match=name):
+    with pytest.raises(ParameterError, match=name):
         build()
+
+
+def test_caterpillar_node_ranges_are_the_cp_core_block_ranges():
+    """n_r 2..16, max_blocks 1..4096, sram_depth 2..65536 as the cp_core hardware declares them."""
+    with pytest.raises(ParameterError, match=r"^parameter 'n_r' = 17 is invalid \(out of range\); "
+                                             r"allowed: an integer in 2\.\.16$"):
+        CaterpillarNode(n_r=17)
+    with pytest.raises(ParameterError, match=r"'sram_depth' = 65537 .* 2\.\.65536$"):
+        CaterpillarNode(sram_depth=65537)
+    assert CaterpillarNode(max_blocks=4096).max_blocks == 4096
+    node = CaterpillarNode()
+    assert (node.n_r, node.max_blocks, node.sram_depth) == (4, 64, 8192)
+    assert TensorDashNode().depth == 4
 
 
 def test_bad_neurotrainer_config_names_the_parameter():
     pytest.importorskip("trainforge.sim.neurotrainer.module")
-    with pytest.raises(HyParParameterError, match="config"):
+    with pytest.raises(TypeError, match="config"):
         NeuroTrainerNode(config="fast")
 
 

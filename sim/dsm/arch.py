@@ -7,17 +7,14 @@ Fig. 10 system (64 chips as a 4x16 torus, 8 PFLOPs FP16 peak).
 from dataclasses import asdict, dataclass, field, fields, replace
 import math
 
+from trainforge.checks import check_range
+from trainforge.errors import ConfigError, ParameterError
 from trainforge.sim.dsm.workload import load_document
-
-
-class ArchitectureError(ValueError):
-    """An invalid architecture parameter; the message names it, its value and the range."""
+from trainforge.spec.params import Param
 
 
 def _check(owner, name, value, low, high, integer=True):
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not (low <= value <= high):
-        raise ArchitectureError(f"{owner}.{name}={value!r} is out of range, must be {'an integer' if integer else 'a number'} in [{low}, {high}]")
+    check_range(f"{owner}.{name}", value, low, high, kind="integer" if integer else "number")
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,7 @@ class CoreConfig:
 
 
 CHIP_TOPOLOGIES = ("ring", "splitbus")
+_CHIP_TOPOLOGY = Param("chip.topology", str, "ring", "on-chip interconnect of the cores", choices=CHIP_TOPOLOGIES)
 
 
 @dataclass(frozen=True)
@@ -127,9 +125,9 @@ class ChipConfig:
     def __post_init__(self):
         _check("chip", "cores", self.cores, 1, 4096)
         if self.cores & (self.cores - 1):
-            raise ArchitectureError(f"chip.cores={self.cores} must be a power of two in [1, 4096]")
-        if self.topology not in CHIP_TOPOLOGIES:
-            raise ArchitectureError(f"chip.topology={self.topology!r} must be one of {', '.join(CHIP_TOPOLOGIES)}")
+            raise ParameterError(f"parameter 'chip.cores' = {self.cores!r} is invalid (not a power of two); "
+                                 "allowed: a power of two in 1..4096")
+        _CHIP_TOPOLOGY.check(self.topology)
         _check("chip", "core_to_core_bw", self.core_to_core_bw, 1e6, 1e14, integer=False)
         _check("chip", "ext_mem_bytes", self.ext_mem_bytes, 1 << 20, 1 << 44)
         _check("chip", "ext_mem_bw", self.ext_mem_bw, 1e6, 1e14, integer=False)
@@ -223,11 +221,11 @@ class Architecture:
             tier, _, name = key.partition(".")
             if name:
                 if tier not in tiers or name not in {f.name for f in fields(tiers[tier])}:
-                    raise ArchitectureError(f"unknown architecture parameter {key!r}")
+                    raise ConfigError(f"unknown architecture parameter {key!r}")
                 tiers[tier] = replace(tiers[tier], **{name: value})
             else:
                 if key not in ("frequency", "bytes_per_element"):
-                    raise ArchitectureError(f"unknown architecture parameter {key!r}")
+                    raise ConfigError(f"unknown architecture parameter {key!r}")
                 top[key] = value
         return replace(self, **tiers, **top)
 
@@ -244,8 +242,7 @@ def asymmetric(arch, x_share=0.75):
     argues for Y = X / M (``x_share = M / (M + 1)``, 128/32 GB/s for M = 4) but
     evaluates 120/40 GB/s, i.e. ``x_share = 0.75``, which is the default here.
     """
-    if not 0.0 < x_share < 1.0:
-        raise ArchitectureError(f"x_share={x_share!r} is out of range, must be in (0, 1)")
+    check_range("x_share", x_share, 0.0, 1.0, kind="number", exclusive_minimum=True, exclusive_maximum=True)
     total = arch.system.link_bw_x + arch.system.link_bw_y
     return arch.with_changes(**{"system.link_bw_x": total * x_share, "system.link_bw_y": total * (1.0 - x_share)})
 
@@ -253,7 +250,7 @@ def asymmetric(arch, x_share=0.75):
 def architecture_from_dict(data, source="config"):
     """Build an :class:`Architecture` from ``{"pe": {...}, "chip": {...}, "frequency": ...}``."""
     if not isinstance(data, dict):
-        raise ArchitectureError(f"{source}: expected an object of tiers")
+        raise ConfigError(f"{source}: expected an object of tiers")
     changes = {}
     for key, value in data.items():
         if isinstance(value, dict):
@@ -270,5 +267,7 @@ def load_architecture(path=None):
         return default_architecture()
     try:
         return architecture_from_dict(load_document(path), source=str(path))
-    except ValueError as error:
-        raise ArchitectureError(f"{path}: {error}") from None
+    except ParameterError as error:
+        raise ParameterError(f"{path}: {error}") from None
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None

@@ -2,9 +2,7 @@
 from concurrent.futures import ProcessPoolExecutor
 import os
 
-
-class ExecutorError(ValueError):
-    """An executor specification that cannot be honoured."""
+from trainforge.errors import UsageError
 
 
 def run_map(function, items, executor="local"):
@@ -18,6 +16,11 @@ def run_map(function, items, executor="local"):
     executor : str
         ``serial``, ``local`` (process pool, serial when one CPU or one item)
         or ``dask://HOST:PORT`` (needs the ``dask`` extra: ``distributed``).
+
+    Raises
+    ------
+    trainforge.errors.UsageError
+        An unknown executor, or ``dask://`` without Dask installed.
     """
     items = list(items)
     if executor == "serial" or (executor == "local" and (len(items) < 2 or (os.cpu_count() or 1) < 2)):
@@ -29,9 +32,9 @@ def run_map(function, items, executor="local"):
         try:
             from distributed import Client
         except ImportError:
-            raise ExecutorError(f"--executor {executor}: Dask is not installed; install the 'dask' extra "
+            raise UsageError(f"--executor {executor}: Dask is not installed; install the 'dask' extra "
                                 "(pip install 'dask[distributed]') or use --executor local") from None
         address = "tcp://" + executor.split("://", 1)[1]
         with Client(address) as client:
             return client.gather(client.map(function, items, pure=False))
-    raise ExecutorError(f"--executor {executor!r} is not one of serial, local, dask://HOST:PORT")
+    raise UsageError(f"--executor {executor!r} is not one of serial, local, dask://HOST:PORT")

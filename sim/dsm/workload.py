@@ -10,6 +10,9 @@ from dataclasses import dataclass, field, replace
 import json
 import pathlib
 
+from trainforge.checks import check_range
+from trainforge.errors import ConfigError
+
 #: Kinds of primary computation.
 LAYER_KINDS = ("conv", "fc", "lstm")
 
@@ -28,16 +31,6 @@ AUX_COSTS = {
     "softmax": (5, 1),
     "batchnorm": (4, 1),
 }
-
-
-class WorkloadError(ValueError):
-    """An invalid workload parameter; the message names the layer and the value."""
-
-
-def _require_int(layer, name, value, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise WorkloadError(f"layer {layer!r}: {name}={value!r} is out of range, must be an integer {bound}")
 
 
 @dataclass(frozen=True)
@@ -98,36 +91,36 @@ class Layer:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
-            raise WorkloadError(f"layer name {self.name!r} must be a non-empty string")
+            raise ConfigError(f"layer name {self.name!r} must be a non-empty string")
         if self.kind not in LAYER_KINDS:
-            raise WorkloadError(f"layer {self.name!r}: kind={self.kind!r} is not one of {', '.join(LAYER_KINDS)}")
-        _require_int(self.name, "n_in", self.n_in, 1)
-        _require_int(self.name, "n_out", self.n_out, 1)
-        _require_int(self.name, "n_ij", self.n_ij, 1)
-        _require_int(self.name, "n_kij", self.n_kij, 1)
-        _require_int(self.name, "stride", self.stride, 1, 8)
-        _require_int(self.name, "n_ts", self.n_ts, 1)
-        _require_int(self.name, "pool_window", self.pool_window, 1, 64)
-        _require_int(self.name, "pool_stride", self.pool_stride, 1, 8)
+            raise ConfigError(f"layer {self.name!r}: kind={self.kind!r} is not one of {', '.join(LAYER_KINDS)}")
+        check_range(f"{self.name}.n_in", self.n_in, 1)
+        check_range(f"{self.name}.n_out", self.n_out, 1)
+        check_range(f"{self.name}.n_ij", self.n_ij, 1)
+        check_range(f"{self.name}.n_kij", self.n_kij, 1)
+        check_range(f"{self.name}.stride", self.stride, 1, 8)
+        check_range(f"{self.name}.n_ts", self.n_ts, 1)
+        check_range(f"{self.name}.pool_window", self.pool_window, 1, 64)
+        check_range(f"{self.name}.pool_stride", self.pool_stride, 1, 8)
         if self.kind != "conv" and (self.n_ij != 1 or self.n_kij != 1 or self.stride != 1):
-            raise WorkloadError(f"layer {self.name!r}: a {self.kind} layer needs n_ij=1, n_kij=1 and stride=1 "
+            raise ConfigError(f"layer {self.name!r}: a {self.kind} layer needs n_ij=1, n_kij=1 and stride=1 "
                                 f"(got n_ij={self.n_ij}, n_kij={self.n_kij}, stride={self.stride})")
         if self.kind == "conv" and self.n_ts != 1:
-            raise WorkloadError(f"layer {self.name!r}: n_ts={self.n_ts} is only allowed for fc and lstm layers, must be 1")
+            raise ConfigError(f"layer {self.name!r}: n_ts={self.n_ts} is only allowed for fc and lstm layers, must be 1")
         if self.bidirectional and self.kind != "lstm":
-            raise WorkloadError(f"layer {self.name!r}: bidirectional=True is only allowed for lstm layers")
+            raise ConfigError(f"layer {self.name!r}: bidirectional=True is only allowed for lstm layers")
         aux = tuple(self.aux)
         object.__setattr__(self, "aux", aux)
         for op in aux:
             if op not in AUX_COSTS:
-                raise WorkloadError(f"layer {self.name!r}: aux {op!r} is not one of {', '.join(AUX_COSTS)}")
+                raise ConfigError(f"layer {self.name!r}: aux {op!r} is not one of {', '.join(AUX_COSTS)}")
         pooled = any(op in ("maxpool", "avgpool") for op in aux)
         if not pooled and (self.pool_window != 1 or self.pool_stride != 1):
-            raise WorkloadError(f"layer {self.name!r}: pool_window/pool_stride given without maxpool or avgpool")
+            raise ConfigError(f"layer {self.name!r}: pool_window/pool_stride given without maxpool or avgpool")
         if self.pool_stride > 1 and self.n_ij % (self.pool_stride ** 2):
-            raise WorkloadError(f"layer {self.name!r}: n_ij={self.n_ij} is not divisible by pool_stride**2={self.pool_stride ** 2}")
+            raise ConfigError(f"layer {self.name!r}: n_ij={self.n_ij} is not divisible by pool_stride**2={self.pool_stride ** 2}")
         if ("residual" in aux) != (self.residual_from is not None):
-            raise WorkloadError(f"layer {self.name!r}: aux 'residual' and residual_from={self.residual_from!r} must be given together")
+            raise ConfigError(f"layer {self.name!r}: aux 'residual' and residual_from={self.residual_from!r} must be given together")
 
     @property
     def gemm_in(self):
@@ -183,16 +176,16 @@ class Workload:
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
         if not self.layers:
-            raise WorkloadError(f"workload {self.name!r}: needs at least one layer")
-        _require_int(f"{self.name}", "n_mb", self.n_mb, 1, 1 << 20)
+            raise ConfigError(f"workload {self.name!r}: needs at least one layer")
+        check_range(f"{self.name}.n_mb", self.n_mb, 1, 1 << 20)
         seen = set()
         for layer in self.layers:
             if layer.name in seen:
-                raise WorkloadError(f"layer {layer.name!r}: duplicate layer name")
+                raise ConfigError(f"layer {layer.name!r}: duplicate layer name")
             for ref in ("input_from", "residual_from"):
                 source = getattr(layer, ref)
                 if source is not None and source not in seen:
-                    raise WorkloadError(f"layer {layer.name!r}: {ref}={source!r} does not name an earlier layer")
+                    raise ConfigError(f"layer {layer.name!r}: {ref}={source!r} does not name an earlier layer")
             seen.add(layer.name)
 
     def with_minibatch(self, n_mb):
@@ -314,18 +307,18 @@ def workload_from_dict(data, source="workload"):
         Where the document came from, for error messages.
     """
     if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
-        raise WorkloadError(f"{source}: expected an object with a 'layers' list")
+        raise ConfigError(f"{source}: expected an object with a 'layers' list")
     layers = []
     for position, entry in enumerate(data["layers"]):
         label = entry.get("name", f"#{position}") if isinstance(entry, dict) else f"#{position}"
         if not isinstance(entry, dict):
-            raise WorkloadError(f"layer {label!r}: expected an object, got {type(entry).__name__}")
+            raise ConfigError(f"layer {label!r}: expected an object, got {type(entry).__name__}")
         unknown = sorted(set(entry) - _LAYER_FIELDS)
         if unknown:
-            raise WorkloadError(f"layer {label!r}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_LAYER_FIELDS))}")
+            raise ConfigError(f"layer {label!r}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_LAYER_FIELDS))}")
         missing = [key for key in ("name", "kind", "n_in", "n_out") if key not in entry]
         if missing:
-            raise WorkloadError(f"layer {label!r}: missing field(s) {', '.join(missing)}")
+            raise ConfigError(f"layer {label!r}: missing field(s) {', '.join(missing)}")
         layers.append(Layer(**{**entry, "aux": tuple(entry.get("aux", ()))}))
     return Workload(str(data.get("name", source)), tuple(layers), data.get("n_mb", 256))
 
@@ -336,20 +329,20 @@ def load_document(path):
     try:
         text = path.read_text()
     except OSError as error:
-        raise WorkloadError(f"{path}: cannot read ({error.strerror})") from None
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError:
-            raise WorkloadError(f"{path}: YAML input needs PyYAML (pip install pyyaml); use JSON instead") from None
+            raise ConfigError(f"{path}: YAML input needs PyYAML (pip install pyyaml); use JSON instead") from None
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as error:
-            raise WorkloadError(f"{path}: invalid YAML ({error})") from None
+            raise ConfigError(f"{path}: invalid YAML ({error})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise WorkloadError(f"{path}: invalid JSON at line {error.lineno} column {error.colno} ({error.msg})") from None
+        raise ConfigError(f"{path}: invalid JSON at line {error.lineno} column {error.colno} ({error.msg})") from None
 
 
 def load_workload(spec, n_mb=None):

@@ -6,17 +6,15 @@ count, a bandwidth or an energy. Defaults are the paper's Section 6.1 setup.
 """
 from dataclasses import dataclass
 
+from trainforge.checks import check_range
+from trainforge.spec.params import Param
+
 #: Topologies the array simulator knows (see :mod:`trainforge.sim.hypar.topology`).
 TOPOLOGIES = ("htree", "torus")
 
 
-class HyParParameterError(ValueError):
-    """A parameter is out of its allowed range; the message names it and the range."""
-
-
-def _require(condition, name, value, allowed):
-    if not condition:
-        raise HyParParameterError(f"{name}={value!r} is out of range; allowed: {allowed}")
+#: The ``topology`` parameter of :class:`ArrayConfig` (checks the value, names the choices).
+TOPOLOGY = Param("topology", str, "htree", "accelerator array topology", choices=TOPOLOGIES)
 
 
 @dataclass(frozen=True)
@@ -35,9 +33,8 @@ class TrainingSetup:
     bytes_per_element: int = 4
 
     def __post_init__(self):
-        _require(isinstance(self.batch, int) and self.batch >= 1, "batch", self.batch, "integer >= 1")
-        _require(isinstance(self.bytes_per_element, int) and 1 <= self.bytes_per_element <= 8,
-                 "bytes_per_element", self.bytes_per_element, "integer 1..8")
+        check_range("batch", self.batch, 1)
+        check_range("bytes_per_element", self.bytes_per_element, 1, 8)
 
 
 @dataclass(frozen=True)
@@ -60,10 +57,9 @@ class ArrayConfig:
     link_bits_per_second: float = 1.6e9
 
     def __post_init__(self):
-        _require(isinstance(self.levels, int) and 0 <= self.levels <= 10, "levels", self.levels,
-                 "integer 0..10")
-        _require(self.topology in TOPOLOGIES, "topology", self.topology, " or ".join(TOPOLOGIES))
-        _require(self.link_bits_per_second > 0, "link_bits_per_second", self.link_bits_per_second, "> 0")
+        check_range("levels", self.levels, 0, 10)
+        TOPOLOGY.check(self.topology)
+        check_range("link_bits_per_second", self.link_bits_per_second, 0, kind="number", exclusive_minimum=True)
 
     @property
     def accelerators(self):
@@ -100,8 +96,7 @@ class NodeConfig:
     def __post_init__(self):
         for name in ("macs_per_cycle", "frequency_hz", "dram_bytes_per_second",
                      "dram_capacity_bytes", "buffer_bytes"):
-            value = getattr(self, name)
-            _require(value > 0, name, value, "> 0")
+            check_range(name, getattr(self, name), 0, kind="number", exclusive_minimum=True)
 
 
 @dataclass(frozen=True)
@@ -126,5 +121,4 @@ class EnergyConfig:
 
     def __post_init__(self):
         for name in ("add_pj", "multiply_pj", "sram_pj", "dram_pj", "sram_accesses_per_mac"):
-            value = getattr(self, name)
-            _require(value >= 0, name, value, ">= 0")
+            check_range(name, getattr(self, name), 0, kind="number")

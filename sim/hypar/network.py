@@ -27,13 +27,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from trainforge.checks import check_range
+from trainforge.errors import ConfigError
+
 LAYER_KINDS = ("conv", "fc")
 _SPATIAL_KEYS = ("kernel", "in_height", "in_width", "out_height", "out_width", "stride", "padding",
                  "pool_kernel", "pool_stride")
-
-
-class NetworkDescriptionError(ValueError):
-    """A network description is malformed; the message names the layer."""
 
 
 @dataclass(frozen=True)
@@ -76,44 +75,37 @@ class Layer:
     def __post_init__(self):
         where = f"layer {self.name!r}"
         if self.kind not in LAYER_KINDS:
-            raise NetworkDescriptionError(f"{where}: kind={self.kind!r} is unknown; allowed: conv, fc")
+            raise ConfigError(f"{where}: kind={self.kind!r} is unknown; allowed: conv, fc")
         for key in ("in_channels", "out_channels", "kernel", "in_height", "in_width", "out_height",
                     "out_width", "stride"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise NetworkDescriptionError(f"{where}: {key}={value!r}; allowed: integer >= 1")
+            check_range(f"{self.name}.{key}", getattr(self, key), 1)
         for key in ("padding", "pool_kernel", "pool_stride"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise NetworkDescriptionError(f"{where}: {key}={value!r}; allowed: integer >= 0")
+            check_range(f"{self.name}.{key}", getattr(self, key), 0)
         if self.kind == "fc":
             spatial = {key: getattr(self, key) for key in _SPATIAL_KEYS}
             if any(spatial[key] != 1 for key in ("kernel", "in_height", "in_width", "out_height",
                                                  "out_width", "stride")) or self.padding or self.pool_kernel:
-                raise NetworkDescriptionError(f"{where}: a fully connected layer takes no spatial keys "
-                                              f"(got {spatial})")
+                raise ConfigError(f"{where}: a fully connected layer takes no spatial keys "
+                                  f"(got {spatial})")
             return
-        if self.padding >= self.kernel:
-            raise NetworkDescriptionError(f"{where}: padding={self.padding}; allowed: 0..{self.kernel - 1}")
+        check_range(f"{self.name}.padding", self.padding, 0, self.kernel - 1)
         for axis in ("height", "width"):
             size_in = getattr(self, f"in_{axis}")
             expected = (size_in + 2 * self.padding - self.kernel) // self.stride + 1
             if size_in + 2 * self.padding < self.kernel:
-                raise NetworkDescriptionError(
+                raise ConfigError(
                     f"{where}: kernel={self.kernel} exceeds padded in_{axis}={size_in + 2 * self.padding}")
             if getattr(self, f"out_{axis}") != expected:
-                raise NetworkDescriptionError(
+                raise ConfigError(
                     f"{where}: out_{axis}={getattr(self, f'out_{axis}')} but in_{axis}={size_in}, "
                     f"kernel={self.kernel}, stride={self.stride}, padding={self.padding} give {expected}")
         if self.pool_kernel:
-            if self.pool_stride < 1:
-                raise NetworkDescriptionError(f"{where}: pool_stride={self.pool_stride}; allowed: integer >= 1 "
-                                              "when pool_kernel > 0")
+            check_range(f"{self.name}.pool_stride", self.pool_stride, 1)  # a pooling layer moves
             if self.pool_kernel > min(self.out_height, self.out_width):
-                raise NetworkDescriptionError(f"{where}: pool_kernel={self.pool_kernel} exceeds the output map "
-                                              f"{self.out_height}x{self.out_width}")
+                raise ConfigError(f"{where}: pool_kernel={self.pool_kernel} exceeds the output map "
+                                  f"{self.out_height}x{self.out_width}")
         elif self.pool_stride:
-            raise NetworkDescriptionError(f"{where}: pool_stride={self.pool_stride} without pool_kernel")
+            raise ConfigError(f"{where}: pool_stride={self.pool_stride} without pool_kernel")
 
     @property
     def pooled_height(self):
@@ -167,11 +159,11 @@ class Network:
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
         if not self.layers:
-            raise NetworkDescriptionError(f"network {self.name!r}: no layers; allowed: at least one weighted layer")
+            raise ConfigError(f"network {self.name!r}: no layers; allowed: at least one weighted layer")
         seen = set()
         duplicate = next((layer.name for layer in self.layers if layer.name in seen or seen.add(layer.name)), None)
         if duplicate is not None:
-            raise NetworkDescriptionError(f"layer {duplicate!r}: the name is used twice")
+            raise ConfigError(f"layer {duplicate!r}: the name is used twice")
         for previous, layer in zip(self.layers, self.layers[1:]):
             _check_link(previous, layer)
         object.__setattr__(self, "arrays", LayerArrays.of(self.layers))
@@ -192,19 +184,19 @@ class Network:
     def from_dict(cls, record):
         """Build from the file form, naming the layer in any error."""
         if not isinstance(record, dict) or not isinstance(record.get("layers"), list):
-            raise NetworkDescriptionError("network description: expected a mapping with a 'layers' list")
+            raise ConfigError("network description: expected a mapping with a 'layers' list")
         layers = []
         for index, entry in enumerate(record["layers"]):
             if not isinstance(entry, dict):
-                raise NetworkDescriptionError(f"layer #{index}: expected a mapping, got {type(entry).__name__}")
+                raise ConfigError(f"layer #{index}: expected a mapping, got {type(entry).__name__}")
             name = str(entry.get("name", f"#{index}"))
             allowed = {"name", "kind", "in_channels", "out_channels", *_SPATIAL_KEYS}
             unknown = sorted(set(entry) - allowed)
             if unknown:
-                raise NetworkDescriptionError(f"layer {name!r}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+                raise ConfigError(f"layer {name!r}: unknown keys {unknown}; allowed: {sorted(allowed)}")
             missing = [key for key in ("kind", "in_channels", "out_channels") if key not in entry]
             if missing:
-                raise NetworkDescriptionError(f"layer {name!r}: missing keys {missing}")
+                raise ConfigError(f"layer {name!r}: missing keys {missing}")
             layers.append(Layer(**{**entry, "name": name}))
         return cls(name=str(record.get("name", "network")), layers=tuple(layers))
 
@@ -212,21 +204,21 @@ class Network:
 def _check_link(previous, layer):
     where = f"layer {layer.name!r}"
     if previous.kind == "fc" and layer.kind == "conv":
-        raise NetworkDescriptionError(f"{where}: a convolution after the fully connected layer "
-                                      f"{previous.name!r} is not supported")
+        raise ConfigError(f"{where}: a convolution after the fully connected layer "
+                          f"{previous.name!r} is not supported")
     if layer.kind == "conv":
         if layer.in_channels != previous.out_channels:
-            raise NetworkDescriptionError(f"{where}: in_channels={layer.in_channels} but layer "
-                                          f"{previous.name!r} has out_channels={previous.out_channels}")
+            raise ConfigError(f"{where}: in_channels={layer.in_channels} but layer "
+                              f"{previous.name!r} has out_channels={previous.out_channels}")
         if (layer.in_height, layer.in_width) != (previous.pooled_height, previous.pooled_width):
-            raise NetworkDescriptionError(
+            raise ConfigError(
                 f"{where}: input map {layer.in_height}x{layer.in_width} but layer {previous.name!r} "
                 f"produces {previous.pooled_height}x{previous.pooled_width}")
         return
     produced = previous.out_channels * previous.pooled_height * previous.pooled_width
     if layer.in_channels != produced:
-        raise NetworkDescriptionError(f"{where}: in_channels={layer.in_channels} but layer "
-                                      f"{previous.name!r} produces {produced} values")
+        raise ConfigError(f"{where}: in_channels={layer.in_channels} but layer "
+                          f"{previous.name!r} produces {produced} values")
 
 
 @dataclass(frozen=True)
@@ -280,29 +272,31 @@ def load_network(path):
 
     Raises
     ------
-    NetworkDescriptionError
+    trainforge.errors.ConfigError
         For an unreadable file, a syntax error, a missing PyYAML for YAML, or
         any shape error (naming the layer).
+    trainforge.errors.ParameterError
+        For a size out of range (naming the layer and the key).
     """
     path = pathlib.Path(path)
     try:
         text = path.read_text()
     except OSError as error:
-        raise NetworkDescriptionError(f"network file {str(path)!r}: {error.strerror}") from error
+        raise ConfigError(f"network file {str(path)!r}: {error.strerror}") from error
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError as error:
-            raise NetworkDescriptionError(f"network file {str(path)!r}: YAML needs PyYAML, which is not "
-                                          "installed; use JSON") from error
+            raise ConfigError(f"network file {str(path)!r}: YAML needs PyYAML, which is not "
+                              "installed; use JSON") from error
         try:
             record = yaml.safe_load(text)
         except yaml.YAMLError as error:
-            raise NetworkDescriptionError(f"network file {str(path)!r}: invalid YAML ({error})") from error
+            raise ConfigError(f"network file {str(path)!r}: invalid YAML ({error})") from error
     else:
         try:
             record = json.loads(text)
         except json.JSONDecodeError as error:
-            raise NetworkDescriptionError(f"network file {str(path)!r}: invalid JSON at line {error.lineno} "
-                                          f"({error.msg})") from error
+            raise ConfigError(f"network file {str(path)!r}: invalid JSON at line {error.lineno} "
+                              f"({error.msg})") from error
     return Network.from_dict(record)

@@ -30,15 +30,25 @@ import numpy as np
 from trainforge.golden.caterpillar import core as caterpillar_core
 from trainforge.golden.tensordash.layer import Lowered, layer_cycles, lower
 
-from trainforge.checks import is_int, is_positive, is_real
-
-from .config import HyParParameterError, _require
+from trainforge.checks import check_range
+from trainforge.errors import ParameterError
+from trainforge.hw.registry import get_block
+from trainforge.spec.params import Param
 
 __all__ = ["NODE_KINDS", "TensorDashNode", "CaterpillarNode", "NeuroTrainerNode", "make_node",
            "layer_dims", "tensordash_layer_cycles", "caterpillar_phase_cycles"]
 
 #: Node model names accepted by :func:`make_node` and ``trainforge hypar ... --node``.
 NODE_KINDS = ("roofline", "tensordash", "caterpillar", "neurotrainer")
+
+#: The ``node`` parameter of :func:`make_node`.
+NODE_KIND = Param("node", str, "roofline", "node model of the array simulator", choices=NODE_KINDS)
+
+#: The CATERPILLAR core's parameter schema: ranges and defaults of ``n_r``, ``max_blocks`` and ``sram_depth``.
+CP_CORE_SCHEMA = get_block("cp_core").schema
+
+#: The TensorDash tile's parameter schema: ranges and defaults of ``rows``, ``cols``, ``lanes`` and ``depth``.
+TD_TILE_SCHEMA = get_block("td_tile").schema
 
 
 def layer_dims(layer, samples, in_channels):
@@ -168,8 +178,9 @@ def _tensordash_cycles_cached(operation, dims_items, sparsity_a, sparsity_g, til
     return dense, dense * sampled.tensordash / sampled.dense
 
 
-def tensordash_layer_cycles(operation, dims, sparsity_a, sparsity_g, *, rows=4, cols=4, lanes=4, depth=4,
-                            max_rows=1024, budget=8192, seed=0):
+def tensordash_layer_cycles(operation, dims, sparsity_a, sparsity_g, *, rows=TD_TILE_SCHEMA["rows"].default,
+                            cols=TD_TILE_SCHEMA["cols"].default, lanes=TD_TILE_SCHEMA["lanes"].default,
+                            depth=TD_TILE_SCHEMA["depth"].default, max_rows=1024, budget=8192, seed=0):
     """Dense and TensorDash cycles of one training operation of a layer share on one tile.
 
     Parameters
@@ -180,8 +191,10 @@ def tensordash_layer_cycles(operation, dims, sparsity_a, sparsity_g, *, rows=4, 
         :func:`layer_dims` of the share.
     sparsity_a, sparsity_g : float
         Probability that an activation / a gradient is zero (i.i.d., ReLU-like).
-    rows, cols, lanes, depth, max_rows : int
-        The tile (:func:`trainforge.golden.tensordash.layer.layer_cycles`).
+    rows, cols, lanes, depth : int
+        The tile; defaults from the ``td_tile`` schema.
+    max_rows : int
+        Row bound of :func:`trainforge.golden.tensordash.layer.layer_cycles`.
     budget : int
         Block stream rows the golden model simulates at most per call.
     seed : int
@@ -239,7 +252,7 @@ class TensorDashNode:
         Zero probabilities, 0..1. Default 0.62: the sparsity whose ideal
         speedup 1 / (1 - s) is the paper's average potential 2.6x (Fig. 1).
     depth : int
-        Staging buffer depth (lookahead), 2..5. Paper: 4.
+        Staging buffer depth (lookahead); range and default from the ``td_tile`` schema. Paper: 4.
     budget : int
         Golden-model work bound per cached measurement, >= 64.
     seed : int
@@ -251,20 +264,19 @@ class TensorDashNode:
     dram_bytes_per_second: float = 25.6e9
     activation_sparsity: float = 0.62
     gradient_sparsity: float = 0.62
-    depth: int = 4
+    depth: int = TD_TILE_SCHEMA["depth"].default
     budget: int = 8192
     seed: int = 0
 
     def __post_init__(self):
-        _require(is_int(self.tiles) and self.tiles >= 1, "tiles", self.tiles, "integer >= 1")
-        _require(is_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
-        _require(is_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
+        check_range("tiles", self.tiles, 1)
+        check_range("frequency_hz", self.frequency_hz, 0, kind="number", exclusive_minimum=True)
+        check_range("dram_bytes_per_second", self.dram_bytes_per_second, 0, kind="number", exclusive_minimum=True)
         for name in ("activation_sparsity", "gradient_sparsity"):
-            value = getattr(self, name)
-            _require(is_real(value) and 0.0 <= value <= 1.0, name, value, "0..1")
-        _require(is_int(self.depth) and 2 <= self.depth <= 5, "depth", self.depth, "integer 2..5")
-        _require(is_int(self.budget) and self.budget >= 64, "budget", self.budget, "integer >= 64")
-        _require(is_int(self.seed) and self.seed >= 0, "seed", self.seed, "integer >= 0")
+            check_range(name, getattr(self, name), 0, 1, kind="number")
+        TD_TILE_SCHEMA["depth"].check(self.depth)
+        check_range("budget", self.budget, 64)
+        check_range("seed", self.seed, 0)
 
     def layer_cycles(self, index, layer, samples, in_channels, layers):
         """(dense, TensorDash) cycles of the three phases of layer ``index`` of ``layers``, on one tile.
@@ -342,7 +354,8 @@ def caterpillar_gemm_cycles(m, k, q, n_r, max_blocks, sram_depth):
     return cycles
 
 
-def caterpillar_phase_cycles(dims, n_r=4, max_blocks=64, sram_depth=8192):
+def caterpillar_phase_cycles(dims, n_r=CP_CORE_SCHEMA["n_r"].default, max_blocks=CP_CORE_SCHEMA["max_blocks"].default,
+                             sram_depth=CP_CORE_SCHEMA["sram_depth"].default):
     """Cycles of one core for the forward, backward and gradient GEMMs of a layer share, shape (3,)."""
     return np.array([caterpillar_gemm_cycles(m, k, q, n_r, max_blocks, sram_depth) for m, k, q in gemm_shapes(dims)],
                     dtype=np.float64)
@@ -363,7 +376,8 @@ class CaterpillarNode:
     cores : int
         Cores, >= 1. Paper (Section 4.1): 2 x 16 cores of 4 x 4 PEs.
     n_r : int
-        PEs per core row and column, 2..16 (``cp_core``). Paper: 4 (or 16 with 2 x 4 cores).
+        PEs per core row and column; range and default from the ``cp_core`` schema. Paper: 4
+        (or 16 with 2 x 4 cores).
     frequency_hz : float
         Clock, > 0. Paper: 1 GHz.
     dram_bytes_per_second : float
@@ -371,27 +385,24 @@ class CaterpillarNode:
         private off-core SRAMs at ``n_r`` words per cycle each; a HyPar node
         has the paper's HMC, 320 GB/s (the default).
     max_blocks : int
-        Largest block count of one command (``cp_core`` ``max_blocks``), 1..4096. Default 64 (the RTL's).
+        Largest block count of one command; range and default from the ``cp_core`` schema (the RTL's).
     sram_depth : int
-        Words per PE local memory (``cp_core``), 2..65536. Default 8192 (16 KB of 16-bit words).
+        Words per PE local memory; range and default from the ``cp_core`` schema.
     """
 
     cores: int = 32
-    n_r: int = 4
+    n_r: int = CP_CORE_SCHEMA["n_r"].default
     frequency_hz: float = 1e9
     dram_bytes_per_second: float = 320e9
-    max_blocks: int = 64
-    sram_depth: int = 8192
+    max_blocks: int = CP_CORE_SCHEMA["max_blocks"].default
+    sram_depth: int = CP_CORE_SCHEMA["sram_depth"].default
 
     def __post_init__(self):
-        _require(is_int(self.cores) and self.cores >= 1, "cores", self.cores, "integer >= 1")
-        _require(is_int(self.n_r) and 2 <= self.n_r <= 16, "n_r", self.n_r, "integer 2..16")
-        _require(is_positive(self.frequency_hz), "frequency_hz", self.frequency_hz, "> 0")
-        _require(is_positive(self.dram_bytes_per_second), "dram_bytes_per_second", self.dram_bytes_per_second, "> 0")
-        _require(is_int(self.max_blocks) and 1 <= self.max_blocks <= 4096, "max_blocks", self.max_blocks,
-                 "integer 1..4096")
-        _require(is_int(self.sram_depth) and 2 <= self.sram_depth <= 65536, "sram_depth", self.sram_depth,
-                 "integer 2..65536")
+        check_range("cores", self.cores, 1)
+        check_range("frequency_hz", self.frequency_hz, 0, kind="number", exclusive_minimum=True)
+        check_range("dram_bytes_per_second", self.dram_bytes_per_second, 0, kind="number", exclusive_minimum=True)
+        for name in ("n_r", "max_blocks", "sram_depth"):
+            CP_CORE_SCHEMA[name].check(getattr(self, name))
 
     def phase_seconds(self, work):
         """Seconds per phase and layer, shape (..., 3, L)."""
@@ -453,8 +464,10 @@ class NeuroTrainerNode:
         from trainforge.sim.neurotrainer import module
         if self.config is None:
             object.__setattr__(self, "config", module.ModuleConfig())
-        _require(isinstance(self.config, module.ModuleConfig), "config", self.config, "a ModuleConfig")
-        _require(isinstance(self.paper_precision, bool), "paper_precision", self.paper_precision, "True or False")
+        if not isinstance(self.config, module.ModuleConfig):
+            raise TypeError(f"config={self.config!r}: expected a trainforge.sim.neurotrainer.module.ModuleConfig")
+        if not isinstance(self.paper_precision, bool):
+            raise TypeError(f"paper_precision={self.paper_precision!r}: expected True or False")
 
     def pass_seconds(self, layer, samples, in_channels):
         """Seconds of the ``ff``, ``bp`` and ``up`` passes of one layer share, shape (3,) (cached)."""
@@ -478,13 +491,13 @@ def make_node(kind, sparsity=None):
 
     Raises
     ------
-    HyParParameterError
+    trainforge.errors.ParameterError
         Unknown ``kind``, ``sparsity`` given for another node, or a value out of range.
     """
     from .simulator import RooflineNode
-    _require(kind in NODE_KINDS, "node", kind, " or ".join(NODE_KINDS))
+    NODE_KIND.check(kind)
     if sparsity is not None and kind != "tensordash":
-        raise HyParParameterError(f"sparsity={sparsity!r} applies to node=tensordash only, not node={kind!r}")
+        raise ParameterError(f"sparsity={sparsity!r} applies to node=tensordash only, not node={kind!r}")
     if kind == "roofline":
         return RooflineNode()
     if kind == "tensordash":

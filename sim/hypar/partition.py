@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainforge.checks import check_range
+
 from .comm import LayerTensors, LevelCosts
 
 
@@ -90,8 +92,7 @@ def brute_force_two_groups(costs):
     model_parallel : numpy.ndarray of bool
     """
     layers = costs.intra_dp.shape[-1]
-    if layers > 20:
-        raise ValueError(f"layers={layers}; brute force allows 1..20")
+    check_range("layers", layers, 1, 20)  # brute force over 2**layers choices
     codes = np.arange(2 ** layers)
     every_choice = ((codes[:, None] >> np.arange(layers - 1, -1, -1)) & 1).astype(bool)
     totals = level_bytes_of(costs, every_choice)
@@ -222,8 +223,7 @@ def enumerate_partitions(layers, levels):
     Code c's bits, most significant first, are level 0's layers, then level 1's, ...
     """
     bits = levels * layers
-    if bits > 20:
-        raise ValueError(f"levels x layers={bits}; enumeration allows up to 20")
+    check_range("levels*layers", bits, 0, 20)  # enumeration of 2**(levels*layers) partitions
     codes = np.arange(2 ** bits)
     flat = ((codes[:, None] >> np.arange(bits - 1, -1, -1)) & 1).astype(bool)
     return flat.reshape(-1, levels, layers)

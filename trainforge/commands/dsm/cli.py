@@ -1,4 +1,9 @@
-"""``trainforge dsm ...``: explore one workload, or sweep the paper's figures."""
+"""``trainforge dsm ...``: explore one workload, or sweep the paper's figures.
+
+A bad workload, architecture file, parameter or executor raises a
+:class:`trainforge.errors.TrainforgeError`, which ``trainforge.cli.main``
+prints as one line with exit status 2.
+"""
 import json
 
 from trainforge.errors import UsageError
@@ -8,11 +13,8 @@ def _explore(args):
     from trainforge.sim.dsm.arch import load_architecture
     from trainforge.sim.dsm.explore import Optimizations, explore
     from trainforge.sim.dsm.workload import load_workload
-    try:
-        arch = load_architecture(args.config)
-        workload = load_workload(args.workload, args.minibatch)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+    arch = load_architecture(args.config)
+    workload = load_workload(args.workload, args.minibatch)
     options = Optimizations(args.hybrid or args.all, args.memory_reuse or args.all, args.dysm or args.all,
                             args.timestep_pipelining or args.all)
     result = explore(workload, arch, options, training=not args.inference)
@@ -28,7 +30,6 @@ def _explore(args):
 
 def _sweep(args):
     from trainforge.sim.dsm import figures
-    from trainforge.sim.dsm.executor import ExecutorError
     from trainforge.sim.dsm.workload import BUILTINS
     networks = args.networks.split(",")
     for network in networks:
@@ -40,24 +41,19 @@ def _sweep(args):
         raise UsageError(f"--values={args.values!r} must be a comma-separated list of numbers") from None
     if values is not None and any(v <= 0 for v in values):
         raise UsageError(f"--values={args.values!r}: every value must be > 0")
-    try:
-        if args.figure == "training":
-            report = figures.training_sweep(networks, [int(v) for v in values or (256, 512, 1024, 2048)], args.executor)
-        elif args.figure == "inference":
-            report = figures.inference_sweep(networks, [int(v) for v in values or (1, 2, 4, 8, 16)], args.executor)
-        elif args.figure == "layers":
-            report = figures.vgg16_layers(int(values[0]) if values else 512)
-        elif args.figure == "scaling":
-            counts = [int(v) for v in values or (16, 32, 64, 128, 256)]
-            if any(c % 4 for c in counts):
-                raise UsageError(f"--values: chip counts {counts} must be multiples of 4 (X is fixed at 4)")
-            report = figures.scaling_sweep(networks, counts, args.executor)
-        else:
-            report = figures.scratchpad_sweep(networks, values or (0.5, 1, 2, 4), args.executor)
-    except ExecutorError as error:
-        raise UsageError(str(error)) from None
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+    if args.figure == "training":
+        report = figures.training_sweep(networks, [int(v) for v in values or (256, 512, 1024, 2048)], args.executor)
+    elif args.figure == "inference":
+        report = figures.inference_sweep(networks, [int(v) for v in values or (1, 2, 4, 8, 16)], args.executor)
+    elif args.figure == "layers":
+        report = figures.vgg16_layers(int(values[0]) if values else 512)
+    elif args.figure == "scaling":
+        counts = [int(v) for v in values or (16, 32, 64, 128, 256)]
+        if any(c % 4 for c in counts):
+            raise UsageError(f"--values: chip counts {counts} must be multiples of 4 (X is fixed at 4)")
+        report = figures.scaling_sweep(networks, counts, args.executor)
+    else:
+        report = figures.scratchpad_sweep(networks, values or (0.5, 1, 2, 4), args.executor)
     json_path, png_path = figures.write_report(report, args.out)
     if args.json:
         print(json.dumps(report, indent=1, default=float))

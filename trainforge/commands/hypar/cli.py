@@ -9,42 +9,37 @@
 (:mod:`trainforge.sim.hypar.nodes`) and, for ``tensordash``, ``--sparsity S`` or ``A,G``.
 
 ``NET`` is a built-in name (``SFC``, ``VGG-A``, ...) or a ``.json``/``.yaml``
-file. ``--json`` prints the result as JSON on stdout. User errors raise
-:class:`trainforge.cli.UsageError`; nothing is written before all inputs are
+file. ``--json`` prints the result as JSON on stdout. User errors raise a
+:class:`trainforge.errors.TrainforgeError` (``trainforge.cli.main`` prints it
+as one line and exits with status 2); nothing is written before all inputs are
 checked and all results are computed.
 """
 import json
 import pathlib
 
-from trainforge.errors import UsageError
+from trainforge.errors import ParameterError, UsageError
 from trainforge.outputs import write_json
 
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
-from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, HyParParameterError, TrainingSetup
-from trainforge.sim.hypar.network import NetworkDescriptionError, load_network
+from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, TrainingSetup
+from trainforge.sim.hypar.network import load_network
 from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
 
 REPORT_DIR = pathlib.Path("build/reports/hypar")
 
 
 def _network(name):
+    if name.lower().endswith((".json", ".yaml", ".yml")):
+        return load_network(name)
     try:
-        if name.lower().endswith((".json", ".yaml", ".yml")):
-            return load_network(name)
         return builtin_network(name)
-    except NetworkDescriptionError as error:
-        raise UsageError(str(error)) from error
     except KeyError as error:
         raise UsageError(error.args[0]) from error
 
 
 def _configs(args):
-    try:
-        return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element),
-                ArrayConfig(levels=args.levels, topology=args.topology,
-                            link_bits_per_second=args.link_mbps * 1e6))
-    except HyParParameterError as error:
-        raise UsageError(str(error)) from error
+    return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element),
+            ArrayConfig(levels=args.levels, topology=args.topology, link_bits_per_second=args.link_mbps * 1e6))
 
 
 def _node(args):
@@ -61,7 +56,7 @@ def _node(args):
         sparsity = (values[0], values[-1])
     try:
         return make_node(args.node, sparsity)
-    except HyParParameterError as error:
+    except ParameterError as error:
         raise UsageError(f"--node/--sparsity: {error}") from error
     except ImportError as error:
         raise UsageError(f"--node {args.node}: its block model is not available ({error})") from error
