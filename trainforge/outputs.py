@@ -26,8 +26,14 @@ def _writable_folder(folder, path):
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"cannot write {path}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write {path}: {existing} is not writable")
+    # Permission bits do not tell (root passes os.access everywhere, /proc refuses files to root):
+    # create a temporary file where the first missing folder would go, and remove it at once.
+    try:
+        handle, probe = tempfile.mkstemp(dir=existing, prefix=".trainforge-probe-")
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {existing}: {error.strerror or error}") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def check_output(path, kind="file"):
