@@ -1,16 +1,44 @@
-"""Verilog emission and the manifest of emitted files."""
+"""Verilog emission, the manifest of emitted files, and the instantiation template.
+
+A block is emitted under its registered name, or under ``--name`` (``emit(...,
+module=NAME)``): Amaranth writes the block and its submodules into one file and
+prefixes every submodule with the top module's name (``NAME.core_0``), so two
+variants of one block emitted under two names live side by side in one design.
+"""
 import hashlib
 import json
+import keyword
 import pathlib
+import re
 
 from amaranth.back import verilog
-from amaranth.hdl import Value
-from amaranth.lib import wiring
+from amaranth.hdl import Shape, ShapeCastable, Value
+from amaranth.lib import data, stream, wiring
 
 from .hw.registry import BLOCKS, get_block
 from .outputs import write_text
 
-__all__ = ["Emitted", "ports", "emit", "elaborate_all", "write_outputs"]
+__all__ = ["Emitted", "ports", "payload_fields", "check_module_name", "emit", "elaborate_all", "write_outputs",
+           "instantiation_template"]
+
+#: Verilog-2005 keywords a module may not be named (the common ones a user could pick).
+_VERILOG_KEYWORDS = frozenset("""always and assign begin buf case casex casez cmos deassign default defparam disable
+edge else end endcase endfunction endmodule endprimitive endspecify endtable endtask event for force forever fork
+function generate genvar highz0 highz1 if initial inout input integer join large localparam macromodule medium
+module nand negedge nmos nor not notif0 notif1 or output parameter pmos posedge primitive pull0 pull1 pulldown
+pullup rcmos real realtime reg release repeat rnmos rpmos rtran rtranif0 rtranif1 scalared signed small specify
+specparam strong0 strong1 supply0 supply1 table task time tran tranif0 tranif1 tri tri0 tri1 triand trior trireg
+unsigned vectored wait wand weak0 weak1 while wire wor xnor xor""".split())
+
+
+def check_module_name(name):
+    """Return ``name`` if it can name a Verilog module, else raise :class:`~trainforge.errors.UsageError`."""
+    from .errors import UsageError
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or "") or name in _VERILOG_KEYWORDS:
+        raise UsageError(f"--name {name!r} is not a Verilog module name; allowed: a letter or _, then letters, "
+                         f"digits or _, and not a Verilog keyword")
+    return name
 
 
 class Emitted:
@@ -23,11 +51,12 @@ class Emitted:
     text : str
     ports : list of dict
     """
-    def __init__(self, block, params, text, port_list):
+    def __init__(self, block, params, text, port_list, module=None):
         self.block = block
         self.params = params
         self.text = text
         self.ports = port_list
+        self.module = module or block.name
 
     @property
     def sha256(self):
@@ -35,6 +64,7 @@ class Emitted:
 
     def manifest_entry(self, path):
         return {
+            "module": self.module,
             "block": self.block.name,
             "file": path.name,
             "params": self.params,
@@ -53,26 +83,65 @@ def ports(component):
         {"name": "clk", "direction": "input", "width": 1},
         {"name": "rst", "direction": "input", "width": 1},
     ]
+    payloads = {}
+    for name, member in component.signature.members.items():
+        if member.is_signature and isinstance(member.signature, stream.Signature):
+            payloads[f"{name}__payload"] = member.signature.members["payload"].shape
     for path, member, value in component.signature.flatten(component):
-        result.append({
-            "name": "__".join(map(str, path)),
+        name = "__".join(map(str, path))
+        entry = {
+            "name": name,
             "direction": "input" if member.flow == wiring.In else "output",
             "width": len(Value.cast(value)),
-        })
+        }
+        if name in payloads:
+            entry["fields"] = payload_fields(payloads[name])
+        result.append(entry)
     return result
 
 
-def emit(block_name, **overrides):
-    """Elaborate one block (parameters validated first) and return its :class:`Emitted`."""
+def payload_fields(shape, prefix="", offset=0):
+    """The leaf fields of a payload shape, flattened: ``name`` (``a[0]``, ``flags.read``), bit ``offset``, ``width``, ``signed``.
+
+    A plain shape is one field named ``""``; a ``lib.data`` struct, union or
+    array layout is walked down to its plain-shaped members.
+    """
+    if isinstance(shape, data.Layout):
+        fields = []
+        for key, field in shape:
+            name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{key}" if prefix else str(key))
+            fields.extend(payload_fields(field.shape, name, offset + field.offset))
+        return fields
+    if isinstance(shape, ShapeCastable) and not isinstance(shape, Shape):
+        plain = Shape.cast(shape)
+        return [{"name": prefix, "offset": offset, "width": plain.width, "signed": plain.signed,
+                 "type": type(shape).__name__}]
+    plain = Shape.cast(shape)
+    return [{"name": prefix, "offset": offset, "width": plain.width, "signed": plain.signed}]
+
+
+def emit(block_name, module=None, **overrides):
+    """Elaborate one block (parameters validated first) and return its :class:`Emitted`.
+
+    Parameters
+    ----------
+    block_name : str
+        The registered block.
+    module : str, optional
+        Name of the top module (default: the block's name); submodules take it as their prefix.
+    **overrides :
+        Parameters of the block.
+    """
     block = get_block(block_name)
+    module = check_module_name(module) if module is not None else block.name
     params = block.resolve(**overrides)
     component = block.component(**params)
     port_list = ports(component)
-    text = verilog.convert(component, name=block.name, emit_src=False)
-    return Emitted(block, params, text, port_list)
+    text = verilog.convert(component, name=module, emit_src=False)
+    return Emitted(block, params, text, port_list, module)
 
 
-def elaborate_all(block_names, param_assignments):
+def elaborate_all(block_names, param_assignments, module=None):
     """Emit every named block (all registered blocks when none is named).
 
     ``param_assignments`` (``["name=value", ...]``) apply to the one named
@@ -84,26 +153,59 @@ def elaborate_all(block_names, param_assignments):
     names = list(block_names) or list(BLOCKS)
     if param_assignments and len(block_names) != 1:
         raise UsageError("--param needs exactly one block name, e.g. 'trainforge verilog dense_pe --param lanes=8'")
+    if module is not None and len(block_names) != 1:
+        raise UsageError("--name needs exactly one block name, e.g. 'trainforge verilog dense_pe --name pe_a'")
     emitted = []
     for name in names:
         block = get_block(name)
         overrides = block.schema.parse(param_assignments) if param_assignments else {}
-        emitted.append(emit(name, **overrides))
+        emitted.append(emit(name, module=module, **overrides))
     return emitted
 
 
+def instantiation_template(item):
+    """Verilog text instantiating ``item``'s module, one port per line with its direction, width and payload fields."""
+    lines = [f"// Instantiation template of module {item.module}: block {item.block.name}, "
+             f"parameters {json.dumps(item.params, sort_keys=True)}.",
+             "// Stream ports follow amaranth.lib.stream: a transfer happens in a cycle where valid and ready are both high.",
+             f"{item.module} u_{item.module} ("]
+    for index, port in enumerate(item.ports):
+        comma = "," if index < len(item.ports) - 1 else ""
+        width = f"[{port['width'] - 1}:0] " if port["width"] > 1 else ""
+        lines.append(f"    .{port['name']}({port['name']}){comma}  // {port['direction']} {width}".rstrip())
+        for field in port.get("fields", ()):
+            if field["name"]:
+                high = field["offset"] + field["width"] - 1
+                kind = "signed" if field["signed"] else "unsigned"
+                lines.append(f"    //   [{high}:{field['offset']}] {field['name']} ({kind} {field['width']})")
+    lines.append(");")
+    return "\n".join(lines) + "\n"
+
+
+def _read_manifest(manifest_path):
+    from .errors import UsageError
+
+    if not manifest_path.exists():
+        return {}
+    try:
+        entries = json.loads(manifest_path.read_text())["blocks"]
+        return {entry.get("module", entry["block"]): entry for entry in entries}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UsageError(f"{manifest_path} is not a trainforge manifest ({error}); move it away or pick another --out") \
+            from None
+
+
 def write_outputs(emitted, out_dir):
-    """Write ``<block>.v`` files and merge their entries into ``manifest.json``."""
+    """Write ``<module>.v`` and ``<module>_inst.v`` files and merge their entries into ``manifest.json``."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / "manifest.json"
-    manifest = {}
-    if manifest_path.exists():
-        manifest = {entry["block"]: entry for entry in json.loads(manifest_path.read_text())["blocks"]}
+    manifest = _read_manifest(manifest_path)
     for item in emitted:
-        path = out_dir / f"{item.block.name}.v"
+        path = out_dir / f"{item.module}.v"
         write_text(path, item.text)
-        manifest[item.block.name] = item.manifest_entry(path)
+        write_text(out_dir / f"{item.module}_inst.v", instantiation_template(item))
+        manifest[item.module] = item.manifest_entry(path)
     ordered = [manifest[name] for name in sorted(manifest)]
     write_text(manifest_path, json.dumps({"blocks": ordered}, indent=2) + "\n")
     return manifest_path

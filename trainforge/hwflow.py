@@ -21,8 +21,11 @@ def register(subparsers):
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=cmd_list)
 
-    parser = subparsers.add_parser("verilog", help="emit Verilog and build/verilog/manifest.json")
+    parser = subparsers.add_parser("verilog", help="emit Verilog, instantiation templates and build/verilog/manifest.json")
     _add_block_arguments(parser)
+    parser.add_argument("--name", metavar="MODULE",
+                        help="name of the top module (default: the block's name; one block only); "
+                             "submodules take it as their prefix")
     parser.add_argument("--out", default=str(BUILD / "verilog"), help="output folder (default: build/verilog)")
     parser.set_defaults(out_kind="dir")
     parser.set_defaults(func=cmd_verilog)
@@ -68,10 +71,10 @@ def cmd_list(args):
 def cmd_verilog(args):
     from .emit import elaborate_all, write_outputs
 
-    emitted = elaborate_all(args.blocks, args.param)
+    emitted = elaborate_all(args.blocks, args.param, module=args.name)
     manifest = write_outputs(emitted, args.out)
     for item in emitted:
-        print(f"{pathlib.Path(args.out) / (item.block.name + '.v')}  {item.params}")
+        print(f"{pathlib.Path(args.out) / (item.module + '.v')}  {item.params}")
     print(f"{manifest}")
     return 0
 

@@ -33,7 +33,15 @@ def test_verilog_override_and_manifest(tmp_path):
     assert entry["sha256"] == hashlib.sha256(text).hexdigest()
     assert entry["params"] == {"lanes": 8, "width": 16, "acc_width": 32, "signed": True}
     ports = {port["name"]: port for port in entry["ports"]}
-    assert ports["i_row__payload"] == {"name": "i_row__payload", "direction": "input", "width": 2 * 8 * 16 + 2}
+    payload = ports["i_row__payload"]
+    assert (payload["direction"], payload["width"]) == ("input", 2 * 8 * 16 + 2)
+    # Field by field from the row layout: a[0..7], b[0..7] (16-bit, signed), then the clear and read flags.
+    expected = [{"name": f"{operand}[{lane}]", "offset": 16 * (8 * side + lane), "width": 16, "signed": True}
+                for side, operand in enumerate("ab") for lane in range(8)]
+    expected += [{"name": "clear", "offset": 256, "width": 1, "signed": False},
+                 {"name": "read", "offset": 257, "width": 1, "signed": False}]
+    assert payload["fields"] == expected
+    assert entry["module"] == "dense_pe" and (out / "dense_pe_inst.v").exists()
     assert ports["i_row__ready"]["direction"] == "output"
     assert b"module dense_pe" in text
 
