@@ -53,6 +53,8 @@ class Param:
             return "true or false"
         if self.choices is not None:
             return "one of " + ", ".join(map(str, self.choices))
+        if self.kind is str:
+            return "a string"
         low = "-inf" if self.minimum is None else self.minimum
         high = "inf" if self.maximum is None else self.maximum
         return f"an integer in {low}..{high}"
@@ -89,11 +91,11 @@ class Param:
                 raise self.error(text, "not a boolean")
             return _BOOL_WORDS[word]
         if self.kind is int:
-            try:
-                value = int(text, 0)
-            except ValueError:
-                raise self.error(text, "not an integer") from None
-            return self.check(value)
+            # Decimal only: '08' is eight and '0x8' is not an integer (one syntax, no surprise).
+            word = text.strip()
+            if not word.lstrip("+-").isdigit() or not word.isascii():
+                raise self.error(text, "not an integer")
+            return self.check(int(word, 10))
         return self.check(self.kind(text))
 
 
@@ -150,5 +152,7 @@ class ParamSchema:
             name, sep, text = assignment.partition("=")
             if not sep:
                 raise ParameterError(f"parameter assignment {assignment!r} is not of the form name=value")
+            if name.strip() in overrides:
+                raise ParameterError(f"parameter '{name.strip()}' is given twice; give each parameter once")
             overrides[name.strip()] = self[name.strip()].parse(text)
         return self.resolve(**overrides)

@@ -40,6 +40,9 @@ def build_parser():
         prog="trainforge",
         description="RTL generators, golden models and models for DNN training accelerators.",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"trainforge {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in subcommand_modules():
         module.register(subparsers)

@@ -52,8 +52,9 @@ def register(subparsers):
 
 
 def _schema_rows(block):
-    return [{"name": p.name, "type": p.kind.__name__, "default": p.default,
-             "allowed": p.allowed, "doc": p.doc} for p in block.schema]
+    return [{"name": p.name, "type": p.kind.__name__, "default": p.default, "allowed": p.allowed,
+             "minimum": p.minimum, "maximum": p.maximum, "choices": list(p.choices) if p.choices else None,
+             "doc": p.doc} for p in block.schema]
 
 
 def cmd_list(args):

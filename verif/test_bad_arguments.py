@@ -24,6 +24,8 @@ def _allowed(param):
         return "true or false"
     if param.choices is not None:
         return "one of " + ", ".join(map(str, param.choices))
+    if param.kind is str:
+        return "a string"
     low = "-inf" if param.minimum is None else param.minimum
     high = "inf" if param.maximum is None else param.maximum
     return f"an integer in {low}..{high}"

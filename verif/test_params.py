@@ -30,7 +30,13 @@ def test_every_block_default_and_test_sets_are_valid():
 
 
 def test_parse_converts_command_line_strings():
-    assert DensePE.PARAMS.parse(["lanes=0x10", "signed=false"])["lanes"] == 16
+    assert DensePE.PARAMS.parse(["lanes=16", "signed=false"])["lanes"] == 16
+    assert DensePE.PARAMS.parse(["lanes=08"])["lanes"] == 8
+    for text in ("0x8", "8.0", "eight", ""):
+        with pytest.raises(ParameterError, match="not an integer"):
+            DensePE.PARAMS.parse([f"lanes={text}"])
+    with pytest.raises(ParameterError, match="given twice"):
+        DensePE.PARAMS.parse(["lanes=4", "lanes=8"])
     assert DensePE.PARAMS.parse(["signed=off"])["signed"] is False
 
 
