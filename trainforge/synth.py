@@ -35,16 +35,23 @@ def synthesize(emitted, work_root):
     if not ((work / "stat.json").exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
         stamp_file.unlink(missing_ok=True)
         (work / f"{name}.v").write_text(emitted.text)
-        result = subprocess.run([yosys, "-q", "-p", script], cwd=work, env=tool_environment(),
-                                capture_output=True, text=True)
+        from .fpga import TOOL_TIMEOUT_S, BlockFailed, failure_reason
+
+        try:
+            result = subprocess.run([yosys, "-q", "-p", script], cwd=work, env=tool_environment(),
+                                    capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise BlockFailed(f"timed out after {TOOL_TIMEOUT_S} s") from None
         if result.returncode != 0:
-            raise RuntimeError(f"yosys failed on {name}:\n{result.stderr[-4000:]}")
+            (work / "yosys.log").write_text(result.stdout + result.stderr)
+            raise BlockFailed(failure_reason(result.stdout + result.stderr), str(work / "yosys.log"))
         stamp_file.write_text(stamp)
     stats = json.loads((work / "stat.json").read_text())
     module = stats["modules"][f"\\{name}"]
     return {
         "block": name,
         "params": emitted.params,
+        "status": "ok",
         "tool": stats["creator"].split(" (")[0],
         "cells": module["num_cells"],
         "cells_by_type": module["num_cells_by_type"],
