@@ -10,7 +10,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from trainforge.golden.caterpillar.pe import cp_pe
-from trainforge.hw.caterpillar.pe import MacOp
+from trainforge.spec.caterpillar import MacOp
 
 from tbutil import start
 
