@@ -1,6 +1,6 @@
 """LAC core of CATERPILLAR (Fig. 3(b)): n_r x n_r PEs, row and column broadcast buses, microcoded sequencer."""
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, CoreOp, MacOp, addr_width, core_cmd_layout, core_data_layout,

@@ -1,6 +1,6 @@
 """Ring of CATERPILLAR cores (Fig. 3(a)): ``cp_core`` instances on a unidirectional systolic ring."""
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, memory, stream, wiring
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingOp, ring_buffer_depth, ring_cmd_layout,
