@@ -72,7 +72,7 @@ def all_gather(chunks):
     return [gathered.copy() for _ in chunks]
 
 
-def reduce_scatter(partials, *, acc_width=32, n_r=1):
+def reduce_scatter(partials, *, n_r=1, **params):
     """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums).
 
     Parameters
@@ -80,13 +80,16 @@ def reduce_scatter(partials, *, acc_width=32, n_r=1):
     partials : array_like, shape (P, size)
         Core ``k``'s partial output ``X_k``.
     n_r : int
-        Elements per word (chunks are whole words, :func:`chunk_bounds`).
+        Elements per word (chunks are whole words, :func:`chunk_bounds`); 1: chunks of single elements.
+    **params
+        ``acc_width`` (default: the ``cp_ring`` schema's).
 
     Returns
     -------
     list of numpy.ndarray
         ``P`` chunks, by :func:`chunk_bounds`.
     """
+    acc_width, = _ring_params(params, "acc_width")
     partials = np.asarray(partials, dtype=np.int64)
     total = wrap(partials.astype(np.uint64).sum(axis=0, dtype=np.uint64), acc_width, True)
     return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], n_r)]
@@ -128,7 +131,7 @@ def all_gather_buffers(buffers, chunk_words):
     return result
 
 
-def reduce_scatter_buffers(buffers, chunk_words, *, acc_width=32):
+def reduce_scatter_buffers(buffers, chunk_words, **params):
     """Ring buffers after the RTL reduce-scatter, every word of them.
 
     At step ``s`` (``0 .. P - 2``) core ``k`` sends chunk ``(k - s - 1) % P`` and
@@ -141,12 +144,14 @@ def reduce_scatter_buffers(buffers, chunk_words, *, acc_width=32):
     ----------
     buffers : array_like, shape (P, depth, n_r)
     chunk_words : int
-    acc_width : int
+    **params
+        ``acc_width`` (default: the ``cp_ring`` schema's).
 
     Returns
     -------
     numpy.ndarray, same shape
     """
+    acc_width, = _ring_params(params, "acc_width")
     source = np.array(buffers, dtype=np.int64)
     result = source.copy()
     cores, cw = source.shape[0], chunk_words
