@@ -1,6 +1,6 @@
 """cocotb testbench of ``cp_core``: its scenario table and programs checked against :mod:`trainforge.golden.caterpillar.core`.
 
-``scenario_table`` runs ``verif/scenarios/cp_core.py`` (LOAD, GEMV and GEMM
+``scenario_table`` runs ``verif/scenarios/cp_core.py`` (LOAD, GEMV, GEMM and UPDATE
 programs with results from plain integer arithmetic; cycles of the unstalled
 program from the golden schedule). Every other test queues a program (commands on ``i_cmd``, their operands on
 ``i_data``) and checks each ``o_data`` word against the golden model; the
@@ -145,7 +145,7 @@ async def run_and_check(bench, program, ports, check_cycles=False):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of the table: LOAD, GEMV forward and backward, GEMM; full rate (cycle exact) and stalled."""
+    """Every scenario of the table: LOAD, GEMV forward and backward, GEMM, UPDATE; full rate (cycle exact) and stalled."""
     bench = await start(dut)
     await run_table(bench, table)
 

@@ -1,4 +1,4 @@
-"""Scenario table of ``cp_core``: programs of LOAD, GEMV forward and backward and GEMM commands.
+"""Scenario table of ``cp_core``: programs of LOAD, GEMV forward and backward, GEMM and UPDATE commands.
 
 A scenario's stimulus is a program: the command words on ``i_cmd`` and all
 their operand words on ``i_data``, in order; the expected ``o_data`` words are
@@ -13,12 +13,16 @@ matrices are zero-padded to whole ``n_r x n_r`` blocks (``Mb``, ``Nb``,
 - GEMV forward: ``Mb`` words of ``x`` in, ``Nb`` words of ``y = x^T W`` out (block ``jb`` on word ``jb``);
 - GEMV backward: ``Nb`` words of ``e`` in, ``Mb`` words of ``d = W e`` out;
 - GEMM (``mb``, ``nb`` = ``Kb``, ``qb``): for each output block ``(qb, ib)`` (``qb`` outer) the rows
-  ``B[p, qb * n_r : (qb + 1) * n_r]``, ``p < Kb * n_r``, in; then the block's ``n_r`` rows of ``C = W B`` out.
+  ``B[p, qb * n_r : (qb + 1) * n_r]``, ``p < Kb * n_r``, in; then the block's ``n_r`` rows of ``C = W B`` out;
+- UPDATE (``mb``, ``nb``, ``qb`` = the batch ``b``, ``shift``): words ``ib * b + s`` bring ``x_s``, then words
+  ``jb * b + s`` bring ``e_s``; ``W[i, j] -= floor(P / 2**shift + 1/2)`` with ``P = sum_s x_s[i] e_s[j]``
+  wrapped to ``acc_width`` bits, the difference saturated to ``width`` bits; no output. The table reads the
+  updated weights back with a GEMM by the identity (``C = W I``).
 """
 import numpy as np
 
 from trainforge.golden.caterpillar import core as golden_core
-from trainforge.spec.caterpillar import COMMAND_LATENCY, CoreOp
+from trainforge.spec.caterpillar import COMMAND_LATENCY, CoreOp, max_shift
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
@@ -37,8 +41,8 @@ def _padded(matrix, rows, cols):
             for i in range(rows)]
 
 
-def _command(op, mb=1, nb=1, qb=1, base=0, overlap=0):
-    return {"op": int(op), "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base, "shift": 0}
+def _command(op, mb=1, nb=1, qb=1, base=0, overlap=0, shift=0):
+    return {"op": int(op), "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base, "shift": shift}
 
 
 class _Program:
@@ -87,6 +91,31 @@ class _Program:
                                          for c in range(n_r)])
 
 
+    def update(self, padded, mb, nb, xs, es, shift, base, width):
+        """Rank-``len(xs)`` update in place of ``padded`` (returned), then its read-back by a GEMM by the identity."""
+        n_r, acc = self.n_r, self.acc_width
+        batch = len(xs)
+        xs = [[x[i] if i < len(x) else 0 for i in range(mb * n_r)] for x in xs]
+        es = [[e[j] if j < len(e) else 0 for j in range(nb * n_r)] for e in es]
+        self.commands.append(_command(CoreOp.UPDATE, mb, nb, batch, base=base, shift=shift))
+        for ib in range(mb):
+            self.inputs += [xs[s][ib * n_r:(ib + 1) * n_r] for s in range(batch)]
+        for jb in range(nb):
+            self.inputs += [es[s][jb * n_r:(jb + 1) * n_r] for s in range(batch)]
+        low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+        updated = []
+        for i, row in enumerate(padded):
+            new_row = []
+            for j, weight in enumerate(row):
+                product = _signed(sum(xs[s][i] * es[s][j] for s in range(batch)), acc)
+                delta = (product + (1 << (shift - 1))) >> shift if shift else product
+                new_row.append(min(high, max(low, weight - delta)))
+            updated.append(new_row)
+        identity = [[int(p == q) for q in range(nb * n_r)] for p in range(nb * n_r)]
+        self.gemm(updated, mb, nb, identity, base)
+        return updated
+
+
 def _matrix(rng, rows, cols, low, high):
     return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
 
@@ -110,6 +139,13 @@ def _program(params, rng, extreme=False):
         q = rng.randint(1, min(params["max_blocks"], 2) * n_r)
         b = [[low] * q for _ in range(n)] if extreme else _matrix(rng, n, q, low, high)
         program.gemm(padded, mb, nb, b, base)
+        batch = rng.randint(1, max(1, params["max_blocks"] // max(mb, nb)))
+        if batch * max(mb, nb) <= params["max_blocks"]:
+            xs = [[low] * m if extreme else [rng.randint(low, high) for _ in range(m)] for _ in range(batch)]
+            es = [[low] * n if extreme else [rng.randint(low, high) for _ in range(n)] for _ in range(batch)]
+            shift = rng.randint(0, max_shift(params["acc_width"]))
+            padded = program.update(padded, mb, nb, xs, es, shift, base, width)
+            program.gemv(padded, mb, nb, [rng.randint(low, high) for _ in range(m)], base, True, overlap=0)
         base += mb * nb
     return program
 
@@ -149,7 +185,14 @@ def golden(params, scenario):
             # W[ib * n_r + r, jb * n_r + c] = image[r, c, base + jb * mb + ib]
             region = image[:, :, base:base + mb * nb].reshape(n_r, n_r, nb, mb)
             weights = region.transpose(3, 0, 2, 1).reshape(mb * n_r, nb * n_r)
-            if op == CoreOp.GEMV_FORWARD:
+            if op == CoreOp.UPDATE:
+                x = take(qb * mb).reshape(mb, qb, n_r).transpose(1, 0, 2).reshape(qb, mb * n_r)
+                e = take(qb * nb).reshape(nb, qb, n_r).transpose(1, 0, 2).reshape(qb, nb * n_r)
+                updated = golden_core.update(weights, x, e, command["shift"], **params)[1]
+                # back into the image: image[r, c, base + jb * mb + ib] = W'[ib * n_r + r, jb * n_r + c]
+                image[:, :, base:base + mb * nb] = updated.reshape(mb, n_r, nb, n_r).transpose(1, 3, 2, 0).reshape(
+                    n_r, n_r, nb * mb)
+            elif op == CoreOp.GEMV_FORWARD:
                 outputs += golden_core.gemv_forward(weights, take(mb).reshape(-1), **params)[1].tolist()
             elif op == CoreOp.GEMV_BACKWARD:
                 outputs += golden_core.gemv_backward(weights, take(nb).reshape(-1), **params)[1].tolist()
