@@ -1,4 +1,5 @@
-"""cocotb testbench of ``cp_core``: its scenario table and programs checked against :mod:`trainforge.golden.caterpillar.core`.
+"""cocotb testbench of ``cp_core``: its scenario table, and programs checked against the golden model
+(:mod:`trainforge.golden.caterpillar.core`).
 
 ``scenario_table`` runs ``verif/scenarios/cp_core.py`` (LOAD, GEMV, GEMM and UPDATE
 programs with results from plain integer arithmetic; cycles of the unstalled
@@ -145,7 +146,7 @@ async def run_and_check(bench, program, ports, check_cycles=False):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of the table: LOAD, GEMV forward and backward, GEMM, UPDATE; full rate (cycle exact) and stalled."""
+    """Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and stalled."""
     bench = await start(dut)
     await run_table(bench, table)
 

@@ -1,9 +1,11 @@
-"""cocotb testbench of ``cp_ring``: its scenario table and programs checked against :mod:`trainforge.golden.caterpillar.ring`.
+"""cocotb testbench of ``cp_ring``: its scenario table, and programs checked against the golden model
+(:mod:`trainforge.golden.caterpillar.ring`).
 
 ``scenario_table`` runs ``verif/scenarios/cp_ring.py`` (WRITE, READ and
 collective programs with results from a hop-by-hop reference; cycles of the
-unstalled program from the golden schedule). Every other test queues a program of ring commands (with their ``i_data`` words),
-keeps a model of every core's ring buffer (:func:`~ring.all_gather_buffers`,
+unstalled program from the golden schedule). Every other test queues a
+program of ring commands (with their ``i_data`` words), keeps a model of
+every core's ring buffer (:func:`~ring.all_gather_buffers`,
 :func:`~ring.reduce_scatter_buffers`), reads the buffers back with ``READ``
 and checks each ``o_data`` word bit-exactly; the unstalled test also checks
 every word's cycle and every command-to-command spacing against
