@@ -1,6 +1,9 @@
-"""cocotb testbench of ``cp_core`` against :mod:`trainforge.golden.caterpillar.core`.
+"""cocotb testbench of ``cp_core``: its scenario table, and programs checked against the golden model
+(:mod:`trainforge.golden.caterpillar.core`).
 
-Every test queues a program (commands on ``i_cmd``, their operands on
+``scenario_table`` runs ``verif/scenarios/cp_core.py`` (LOAD, GEMV, GEMM and UPDATE
+programs with results from plain integer arithmetic; cycles of the unstalled
+program from the golden schedule). Every other test queues a program (commands on ``i_cmd``, their operands on
 ``i_data``) and checks each ``o_data`` word against the golden model; the
 unstalled test also checks every word's cycle against the golden schedule.
 The in-place weight update (UPDATE) has no output of its own: a program
@@ -14,7 +17,9 @@ from cocotb.triggers import RisingEdge
 from trainforge.golden.caterpillar import core as golden
 
 import cp_programs
+import scenarios.cp_core as table
 from cp_programs import attach
+from scenario import run_table
 from tbutil import start
 
 
@@ -137,6 +142,13 @@ async def run_and_check(bench, program, ports, check_cycles=False):
     """:func:`cp_programs.run_and_check` with this block's data and result layouts."""
     await cp_programs.run_and_check(bench, program, ports, bench.component.data_layout, bench.component.result_layout,
                                     check_cycles)
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and stalled."""
+    bench = await start(dut)
+    await run_table(bench, table)
 
 
 @cocotb.test()

@@ -1,17 +1,20 @@
-"""cocotb testbench of ``cp_pe`` against :func:`trainforge.golden.caterpillar.pe.cp_pe`.
+"""cocotb testbench of ``cp_pe``: its scenario table (``verif/scenarios/cp_pe.py``) and a reset mid-sequence.
 
 The PE has no streams: the core's sequencer drives its controls every cycle.
-The testbench drives random controls (with random ``en`` stalls), reads the
-accumulator and the reduction register after every cycle and compares the
-traces of the enabled cycles with the golden model.
+The testbench writes a scenario's memory image, drives the controls of its
+enabled cycles with ``en`` following the scenario's pattern, reads the
+accumulator and the reduction register after every enabled cycle and compares
+the traces with the table (the reset test compares with the golden model).
 """
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from trainforge.golden.caterpillar.pe import cp_pe
-from trainforge.hw.caterpillar.pe import MacOp
+from trainforge.spec.caterpillar import MacOp
 
+import scenarios.cp_pe as table
+from scenario import Transactions, check_transactions
 from tbutil import start
 
 
@@ -94,37 +97,41 @@ def random_memory(bench, generator):
     return generator.integers(-half, half, min(bench.params["sram_depth"], 256))
 
 
-@cocotb.test()
-async def random_controls_with_stalls(dut):
-    """Random MACs, clears, handoffs and reduction adds, with ``en`` low a third of the time."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed)
-    memory = random_memory(bench, generator)
-    await write_memory(bench, memory)
-    controls = random_controls(bench, generator, 400)
-    controls["rd_addr"] %= len(memory)
-    await drive_and_check(bench, memory, controls, 0.67, "random controls")
+async def run_scenario(bench, scenario):
+    """Write the scenario's memory, drive its enabled cycles with ``en`` following ``valid["en"]``, check the traces."""
+    dut = bench.dut
+    acc_width = bench.params["acc_width"]
+    await write_memory(bench, scenario.stimulus["memory"])
+    pattern = scenario.valid.get("en", (1,))
+    acc_trace, red_trace = [], []
+    cycle = 0
+    for control in scenario.stimulus["controls"]:
+        while True:
+            await FallingEdge(dut.clk)
+            enabled = bool(pattern[cycle % len(pattern)])
+            cycle += 1
+            dut.en.value = int(enabled)
+            for name in table.CONTROL_NAMES:
+                getattr(dut, name).value = to_bits(control[name], acc_width)
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            if enabled:
+                break
+        acc_trace.append(signed_value(dut.acc))
+        red_trace.append(signed_value(dut.red))
+    await FallingEdge(dut.clk)
+    dut.en.value = 0
+    check_transactions(scenario, Transactions({"acc": acc_trace, "red": red_trace}), bench.where())
 
 
 @cocotb.test()
-async def zeros_and_extremes(dut):
-    """All-zero operands, then the most negative operands everywhere (products and sums wrap)."""
+async def scenario_table(dut):
+    """Every scenario of the table: hand-worked, random controls with ``en`` stalls, zeros, most negative operands."""
     bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    width, acc_width = bench.params["width"], bench.params["acc_width"]
-    memory = np.zeros(16, dtype=np.int64)
-    await write_memory(bench, memory)
-    controls = random_controls(bench, generator, 100, zeros=True)
-    controls["rd_addr"] %= len(memory)
-    await drive_and_check(bench, memory, controls, 1.0, "all zeros")
-    memory = np.full(16, -(1 << (width - 1)), dtype=np.int64)
-    await write_memory(bench, memory)
-    controls = random_controls(bench, generator, 200)
-    controls["rd_addr"] %= len(memory)
-    for name in ("row_bus", "col_bus", "red_in"):
-        controls[name][:] = -(1 << (acc_width - 1)) if name == "red_in" else -(1 << (width - 1))
-    controls["mac_clear"][:] = False
-    await drive_and_check(bench, memory, controls, 0.9, "most negative operands")
+    for index, scenario in enumerate(table.scenarios(bench.params, bench.seed)):
+        if index:
+            await bench.reset(cycles=2)
+        await run_scenario(bench, scenario)
 
 
 @cocotb.test()

@@ -1,10 +1,13 @@
-"""cocotb testbench of ``cp_reciprocal`` against :func:`trainforge.golden.caterpillar.goldschmidt.reciprocal_unit`."""
+"""cocotb testbench of ``cp_reciprocal``: its scenario table (``verif/scenarios/cp_reciprocal.py``) and a reset
+mid-stream checked against :func:`trainforge.golden.caterpillar.goldschmidt.reciprocal_unit`."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar import goldschmidt as golden
 
+import scenarios.cp_reciprocal as table
+from scenario import run_table
 from streams import StreamSink, StreamSource
 from tbutil import start
 
@@ -22,9 +25,9 @@ def attach(bench, valid_probability, ready_probability):
             StreamSink(bench.dut, "o_result", bench.cycle, bench.rng, ready_probability))
 
 
-async def run_and_check(bench, values, ports, check_cycles=False):
+async def run_and_check(bench, values, ports):
     source, sink = ports
-    before_sent, before_received = len(source.sent), len(sink.received)
+    before_received = len(sink.received)
     values = [int(value) for value in values]
     source.send(values)
     expected = golden.reciprocal_unit(values, **bench.params)
@@ -39,42 +42,13 @@ async def run_and_check(bench, values, ports, check_cycles=False):
     wrong = np.flatnonzero(actual != expected)
     assert wrong.size == 0, (f"1/{values[wrong[0]]}: expected {expected[wrong[0]]} got {actual[wrong[0]]} "
                              f"({wrong.size} mismatches) {bench.where()}")
-    if check_cycles:
-        accepted = np.array([cycle for cycle, _ in source.sent[before_sent:]])
-        delivered = np.array([cycle for cycle, _ in received])
-        assert np.array_equal(delivered - accepted, np.full(len(values), latency)), (
-            f"latency expected {latency} got {(delivered - accepted).tolist()} {bench.where()}")
-        assert np.array_equal(np.diff(accepted), np.full(len(values) - 1, latency)), (
-            f"interval expected {latency} got {np.diff(accepted).tolist()} {bench.where()}")
 
 
 @cocotb.test()
-async def random_values_with_backpressure(dut):
-    """Values of every magnitude, random valid gaps and ready."""
+async def scenario_table(dut):
+    """Every scenario of the table: directed corners, values of every magnitude, stalls, cycles without stalls."""
     bench = await start(dut)
-    generator = np.random.default_rng(bench.seed)
-    await run_and_check(bench, random_values(bench, generator, 120), attach(bench, 0.6, 0.5))
-
-
-@cocotb.test()
-async def cycle_exact_without_stalls(dut):
-    """No backpressure: each result arrives unit_latency cycles after its value, one value per latency."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    await run_and_check(bench, random_values(bench, generator, 40), attach(bench, 1.0, 1.0), check_cycles=True)
-
-
-@cocotb.test()
-async def directed_corners(dut):
-    """Zero (saturates), one LSB, the largest value, powers of two and their neighbours, table boundaries."""
-    bench = await start(dut)
-    width, frac, table_bits = bench.params["width"], bench.params["frac"], bench.params["table_bits"]
-    values = [0, 0, 1, (1 << width) - 1, 1 << frac, (1 << frac) - 1, (1 << frac) + 1]
-    values += [1 << bit for bit in range(width)] + [(1 << bit) - 1 for bit in range(2, width + 1)]
-    # The first value of each lookup-table interval, at the fraction's own scale.
-    values += [(1 << (frac - 1)) + (index << (frac - 1 - table_bits)) for index in range(1 << table_bits)]
-    values = [value for value in values if value < 1 << width]  # frac may equal width
-    await run_and_check(bench, values, attach(bench, 0.8, 0.7))
+    await run_table(bench, table)
 
 
 @cocotb.test()

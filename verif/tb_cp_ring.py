@@ -1,7 +1,11 @@
-"""cocotb testbench of ``cp_ring`` against :mod:`trainforge.golden.caterpillar.ring`.
+"""cocotb testbench of ``cp_ring``: its scenario table, and programs checked against the golden model
+(:mod:`trainforge.golden.caterpillar.ring`).
 
-Every test queues a program of ring commands (with their ``i_data`` words),
-keeps a model of every core's ring buffer (:func:`~ring.all_gather_buffers`,
+``scenario_table`` runs ``verif/scenarios/cp_ring.py`` (WRITE, READ and
+collective programs with results from a hop-by-hop reference; cycles of the
+unstalled program from the golden schedule). Every other test queues a
+program of ring commands (with their ``i_data`` words), keeps a model of
+every core's ring buffer (:func:`~ring.all_gather_buffers`,
 :func:`~ring.reduce_scatter_buffers`), reads the buffers back with ``READ``
 and checks each ``o_data`` word bit-exactly; the unstalled test also checks
 every word's cycle and every command-to-command spacing against
@@ -15,7 +19,9 @@ from trainforge.golden.caterpillar import core as core_golden
 from trainforge.golden.caterpillar import ring as golden
 
 import cp_programs
+import scenarios.cp_ring as table
 from cp_programs import attach
+from scenario import run_table
 from tbutil import start
 
 
@@ -138,6 +144,13 @@ async def run_and_check(bench, program, ports, check_cycles=False):
     """:func:`cp_programs.run_and_check` with this block's data and result layouts."""
     await cp_programs.run_and_check(bench, program, ports, bench.component.word_layout, bench.component.word_layout,
                                     check_cycles)
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of the table: WRITE, READ, ALL_GATHER, REDUCE_SCATTER; full rate (cycle exact) and stalled."""
+    bench = await start(dut)
+    await run_table(bench, table)
 
 
 @cocotb.test()

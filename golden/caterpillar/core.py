@@ -1,7 +1,7 @@
 """Golden model of the CATERPILLAR linear algebra core (``cp_core``): data mapping, results and cycles.
 
 Vectorised numpy, bit-exact with the fixed-point RTL and cycle-exact without
-backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.core.CpCore`:
+backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.core.CPCore`:
 
 - A matrix ``W`` of ``m x n`` is zero-padded to ``Mb * n_r`` by ``Nb * n_r``
   (``Mb = ceil(m / n_r)``, ``Nb = ceil(n / n_r)``) and distributed 2D round
@@ -22,26 +22,24 @@ backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.cor
 - All sums wrap modulo ``2 ** acc_width`` (two's complement); the updated
   weight saturates to ``width`` bits.
 """
-import math
-
 import numpy as np
 
+from ...errors import ProgramError
+from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, OUTPUT_LATENCY, CoreOp, max_shift,
+                                 params_with_defaults, reduction_cycles, shift_bits)
 from ..dense_pe import wrap
 
 __all__ = [
-    "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD", "OP_UPDATE",
-    "blocks", "pad", "distribute", "load_words", "reduction_cycles",
+    "CoreOp", "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD", "OP_UPDATE",
+    "COMMAND_LATENCY", "OUTPUT_LATENCY", "blocks", "pad", "distribute", "load_words", "reduction_cycles",
     "gemv_forward", "gemv_backward", "gemm", "shift_bits", "update_delta", "update", "check_update",
     "Schedule", "schedule",
     "gemv_utilization",
 ]
 
-OP_GEMV_FORWARD, OP_GEMV_BACKWARD, OP_GEMM, OP_LOAD, OP_UPDATE = 0, 1, 2, 3, 4
-
-#: Cycles from the acceptance of a command to the first issue of its first micro-operation.
-COMMAND_LATENCY = 1
-#: Cycles from the execute stage of an output micro-operation to the result on ``o_data``.
-OUTPUT_LATENCY = 1
+#: Short names of the :class:`~trainforge.spec.caterpillar.CoreOp` members, for the system models.
+OP_GEMV_FORWARD, OP_GEMV_BACKWARD, OP_GEMM, OP_LOAD, OP_UPDATE = (
+    CoreOp.GEMV_FORWARD, CoreOp.GEMV_BACKWARD, CoreOp.GEMM, CoreOp.LOAD, CoreOp.UPDATE)
 
 
 def blocks(size, n_r):
@@ -90,18 +88,10 @@ def load_words(weights, n_r):
     return image.transpose(2, 0, 1).reshape(-1, n_r)
 
 
-def reduction_cycles(n_r, reduction="bus"):
-    """Cycles of the reduction of ``n_r`` partial sums into the diagonal PE.
-
-    ``"bus"``: the PEs of a column broadcast in turn on the column bus, ``n_r - 1``
-    cycles. ``"tree"``: pairwise links at distances 1, 2, 4, ... halve the
-    partial sums each cycle, ``ceil(log2(n_r))`` cycles.
-    """
-    if reduction == "bus":
-        return n_r - 1
-    if reduction == "tree":
-        return math.ceil(math.log2(n_r))
-    raise ValueError(f"unknown reduction {reduction!r}; allowed: bus, tree")
+def _core_params(given, *names):
+    """The values of ``names``: ``given`` (any block's parameter dict), else the ``cp_core`` schema defaults."""
+    values = params_with_defaults(CORE_PARAMS, given)
+    return tuple(values[name] for name in names)
 
 
 def _vector_blocks(vector, count, n_r):
@@ -111,7 +101,7 @@ def _vector_blocks(vector, count, n_r):
     return padded.reshape(count, n_r)
 
 
-def gemv_forward(weights, x, *, n_r=4, acc_width=32, **_):
+def gemv_forward(weights, x, **params):
     """GEMV forward ``y = x^T W``.
 
     Returns
@@ -122,6 +112,7 @@ def gemv_forward(weights, x, *, n_r=4, acc_width=32, **_):
         The ``o_data`` words: block ``jb`` holds ``y[jb * n_r : (jb + 1) * n_r]``
         (padding lanes are zero).
     """
+    n_r, acc_width = _core_params(params, "n_r", "acc_width")
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(x, mb, n_r)
@@ -130,7 +121,7 @@ def gemv_forward(weights, x, *, n_r=4, acc_width=32, **_):
     return inputs, wrap(y, acc_width, True).reshape(nb, n_r)
 
 
-def gemv_backward(weights, e, *, n_r=4, acc_width=32, **_):
+def gemv_backward(weights, e, **params):
     """GEMV backward ``d = W e`` with the weights of the forward pass left in place.
 
     Returns
@@ -138,6 +129,7 @@ def gemv_backward(weights, e, *, n_r=4, acc_width=32, **_):
     inputs : numpy.ndarray, shape (Nb, n_r)
     outputs : numpy.ndarray, shape (Mb, n_r)
     """
+    n_r, acc_width = _core_params(params, "n_r", "acc_width")
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(e, nb, n_r)
@@ -146,7 +138,7 @@ def gemv_backward(weights, e, *, n_r=4, acc_width=32, **_):
     return inputs, wrap(d, acc_width, True).reshape(mb, n_r)
 
 
-def gemm(weights, b, *, n_r=4, acc_width=32, **_):
+def gemm(weights, b, **params):
     """GEMM ``C = W B`` by rank-1 updates.
 
     Parameters
@@ -164,10 +156,11 @@ def gemm(weights, b, *, n_r=4, acc_width=32, **_):
     outputs : numpy.ndarray, shape (Qb * Mb * n_r, n_r)
         The ``o_data`` words: for each output block, its ``n_r`` rows.
     """
+    n_r, acc_width = _core_params(params, "n_r", "acc_width")
     weights = np.asarray(weights, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if weights.shape[1] != b.shape[0]:
-        raise ValueError(f"inner dimensions differ: W is {weights.shape}, B is {b.shape}")
+        raise ProgramError(f"inner dimensions differ: W is {weights.shape}, B is {b.shape}")
     mb, kb, qb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r), blocks(b.shape[1], n_r)
     padded_w = pad(weights, mb * n_r, kb * n_r)
     padded_b = pad(b, kb * n_r, qb * n_r)
@@ -180,29 +173,23 @@ def gemm(weights, b, *, n_r=4, acc_width=32, **_):
     return inputs, outputs
 
 
-def shift_bits(acc_width):
-    """Width of the UPDATE command's ``shift`` field (``CpCore.shift_bits``).
-
-    Shifts ``0 .. 2 ** shift_bits - 1`` are allowed, at least ``0 .. acc_width - 1``.
-    """
-    return max(1, (int(acc_width) - 1).bit_length())
-
-
-def check_update(mb, nb, batch, shift, *, acc_width=32, max_blocks=64, **_):
-    """Raise :class:`ValueError` unless an UPDATE command with these fields fits the core.
+def check_update(mb, nb, batch, shift, **params):
+    """Raise :class:`~trainforge.errors.ProgramError` unless an UPDATE command with these fields fits the core.
 
     The core keeps the ``batch`` input vectors (``batch * Mb`` words) and error
     vectors (``batch * Nb`` words) in its two vector buffers of ``max_blocks``
-    words each.
+    words each; ``shift`` fits the command's field
+    (:func:`~trainforge.spec.caterpillar.max_shift`). ``params``: ``acc_width``
+    and ``max_blocks`` (default: the ``cp_core`` schema's).
     """
-    limit_shift = (1 << shift_bits(acc_width)) - 1
-    checks = (("mb", mb, 1, max_blocks), ("nb", nb, 1, max_blocks), ("batch", batch, 1, max_blocks),
+    acc_width, max_blocks = _core_params(params, "acc_width", "max_blocks")
+    fields = (("mb", mb, 1, max_blocks), ("nb", nb, 1, max_blocks), ("batch", batch, 1, max_blocks),
               ("batch * mb", batch * mb, 1, max_blocks), ("batch * nb", batch * nb, 1, max_blocks),
-              ("shift", shift, 0, limit_shift))
-    for name, value, low, high in checks:
+              ("shift", shift, 0, max_shift(acc_width)))
+    for name, value, low, high in fields:
         if not low <= value <= high:
-            raise ValueError(f"UPDATE field {name!r} = {value} is out of range; allowed: {low}..{high} "
-                             f"(max_blocks={max_blocks}, acc_width={acc_width})")
+            raise ProgramError(f"UPDATE field {name!r} = {value} is out of range; allowed: {low}..{high} "
+                               f"(max_blocks={max_blocks}, acc_width={acc_width})")
 
 
 def update_delta(products, shift):
@@ -225,7 +212,7 @@ def update_delta(products, shift):
     return (products >> shift) + ((products >> (shift - 1)) & 1)
 
 
-def update(weights, x, e, shift, *, n_r=4, width=16, acc_width=32, **_):
+def update(weights, x, e, shift, **params):
     """The in-place weight update ``W[i, j] -= round(sum_s x_s[i] e_s[j] / 2**shift)`` (rank ``b``).
 
     Exact rule, per weight word of the ``width``-bit two's complement image:
@@ -258,12 +245,13 @@ def update(weights, x, e, shift, *, n_r=4, width=16, acc_width=32, **_):
     updated : numpy.ndarray, shape (m, n)
         The weights after the update.
     """
+    n_r, width, acc_width = _core_params(params, "n_r", "width", "acc_width")
     weights = np.asarray(weights, dtype=np.int64)
     m, n = weights.shape
     x = np.atleast_2d(np.asarray(x, dtype=np.int64))
     e = np.atleast_2d(np.asarray(e, dtype=np.int64))
     if x.shape[0] != e.shape[0] or x.shape[1] > m or e.shape[1] > n:
-        raise ValueError(f"x {x.shape} and e {e.shape} do not match W {weights.shape} (b x m and b x n)")
+        raise ProgramError(f"x {x.shape} and e {e.shape} do not match W {weights.shape} (b x m and b x n)")
     batch = x.shape[0]
     mb, nb = blocks(m, n_r), blocks(n, n_r)
     x_blocks = np.stack([_vector_blocks(row, mb, n_r) for row in x])  # (b, Mb, n_r)
@@ -304,7 +292,7 @@ class Schedule:
         return self.mac_cycles / self.issue_cycles
 
 
-def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
+def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
     """Cycle schedule of one command, as the sequencer runs it.
 
     Each output block takes ``steps`` MAC issue cycles and then ``gap`` idle
@@ -342,6 +330,7 @@ def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
     -------
     Schedule
     """
+    n_r, reduction = _core_params(params, "n_r", "reduction")
     if op == OP_LOAD:
         return Schedule(mb * nb * n_r, [], 0)
     if op == OP_UPDATE:
@@ -355,7 +344,7 @@ def schedule(op, mb, nb, qb=1, *, n_r=4, reduction="bus", overlap=False, **_):
         drain, outputs = r + 1, 1
         first_output = r
     else:
-        raise ValueError(f"unknown op {op!r}")
+        raise ProgramError(f"unknown op {op!r}; allowed: {', '.join(member.name for member in CoreOp)}")
     gap = max(0, drain - steps) if (overlap and op != OP_GEMM) else drain
     period = steps + gap
     # The last MAC of block b executes COMMAND_LATENCY + b * period + steps cycles after

@@ -14,29 +14,23 @@ shifts, as a MAC followed by a right shift computes them):
 """
 import numpy as np
 
+from ...errors import ParameterError, ProgramError
+from ...spec.caterpillar import RECIPROCAL_PARAMS, params_with_defaults, reciprocal_table, result_width, unit_latency
+
 __all__ = ["reciprocal_table", "goldschmidt_reciprocal", "result_width", "unit_latency", "reciprocal_unit"]
 
 
-def reciprocal_table(table_bits, frac):
-    """``1 / midpoint`` of each of the ``2 ** table_bits`` intervals of ``[1/2, 1)``, in ``frac`` fraction bits."""
-    index = np.arange(1 << table_bits)
-    midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
-    return np.round((1 << frac) / midpoint).astype(np.int64)
-
-
-def goldschmidt_reciprocal(values, *, frac=16, table_bits=3, iterations=2):
+def goldschmidt_reciprocal(values, **params):
     """Fixed-point reciprocals of positive fixed-point values.
 
     Parameters
     ----------
     values : array_like of int
         Positive numbers with ``frac`` fraction bits (``value / 2**frac``).
-    frac : int
-        Fraction bits of inputs, intermediate values and results (at most 28).
-    table_bits : int
-        Lookup-table index bits.
-    iterations : int
-        Goldschmidt iterations (two MACs each).
+    **params
+        ``frac`` (fraction bits of inputs, intermediate values and results, at most 28),
+        ``table_bits`` (lookup-table index bits), ``iterations`` (Goldschmidt iterations, two MACs
+        each); missing ones take the ``cp_reciprocal`` schema defaults, others are ignored.
 
     Returns
     -------
@@ -44,10 +38,12 @@ def goldschmidt_reciprocal(values, *, frac=16, table_bits=3, iterations=2):
         ``round-down(2**frac / (value / 2**frac))``-like results with ``frac`` fraction bits.
     """
     values = np.asarray(values, dtype=np.int64)
+    resolved = params_with_defaults(RECIPROCAL_PARAMS, params)
+    frac, table_bits, iterations = resolved["frac"], resolved["table_bits"], resolved["iterations"]
     if np.any(values <= 0):
-        raise ValueError("goldschmidt_reciprocal needs positive values")
+        raise ProgramError("goldschmidt_reciprocal needs positive values")
     if not 1 <= frac <= 28:
-        raise ValueError(f"frac = {frac} is out of range 1..28")
+        raise ParameterError(f"parameter 'frac' = {frac} is out of range; allowed: 1..28")
     # Normalise to d in [2**(frac-1), 2**frac): shift = bit_length(value) - frac.
     bit_length = np.floor(np.log2(values)).astype(np.int64) + 1
     shift = bit_length - frac
@@ -64,37 +60,22 @@ def goldschmidt_reciprocal(values, *, frac=16, table_bits=3, iterations=2):
     return np.where(shift >= 0, n >> np.maximum(shift, 0), n << np.maximum(-shift, 0))
 
 
-def result_width(frac):
-    """Bits of a reciprocal of ``cp_reciprocal``: ``1 / (2**-frac)`` needs ``2 * frac + 1`` bits, plus one spare."""
-    return 2 * frac + 2
-
-
-def unit_latency(iterations):
-    """Cycles of ``cp_reciprocal`` from a value's acceptance to its result on ``o_result`` (no backpressure).
-
-    One MAC ``Q = d * x0`` and then two MACs per iteration, but the last ``Q``
-    update is skipped (only ``N`` is the result): ``2 * iterations`` MAC
-    cycles, one cycle that writes the output register and one to present it.
-    Without backpressure a new value is accepted in the cycle its predecessor's
-    result is taken, so the interval between values equals the latency.
-    """
-    return 2 * iterations + 2
-
-
-def reciprocal_unit(values, *, frac=16, table_bits=3, iterations=2, **_):
+def reciprocal_unit(values, **params):
     """What ``cp_reciprocal`` outputs: :func:`goldschmidt_reciprocal`, and all ones for a zero value.
 
     Parameters
     ----------
     values : array_like of int
         Non-negative values with ``frac`` fraction bits.
+    **params
+        ``cp_reciprocal`` parameters (:func:`goldschmidt_reciprocal`).
 
     Returns
     -------
     numpy.ndarray of int64
     """
     values = np.asarray(values, dtype=np.int64)
-    saturated = (1 << result_width(frac)) - 1
+    saturated = (1 << result_width(params_with_defaults(RECIPROCAL_PARAMS, params)["frac"])) - 1
     positive = np.where(values > 0, values, 1)
-    results = goldschmidt_reciprocal(positive, frac=frac, table_bits=table_bits, iterations=iterations)
+    results = goldschmidt_reciprocal(positive, **params)
     return np.where(values > 0, results, saturated)

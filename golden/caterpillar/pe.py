@@ -1,6 +1,7 @@
-"""Golden model of :class:`trainforge.hw.caterpillar.pe.CpPE`: vectorised numpy, bit-exact, per cycle."""
+"""Golden model of :class:`trainforge.hw.caterpillar.pe.CPPE`: vectorised numpy, bit-exact, per cycle."""
 import numpy as np
 
+from ...spec.caterpillar import PE_PARAMS, MacOp, params_with_defaults
 from ..dense_pe import wrap
 
 __all__ = ["segmented_sum", "cp_pe"]
@@ -28,7 +29,7 @@ def segmented_sum(starts, start_values, increments):
 
 
 def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in,
-          *, width=16, acc_width=32, **_):
+          **params):
     """Accumulator and reduction register of a PE after each enabled cycle.
 
     The stimulus is given per enabled cycle (cycles with ``en`` low change
@@ -43,7 +44,7 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
         The SRAM contents (written before the sequence).
     rd_addr : array_like of int, shape (T,)
     mac_op : array_like of int, shape (T,)
-        :class:`~trainforge.hw.caterpillar.pe.MacOp` values.
+        :class:`~trainforge.spec.caterpillar.MacOp` values.
     mac_clear, handoff, red_add : array_like of bool, shape (T,)
     row_bus, col_bus, red_in : array_like of int, shape (T,)
         Bus values, within ``acc_width`` bits.
@@ -53,16 +54,18 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     acc, red, mem_data : numpy.ndarray of int64, shape (T,)
         The registers after each cycle and the ``mem_data`` output during it.
     """
+    resolved = params_with_defaults(PE_PARAMS, params)
+    width, acc_width = resolved["width"], resolved["acc_width"]
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
     mem_data = np.concatenate(([0], memory[rd_addr[:-1]])).astype(np.int64)
     row_operand = wrap(np.asarray(row_bus, dtype=np.int64).astype(np.uint64), width, True)
     col_operand = wrap(np.asarray(col_bus, dtype=np.int64).astype(np.uint64), width, True)
-    first = np.where((mac_op == 1) | (mac_op == 3), row_operand, col_operand)
-    second = np.where(mac_op == 3, col_operand, mem_data)
-    product = np.where(mac_op != 0, first.astype(np.uint64) * second.astype(np.uint64), np.uint64(0))
-    active = mac_op != 0
+    first = np.where((mac_op == MacOp.ROW_MEM) | (mac_op == MacOp.ROW_COL), row_operand, col_operand)
+    second = np.where(mac_op == MacOp.ROW_COL, col_operand, mem_data)
+    product = np.where(mac_op != MacOp.NONE, first.astype(np.uint64) * second.astype(np.uint64), np.uint64(0))
+    active = mac_op != MacOp.NONE
     restart = active & np.asarray(mac_clear, dtype=bool)
     acc = segmented_sum(restart, product, product)
     handoff = np.asarray(handoff, dtype=bool)

@@ -15,25 +15,32 @@ cycles plus one hop, so
 
 Without the hop latency and the rounding this is the paper's
 ``(n b - n b / P) / n_r``. These are also the exact rules of the RTL ring
-:class:`trainforge.hw.caterpillar.ring.CpRing` (:func:`ring_schedule`).
+:class:`trainforge.hw.caterpillar.ring.CPRing` (:func:`ring_schedule`).
 """
 import numpy as np
 
+from ...errors import ProgramError
+from ...spec.caterpillar import HOP_CYCLES, RING_PARAMS, RingOp, params_with_defaults
 from ..dense_pe import wrap
 from . import core
 
-__all__ = ["HOP_CYCLES", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD", "RING_WRITE", "RING_READ",
+__all__ = ["HOP_CYCLES", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD", "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
            "reduce_scatter_buffers", "two_core_panels", "two_core_gemv_forward", "two_core_gemv_backward",
            "two_core_backward_words", "ring_schedule"]
 
-#: Cycles for a word to move from one core to its neighbour.
-HOP_CYCLES = 1
-
-#: Op codes of the ``cp_ring`` command stream.
+#: Short names of the :class:`~trainforge.spec.caterpillar.RingOp` members.
 (RING_GEMV_FORWARD, RING_GEMV_BACKWARD, RING_LOAD, RING_WRITE, RING_READ,
- RING_ALL_GATHER, RING_REDUCE_SCATTER) = range(7)
+ RING_ALL_GATHER, RING_REDUCE_SCATTER) = (
+    RingOp.GEMV_FORWARD, RingOp.GEMV_BACKWARD, RingOp.LOAD, RingOp.WRITE, RingOp.READ,
+    RingOp.ALL_GATHER, RingOp.REDUCE_SCATTER)
+
+
+def _ring_params(given, *names):
+    """The values of ``names``: ``given`` (a parameter dict), else the ``cp_ring`` schema defaults."""
+    values = params_with_defaults(RING_PARAMS, given)
+    return tuple(values[name] for name in names)
 
 
 def chunk_words(size, cores, n_r=1):
@@ -65,7 +72,7 @@ def all_gather(chunks):
     return [gathered.copy() for _ in chunks]
 
 
-def reduce_scatter(partials, *, acc_width=32, n_r=1):
+def reduce_scatter(partials, *, n_r=1, **params):
     """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums).
 
     Parameters
@@ -73,13 +80,16 @@ def reduce_scatter(partials, *, acc_width=32, n_r=1):
     partials : array_like, shape (P, size)
         Core ``k``'s partial output ``X_k``.
     n_r : int
-        Elements per word (chunks are whole words, :func:`chunk_bounds`).
+        Elements per word (chunks are whole words, :func:`chunk_bounds`); 1: chunks of single elements.
+    **params
+        ``acc_width`` (default: the ``cp_ring`` schema's).
 
     Returns
     -------
     list of numpy.ndarray
         ``P`` chunks, by :func:`chunk_bounds`.
     """
+    acc_width, = _ring_params(params, "acc_width")
     partials = np.asarray(partials, dtype=np.int64)
     total = wrap(partials.astype(np.uint64).sum(axis=0, dtype=np.uint64), acc_width, True)
     return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], n_r)]
@@ -121,7 +131,7 @@ def all_gather_buffers(buffers, chunk_words):
     return result
 
 
-def reduce_scatter_buffers(buffers, chunk_words, *, acc_width=32):
+def reduce_scatter_buffers(buffers, chunk_words, **params):
     """Ring buffers after the RTL reduce-scatter, every word of them.
 
     At step ``s`` (``0 .. P - 2``) core ``k`` sends chunk ``(k - s - 1) % P`` and
@@ -134,12 +144,14 @@ def reduce_scatter_buffers(buffers, chunk_words, *, acc_width=32):
     ----------
     buffers : array_like, shape (P, depth, n_r)
     chunk_words : int
-    acc_width : int
+    **params
+        ``acc_width`` (default: the ``cp_ring`` schema's).
 
     Returns
     -------
     numpy.ndarray, same shape
     """
+    acc_width, = _ring_params(params, "acc_width")
     source = np.array(buffers, dtype=np.int64)
     result = source.copy()
     cores, cw = source.shape[0], chunk_words
@@ -167,7 +179,7 @@ def two_core_panels(weights, n_r):
     return mb, [padded[:rows], padded[rows:]]
 
 
-def two_core_gemv_forward(weights, x, *, n_r=4, acc_width=32, reduction="bus", overlap=False, **_):
+def two_core_gemv_forward(weights, x, *, overlap=False, **params):
     """Fig. 4(a, c): each core holds a row panel of ``W`` (:func:`two_core_panels`) and the matching part of
     ``x``, and reduces internally; core 0 passes its partial output to core 1, which adds it.
 
@@ -179,6 +191,7 @@ def two_core_gemv_forward(weights, x, *, n_r=4, acc_width=32, reduction="bus", o
         From the ring's acceptance of the command to the last output word, without stalls
         (:func:`ring_schedule`).
     """
+    n_r, acc_width, reduction = _ring_params(params, "n_r", "acc_width", "reduction")
     weights = np.asarray(weights, dtype=np.int64)
     mb, panels = two_core_panels(weights, n_r)
     inputs = vector_words(x, 2 * mb, n_r).reshape(2, -1)
@@ -190,7 +203,7 @@ def two_core_gemv_forward(weights, x, *, n_r=4, acc_width=32, reduction="bus", o
     return y[:weights.shape[1]], int(schedule.output_offsets[-1])
 
 
-def two_core_gemv_backward(weights, e, *, n_r=4, acc_width=32, reduction="bus", overlap=False, **_):
+def two_core_gemv_backward(weights, e, *, overlap=False, **params):
     """Fig. 4(b, d): ``e`` is broadcast to both cores; each reduces within itself and produces its part of ``d``.
 
     Returns
@@ -200,6 +213,7 @@ def two_core_gemv_backward(weights, e, *, n_r=4, acc_width=32, reduction="bus", 
         From the ring's acceptance of the command to the last output word, without stalls: ``e`` reaches
         core 1 one hop after core 0 (:func:`ring_schedule`).
     """
+    n_r, acc_width, reduction = _ring_params(params, "n_r", "acc_width", "reduction")
     weights = np.asarray(weights, dtype=np.int64)
     mb, panels = two_core_panels(weights, n_r)
     parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width)[1].reshape(-1) for panel in panels]
@@ -223,7 +237,7 @@ def two_core_backward_words(d, mb, n_r):
     return vector_words(d, 2 * mb, n_r).reshape(2, mb, n_r).transpose(1, 0, 2).reshape(-1, n_r)
 
 
-def ring_schedule(op, *, cores=2, n_r=4, reduction="bus", overlap=False, mb=1, nb=1, words=1, **_):
+def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     """Cycle schedule of one ``cp_ring`` command without stalls, as a :class:`~.core.Schedule`.
 
     ``issue_cycles + core.COMMAND_LATENCY`` is the spacing from the command's acceptance to the next
@@ -243,6 +257,7 @@ def ring_schedule(op, *, cores=2, n_r=4, reduction="bus", overlap=False, mb=1, n
       and one to see the core idle again.
     The ring accepts the next command the cycle after its last output word.
     """
+    cores, n_r, reduction = _ring_params(params, "cores", "n_r", "reduction")
     latency = core.COMMAND_LATENCY
     if op == RING_WRITE:
         return core.Schedule(cores * words, [], 0)
@@ -263,4 +278,4 @@ def ring_schedule(op, *, cores=2, n_r=4, reduction="bus", overlap=False, mb=1, n
         else:
             offsets = np.stack([first, first + HOP_CYCLES], axis=1).reshape(-1)
         return core.Schedule(offsets[-1], offsets, 2 * single.mac_cycles)
-    raise ValueError(f"unknown ring op {op!r}")
+    raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")

@@ -1,14 +1,14 @@
 """Registered blocks of the CATERPILLAR family."""
 from ..registry import Block
-from .core import CpCore
-from .pe import CpPE
-from .reciprocal import CpReciprocal
-from .ring import CpRing
+from .core import CPCore
+from .pe import CPPE
+from .reciprocal import CPReciprocal
+from .ring import CPRing
 
 BLOCKS = (
     Block(
         name="cp_pe",
-        component=CpPE,
+        component=CPPE,
         testbench="tb_cp_pe",
         summary="CATERPILLAR LAC PE: swappable MAC unit, local SRAM, accumulator and reduction register",
         test_params=({"sram_depth": 32},),
@@ -16,7 +16,7 @@ BLOCKS = (
     ),
     Block(
         name="cp_core",
-        component=CpCore,
+        component=CPCore,
         testbench="tb_cp_core",
         summary="CATERPILLAR LAC core: n_r x n_r PEs, row/column buses, GEMV fwd/bwd, GEMM, microcoded sequencer",
         test_params=(
@@ -32,7 +32,7 @@ BLOCKS = (
     ),
     Block(
         name="cp_reciprocal",
-        component=CpReciprocal,
+        component=CPReciprocal,
         testbench="tb_cp_reciprocal",
         summary="CATERPILLAR Goldschmidt reciprocal: lookup table + iterations on the PE's MAC unit",
         test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1}),
@@ -41,7 +41,7 @@ BLOCKS = (
     ),
     Block(
         name="cp_ring",
-        component=CpRing,
+        component=CPRing,
         testbench="tb_cp_ring",
         summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
         test_params=(

@@ -1,27 +1,16 @@
 """LAC core of CATERPILLAR (Fig. 3(b)): n_r x n_r PEs, row and column broadcast buses, microcoded sequencer."""
-import math
-
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, memory, stream, wiring
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from .mac import MAC_UNITS
-from .pe import CpPE, MacOp
+from ...spec.caterpillar import (CORE_PARAMS, CoreOp, MacOp, addr_width, core_cmd_layout, core_data_layout,
+                                 core_result_layout, reduction_cycles, shift_bits)
+from .pe import CPPE
 
-__all__ = ["CoreOp", "CpCore"]
-
-
-class CoreOp:
-    """Op codes of the ``i_cmd`` stream (the microprograms)."""
-    GEMV_FORWARD = 0  #: ``y = x^T W``: x on the row buses, column reduction into the diagonal
-    GEMV_BACKWARD = 1  #: ``d = W e``: e on the column buses, row reduction into the diagonal
-    GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
-    LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
-    UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
+__all__ = ["CoreOp", "CPCore"]
 
 
-class CpCore(wiring.Component):
+class CPCore(wiring.Component):
     """An ``n_r x n_r`` linear algebra core running GEMV (forward and backward), GEMM and weight-update microprograms.
 
     Data mapping (see :mod:`trainforge.golden.caterpillar.core`): ``W[i, j]``
@@ -80,7 +69,7 @@ class CpCore(wiring.Component):
     n_r : int
         PEs per row and column.
     width, acc_width, sram_depth, mac :
-        PE parameters (:class:`~trainforge.hw.caterpillar.pe.CpPE`).
+        PE parameters (:class:`~trainforge.hw.caterpillar.pe.CPPE`).
     max_blocks : int
         Largest block count of a command; also the depth of the vector buffer.
     reduction : str
@@ -105,17 +94,7 @@ class CpCore(wiring.Component):
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
     """
 
-    PARAMS = ParamSchema((
-        Param("n_r", int, 4, "PEs per row and per column of the core", minimum=2, maximum=16),
-        Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-        Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
-        Param("sram_depth", int, 8192, "words per PE local SRAM (8192 x 16 bit = 16 KB)", minimum=2, maximum=65536),
-        Param("max_blocks", int, 64, "largest block count of a command (vector buffer depth)",
-              minimum=1, maximum=4096),
-        Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
-              choices=("bus", "tree")),
-        Param("mac", str, "fixed", "MAC unit of the PEs", choices=tuple(MAC_UNITS)),
-    ), constraints=(lambda values: _check_pe_params(values),))
+    PARAMS = CORE_PARAMS
 
     def __init__(self, *, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
                  reduction="bus", mac="fixed"):
@@ -128,21 +107,12 @@ class CpCore(wiring.Component):
         self.max_blocks = max_blocks
         self.reduction = reduction
         self.mac = mac
-        self.reduction_cycles = n_r - 1 if reduction == "bus" else math.ceil(math.log2(n_r))
-        self.addr_width = max(1, (sram_depth - 1).bit_length())
-        count_shape = unsigned(max_blocks.bit_length())
-        self.shift_bits = max(1, (acc_width - 1).bit_length())
-        self.cmd_layout = data.StructLayout({
-            "op": 3,
-            "overlap": 1,
-            "mb": count_shape,
-            "nb": count_shape,
-            "qb": count_shape,
-            "base": unsigned(self.addr_width),
-            "shift": unsigned(self.shift_bits),
-        })
-        self.data_layout = data.ArrayLayout(signed(width), n_r)
-        self.result_layout = data.ArrayLayout(signed(acc_width), n_r)
+        self.reduction_cycles = reduction_cycles(n_r, reduction)
+        self.addr_width = addr_width(sram_depth)
+        self.shift_bits = shift_bits(acc_width)
+        self.cmd_layout = core_cmd_layout(self.params)
+        self.data_layout = core_data_layout(self.params)
+        self.result_layout = core_result_layout(self.params)
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.data_layout)),
@@ -152,7 +122,7 @@ class CpCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_r, reduction_cycles = self.n_r, self.reduction_cycles
-        pes = [[CpPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
+        pes = [[CPPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
                 for _ in range(n_r)] for _ in range(n_r)]
         for r in range(n_r):
             for c in range(n_r):
@@ -468,7 +438,3 @@ def _select(values, index):
     width = len(values[0])
     return Cat(*values).word_select(index, width).as_signed()
 
-
-def _check_pe_params(values):
-    """The PE parameters of the core must make a valid :class:`CpPE` (raises :class:`ParameterError`)."""
-    CpPE.PARAMS.resolve(**{name: values[name] for name in CpPE.PARAMS.names})

@@ -1,17 +1,20 @@
 """Arithmetic of the CATERPILLAR PE, swappable by name (the PE's ``mac`` parameter).
 
 A MAC unit is a class built from ``(width, acc_width)`` whose two methods
-return Amaranth expressions: :meth:`~FixedPointMac.multiply_accumulate` (the
-MAC of the PE) and :meth:`~FixedPointMac.add` (the reduction adder). It adds
+return Amaranth expressions: :meth:`~CPFixedPointMAC.multiply_accumulate` (the
+MAC of the PE) and :meth:`~CPFixedPointMAC.add` (the reduction adder). It adds
 no module of its own, so a core's PEs all elaborate into one flat Verilog
 module. A half-precision floating-point unit drops in by adding a class with
-the same two methods to :data:`MAC_UNITS`.
+the same two methods to :data:`MAC_UNITS` and its name to
+:data:`trainforge.spec.caterpillar.MAC_UNIT_NAMES` (the parameter schemas' choices).
 """
 
-__all__ = ["FixedPointMac", "MAC_UNITS"]
+from ...spec.caterpillar import MAC_UNIT_NAMES
+
+__all__ = ["CPFixedPointMAC", "MAC_UNITS"]
 
 
-class FixedPointMac:
+class CPFixedPointMAC:
     """Two's complement fixed point: products are exact, sums wrap modulo ``2 ** acc_width``.
 
     Parameters
@@ -36,4 +39,5 @@ class FixedPointMac:
 
 
 #: MAC units by the name the PE's ``mac`` parameter takes.
-MAC_UNITS = {"fixed": FixedPointMac}
+MAC_UNITS = {"fixed": CPFixedPointMAC}
+assert tuple(MAC_UNITS) == MAC_UNIT_NAMES, "the MAC unit names of the spec and of MAC_UNITS differ"

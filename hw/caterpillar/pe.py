@@ -1,26 +1,15 @@
 """LAC processing element of CATERPILLAR (Fig. 3(c)): a MAC unit, a local SRAM and the bus ports."""
-import enum
-
 from amaranth import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
+from ...spec.caterpillar import PE_PARAMS, MacOp, addr_width
 from .mac import MAC_UNITS
 
-__all__ = ["MacOp", "CpPE"]
+__all__ = ["MacOp", "CPPE"]
 
 
-class MacOp(enum.IntEnum):
-    """Operands of the PE's multiply-accumulate in the execute stage."""
-    NONE = 0
-    ROW_MEM = 1  #: row bus times the local word (GEMV forward)
-    COL_MEM = 2  #: column bus times the local word (GEMV backward)
-    ROW_COL = 3  #: row bus times column bus (GEMM rank-1 update)
-
-
-class CpPE(wiring.Component):
+class CPPE(wiring.Component):
     """One PE of the linear algebra core: MAC unit, local SRAM, accumulator and reduction register.
 
     The PE is a two-stage slice of the core's pipeline, advanced by ``en``:
@@ -56,7 +45,7 @@ class CpPE(wiring.Component):
     wr_en : In(1)
     wr_addr : In(unsigned(addr_width))
     wr_data : In(signed(width))
-    mac_op : In(2)
+    mac_op : In(MacOp)
         A :class:`MacOp`, execute stage.
     mac_clear, handoff, red_add : In(1)
         Execute-stage controls.
@@ -70,13 +59,7 @@ class CpPE(wiring.Component):
         edge): the core's in-place weight update writes back ``mem_data`` minus its scaled value.
     """
 
-    PARAMS = ParamSchema((
-        Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-        Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
-        Param("sram_depth", int, 8192, "words in the local SRAM (8192 x 16 bit = the paper's 16 KB)",
-              minimum=2, maximum=65536),
-        Param("mac", str, "fixed", "MAC unit", choices=tuple(MAC_UNITS)),
-    ), constraints=(lambda values: _check_acc_width(values),))
+    PARAMS = PE_PARAMS
 
     def __init__(self, *, width=16, acc_width=32, sram_depth=8192, mac="fixed"):
         self.params = self.PARAMS.resolve(width=width, acc_width=acc_width, sram_depth=sram_depth, mac=mac)
@@ -84,14 +67,14 @@ class CpPE(wiring.Component):
         self.acc_width = acc_width
         self.sram_depth = sram_depth
         self.mac = mac
-        self.addr_width = max(1, (sram_depth - 1).bit_length())
+        self.addr_width = addr_width(sram_depth)
         super().__init__({
             "en": In(1),
             "rd_addr": In(unsigned(self.addr_width)),
             "wr_en": In(1),
             "wr_addr": In(unsigned(self.addr_width)),
             "wr_data": In(signed(width)),
-            "mac_op": In(2),
+            "mac_op": In(MacOp),
             "mac_clear": In(1),
             "handoff": In(1),
             "red_add": In(1),
@@ -159,9 +142,3 @@ class CpPE(wiring.Component):
             with m.Elif(self.red_add):
                 m.d.sync += reduction.eq(mac_unit.add(reduction, self.red_in))
 
-
-def _check_acc_width(values):
-    if values["acc_width"] < 2 * values["width"]:
-        raise ParameterError(f"parameter 'acc_width' = {values['acc_width']} is invalid (narrower than the "
-                         f"{2 * values['width']}-bit products of width {values['width']}); "
-                         f"allowed: an integer in {2 * values['width']}..64")

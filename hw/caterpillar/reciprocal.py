@@ -3,15 +3,13 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...golden.caterpillar.goldschmidt import reciprocal_table, result_width
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
+from ...spec.caterpillar import RECIPROCAL_PARAMS, reciprocal_operand_bits, reciprocal_table, result_width
 from .mac import MAC_UNITS
 
-__all__ = ["CpReciprocal"]
+__all__ = ["CPReciprocal"]
 
 
-class CpReciprocal(wiring.Component):
+class CPReciprocal(wiring.Component):
     """Fixed-point reciprocal by Goldschmidt iterations, one MAC per cycle, bit-exact with
     :func:`trainforge.golden.caterpillar.goldschmidt.reciprocal_unit`.
 
@@ -30,7 +28,7 @@ class CpReciprocal(wiring.Component):
        ``<<``); a zero value gives all ones.
 
     A new value is accepted in the cycle the previous result leaves
-    (:func:`~trainforge.golden.caterpillar.goldschmidt.unit_latency` cycles apart).
+    (:func:`~trainforge.spec.caterpillar.unit_latency` cycles apart).
 
     Parameters
     ----------
@@ -51,13 +49,7 @@ class CpReciprocal(wiring.Component):
     o_result : Out(stream.Signature(unsigned(2 * frac + 2)))
     """
 
-    PARAMS = ParamSchema((
-        Param("width", int, 32, "input value width in bits (unsigned, frac fraction bits)", minimum=2, maximum=48),
-        Param("frac", int, 16, "fraction bits of inputs and results", minimum=4, maximum=28),
-        Param("table_bits", int, 3, "lookup-table index bits", minimum=1, maximum=8),
-        Param("iterations", int, 2, "Goldschmidt iterations (two MACs each)", minimum=0, maximum=6),
-        Param("mac", str, "fixed", "MAC unit", choices=tuple(MAC_UNITS)),
-    ), constraints=(lambda values: _check_table_bits(values),))
+    PARAMS = RECIPROCAL_PARAMS
 
     def __init__(self, *, width=32, frac=16, table_bits=3, iterations=2, mac="fixed"):
         self.params = self.PARAMS.resolve(width=width, frac=frac, table_bits=table_bits, iterations=iterations,
@@ -75,7 +67,7 @@ class CpReciprocal(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         frac, width = self.frac, self.width
-        operand_bits = frac + 2  # N, Q, F and d are below 2 ** (frac + 1)
+        operand_bits = reciprocal_operand_bits(frac)  # N, Q, F and d are below 2 ** (frac + 1)
         mac_unit = MAC_UNITS[self.mac](operand_bits + 1, 2 * operand_bits + 2)
 
         # ---- normalise and look up (combinational, from the offered value) ----
@@ -146,9 +138,3 @@ class CpReciprocal(wiring.Component):
                     m.d.sync += n.eq(scaled)
         return m
 
-
-def _check_table_bits(values):
-    if values["table_bits"] > values["frac"] - 2:
-        raise ParameterError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
-                         f"bits after the leading one of a {values['frac']}-bit fraction); allowed: an integer "
-                         f"in 1..{values['frac'] - 2}")

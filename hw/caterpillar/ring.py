@@ -1,27 +1,16 @@
 """Ring of CATERPILLAR cores (Fig. 3(a)): ``cp_core`` instances on a unidirectional systolic ring."""
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, memory, stream, wiring
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from .core import CoreOp, CpCore
-from .mac import MAC_UNITS
+from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingOp, ring_buffer_depth, ring_cmd_layout,
+                                 ring_word_layout)
+from .core import CPCore
 
-__all__ = ["RingOp", "CpRing"]
-
-
-class RingOp:
-    """Op codes of the ring's ``i_cmd`` stream (the values of :mod:`trainforge.golden.caterpillar.ring`)."""
-    GEMV_FORWARD = 0  #: Fig. 4(a, c): cores 0 and 1 reduce internally, core 0's result is added in core 1
-    GEMV_BACKWARD = 1  #: Fig. 4(b, d): ``e`` broadcast to cores 0 and 1, each produces its part of ``d``
-    LOAD = 2  #: the core LOAD of one core's weights (``core``, ``mb``, ``nb``, ``base``)
-    WRITE = 3  #: ``i_data`` into the ring buffers: ``words`` words per core, core 0 first
-    READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
-    ALL_GATHER = 5  #: chunk ``c`` (``words`` words at ``c * words``) of core ``c`` to every core
-    REDUCE_SCATTER = 6  #: core ``c`` ends with chunk ``c`` summed over all cores
+__all__ = ["RingOp", "CPRing"]
 
 
-class CpRing(wiring.Component):
+class CPRing(wiring.Component):
     """``cores`` linear algebra cores (``cp_core``) on a unidirectional systolic ring.
 
     Core ``k`` sends to core ``(k + 1) % cores`` through one register stage
@@ -59,7 +48,7 @@ class CpRing(wiring.Component):
     cores : int
         Cores on the ring (``2 x C``; the two-core GEMV uses cores 0 and 1).
     n_r, width, acc_width, sram_depth, max_blocks, reduction, mac :
-        Core parameters (:class:`~trainforge.hw.caterpillar.core.CpCore`).
+        Core parameters (:class:`~trainforge.hw.caterpillar.core.CPCore`).
 
     Members
     -------
@@ -78,17 +67,7 @@ class CpRing(wiring.Component):
     buffer_depth : int
     """
 
-    PARAMS = ParamSchema((
-        Param("cores", int, 2, "cores on the ring (2 x C)", minimum=2, maximum=4),
-        Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
-        Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-        Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
-        Param("sram_depth", int, 8192, "words per PE local SRAM", minimum=2, maximum=65536),
-        Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
-              minimum=1, maximum=4096),
-        Param("reduction", str, "bus", "GEMV reduction in each core", choices=("bus", "tree")),
-        Param("mac", str, "fixed", "MAC unit of the PEs", choices=tuple(MAC_UNITS)),
-    ), constraints=(lambda values: _check_core_params(values),))
+    PARAMS = RING_PARAMS
 
     def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
                  reduction="bus", mac="fixed"):
@@ -100,20 +79,11 @@ class CpRing(wiring.Component):
         self.width = width
         self.acc_width = acc_width
         self.max_blocks = max_blocks
-        self.core_params = {name: self.params[name] for name in CpCore.PARAMS.names}
-        self.buffer_depth = cores * max_blocks
+        self.core_params = {name: self.params[name] for name in CORE_PARAMS.names}
+        self.buffer_depth = ring_buffer_depth(self.params)
         self.buffer_addr_width = max(1, (self.buffer_depth - 1).bit_length())
-        count_shape = unsigned(max_blocks.bit_length())
-        self.cmd_layout = data.StructLayout({
-            "op": 3,
-            "core": unsigned(max(1, (cores - 1).bit_length())),
-            "overlap": 1,
-            "mb": count_shape,
-            "nb": count_shape,
-            "base": unsigned(max(1, (sram_depth - 1).bit_length())),
-            "words": unsigned(self.buffer_depth.bit_length()),
-        })
-        self.word_layout = data.ArrayLayout(signed(acc_width), n_r)
+        self.cmd_layout = ring_cmd_layout(self.params)
+        self.word_layout = ring_word_layout(self.params)
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.word_layout)),
@@ -125,7 +95,7 @@ class CpRing(wiring.Component):
         cores, n_r = self.cores, self.n_r
         core_units = []
         for k in range(cores):
-            m.submodules[f"core_{k}"] = unit = CpCore(**self.core_params)
+            m.submodules[f"core_{k}"] = unit = CPCore(**self.core_params)
             core_units.append(unit)
         buffers, senders, owns, landings = [], [], [], []
         for k in range(cores):
@@ -376,7 +346,3 @@ def _word(words, index):
     """``words[index]`` of equally shaped values, as bits (a shift; zero past the end)."""
     return Cat(*words).word_select(index, len(Cat(words[0])))
 
-
-def _check_core_params(values):
-    """The core parameters of the ring must make a valid :class:`CpCore` (raises :class:`ParameterError`)."""
-    CpCore.PARAMS.resolve(**{name: values[name] for name in CpCore.PARAMS.names})

@@ -1,0 +1,270 @@
+"""What the CATERPILLAR generators (``hw/caterpillar``) and golden models (``golden/caterpillar``) share.
+
+One place for the blocks' parameter schemas (``cp_pe``, ``cp_core``,
+``cp_reciprocal``, ``cp_ring``), the op codes of their command streams, their
+layouts and latencies, and the widths derived from the parameters.
+"""
+import math
+
+import numpy as np
+from amaranth import signed, unsigned
+from amaranth.lib import data, enum
+
+from ..errors import ParameterError
+from .params import Param, ParamSchema
+
+__all__ = [
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
+    "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
+    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES",
+    "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
+    "core_cmd_layout", "core_data_layout", "core_result_layout",
+    "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
+    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "params_with_defaults",
+]
+
+#: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``).
+MAC_UNIT_NAMES = ("fixed",)
+#: GEMV reduction kinds: over the column/row bus, or a tree over the neighbour links.
+REDUCTIONS = ("bus", "tree")
+
+
+class MacOp(enum.IntEnum, shape=2):
+    """Operands of the PE's multiply-accumulate in the execute stage."""
+    NONE = 0
+    ROW_MEM = 1  #: row bus times the local word (GEMV forward)
+    COL_MEM = 2  #: column bus times the local word (GEMV backward)
+    ROW_COL = 3  #: row bus times column bus (GEMM rank-1 update)
+
+
+class CoreOp(enum.IntEnum, shape=3):
+    """Op codes of the ``cp_core`` ``i_cmd`` stream (the microprograms)."""
+    GEMV_FORWARD = 0  #: ``y = x^T W``: x on the row buses, column reduction into the diagonal
+    GEMV_BACKWARD = 1  #: ``d = W e``: e on the column buses, row reduction into the diagonal
+    GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
+    LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
+    UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
+
+
+class RingOp(enum.IntEnum, shape=3):
+    """Op codes of the ``cp_ring`` ``i_cmd`` stream."""
+    GEMV_FORWARD = 0  #: Fig. 4(a, c): cores 0 and 1 reduce internally, core 0's result is added in core 1
+    GEMV_BACKWARD = 1  #: Fig. 4(b, d): ``e`` broadcast to cores 0 and 1, each produces its part of ``d``
+    LOAD = 2  #: the core LOAD of one core's weights (``core``, ``mb``, ``nb``, ``base``)
+    WRITE = 3  #: ``i_data`` into the ring buffers: ``words`` words per core, core 0 first
+    READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
+    ALL_GATHER = 5  #: chunk ``c`` (``words`` words at ``c * words``) of core ``c`` to every core
+    REDUCE_SCATTER = 6  #: core ``c`` ends with chunk ``c`` summed over all cores
+
+
+def _check_acc_width(values):
+    """The accumulator must hold a full product of two operands."""
+    if values["acc_width"] < 2 * values["width"]:
+        raise ParameterError(f"parameter 'acc_width' = {values['acc_width']} is invalid (narrower than the "
+                             f"{2 * values['width']}-bit products of width {values['width']}); "
+                             f"allowed: an integer in {2 * values['width']}..64")
+
+
+def _check_table_bits(values):
+    """The lookup table indexes the bits after the leading one of the fraction."""
+    if values["table_bits"] > values["frac"] - 2:
+        raise ParameterError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
+                             f"bits after the leading one of a {values['frac']}-bit fraction); allowed: an integer "
+                             f"in 1..{values['frac'] - 2}")
+
+
+#: The parameters of ``cp_pe``.
+PE_PARAMS = ParamSchema((
+    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
+    Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
+    Param("sram_depth", int, 8192, "words in the local SRAM (8192 x 16 bit = the paper's 16 KB)",
+          minimum=2, maximum=65536),
+    Param("mac", str, "fixed", "MAC unit", choices=MAC_UNIT_NAMES),
+), constraints=(_check_acc_width,))
+
+
+def _check_pe_params(values):
+    """The PE parameters of a core must make a valid ``cp_pe`` (raises :class:`ParameterError`)."""
+    PE_PARAMS.resolve(**{name: values[name] for name in PE_PARAMS.names})
+
+
+#: The parameters of ``cp_core``.
+CORE_PARAMS = ParamSchema((
+    Param("n_r", int, 4, "PEs per row and per column of the core", minimum=2, maximum=16),
+    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
+    Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
+    Param("sram_depth", int, 8192, "words per PE local SRAM (8192 x 16 bit = 16 KB)", minimum=2, maximum=65536),
+    Param("max_blocks", int, 64, "largest block count of a command (vector buffer depth)",
+          minimum=1, maximum=4096),
+    Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
+          choices=REDUCTIONS),
+    Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES),
+), constraints=(_check_pe_params,))
+
+
+def _check_core_params(values):
+    """The core parameters of a ring must make a valid ``cp_core`` (raises :class:`ParameterError`)."""
+    CORE_PARAMS.resolve(**{name: values[name] for name in CORE_PARAMS.names})
+
+
+#: The parameters of ``cp_ring``.
+RING_PARAMS = ParamSchema((
+    Param("cores", int, 2, "cores on the ring (2 x C)", minimum=2, maximum=4),
+    Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
+    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
+    Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
+    Param("sram_depth", int, 8192, "words per PE local SRAM", minimum=2, maximum=65536),
+    Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
+          minimum=1, maximum=4096),
+    Param("reduction", str, "bus", "GEMV reduction in each core", choices=REDUCTIONS),
+    Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES),
+), constraints=(_check_core_params,))
+
+#: The parameters of ``cp_reciprocal``.
+RECIPROCAL_PARAMS = ParamSchema((
+    Param("width", int, 32, "input value width in bits (unsigned, frac fraction bits)", minimum=2, maximum=48),
+    Param("frac", int, 16, "fraction bits of inputs and results", minimum=4, maximum=28),
+    Param("table_bits", int, 3, "lookup-table index bits", minimum=1, maximum=8),
+    Param("iterations", int, 2, "Goldschmidt iterations (two MACs each)", minimum=0, maximum=6),
+    Param("mac", str, "fixed", "MAC unit", choices=MAC_UNIT_NAMES),
+), constraints=(_check_table_bits,))
+
+#: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
+COMMAND_LATENCY = 1
+#: ``cp_core``: cycles from the execute stage of an output micro-operation to the result on ``o_data``.
+OUTPUT_LATENCY = 1
+#: ``cp_ring``: cycles for a word to move from one core to its neighbour.
+HOP_CYCLES = 1
+
+
+def addr_width(sram_depth):
+    """Bits of a local SRAM address (at least one)."""
+    return max(1, (int(sram_depth) - 1).bit_length())
+
+
+def reduction_cycles(n_r, reduction="bus"):
+    """Cycles of the reduction of ``n_r`` partial sums into the diagonal PE.
+
+    ``"bus"``: the PEs of a column broadcast in turn on the column bus, ``n_r - 1``
+    cycles. ``"tree"``: pairwise links at distances 1, 2, 4, ... halve the
+    partial sums each cycle, ``ceil(log2(n_r))`` cycles.
+    """
+    if reduction == "bus":
+        return n_r - 1
+    if reduction == "tree":
+        return math.ceil(math.log2(n_r))
+    raise ParameterError(f"parameter 'reduction' = {reduction!r} is invalid; allowed: {', '.join(REDUCTIONS)}")
+
+
+def shift_bits(acc_width):
+    """Width of the UPDATE command's ``shift`` field: ``max(1, bit_length(acc_width - 1))``.
+
+    Shifts ``0 .. 2 ** shift_bits - 1`` are allowed, at least ``0 .. acc_width - 1``.
+    """
+    return max(1, (int(acc_width) - 1).bit_length())
+
+
+def max_shift(acc_width):
+    """Largest ``shift`` of an UPDATE command."""
+    return (1 << shift_bits(acc_width)) - 1
+
+
+def count_shape(max_blocks):
+    """Shape of a block count field (``0 .. max_blocks``)."""
+    return unsigned(int(max_blocks).bit_length())
+
+
+def core_cmd_layout(params):
+    """Payload of ``cp_core``'s ``i_cmd``.
+
+    ``op`` (a :class:`CoreOp`), ``overlap``, ``mb``, ``nb``, ``qb`` (block counts, at least 1; UPDATE:
+    ``qb`` is the batch), ``base``, ``shift`` (UPDATE only: ``0 .. max_shift(acc_width)``).
+    """
+    counts = count_shape(params["max_blocks"])
+    return data.StructLayout({
+        "op": CoreOp,
+        "overlap": 1,
+        "mb": counts,
+        "nb": counts,
+        "qb": counts,
+        "base": unsigned(addr_width(params["sram_depth"])),
+        "shift": unsigned(shift_bits(params["acc_width"])),
+    })
+
+
+def core_data_layout(params):
+    """Payload of ``cp_core``'s ``i_data``: ``n_r`` operands of ``width`` bits."""
+    return data.ArrayLayout(signed(params["width"]), params["n_r"])
+
+
+def core_result_layout(params):
+    """Payload of ``cp_core``'s ``o_data``: ``n_r`` results of ``acc_width`` bits."""
+    return data.ArrayLayout(signed(params["acc_width"]), params["n_r"])
+
+
+def ring_buffer_depth(params):
+    """Words of each core's ring buffer: ``cores * max_blocks``."""
+    return params["cores"] * params["max_blocks"]
+
+
+def ring_cmd_layout(params):
+    """Payload of ``cp_ring``'s ``i_cmd``.
+
+    ``op`` (a :class:`RingOp`), ``core``, ``overlap``, ``mb``, ``nb``, ``base``, ``words`` (counts at least 1).
+    """
+    counts = count_shape(params["max_blocks"])
+    return data.StructLayout({
+        "op": RingOp,
+        "core": unsigned(max(1, (params["cores"] - 1).bit_length())),
+        "overlap": 1,
+        "mb": counts,
+        "nb": counts,
+        "base": unsigned(addr_width(params["sram_depth"])),
+        "words": unsigned(ring_buffer_depth(params).bit_length()),
+    })
+
+
+def ring_word_layout(params):
+    """Payload of ``cp_ring``'s ``i_data`` and ``o_data``: ``n_r`` lanes of ``acc_width`` bits."""
+    return data.ArrayLayout(signed(params["acc_width"]), params["n_r"])
+
+
+def reciprocal_table(table_bits, frac):
+    """``1 / midpoint`` of each of the ``2 ** table_bits`` intervals of ``[1/2, 1)``, in ``frac`` fraction bits."""
+    index = np.arange(1 << table_bits)
+    midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
+    return np.round((1 << frac) / midpoint).astype(np.int64)
+
+
+def reciprocal_operand_bits(frac):
+    """Bits of the reciprocal's ``N``, ``Q``, ``F`` and ``d`` (all below ``2 ** (frac + 1)``)."""
+    return frac + 2
+
+
+def result_width(frac):
+    """Bits of a reciprocal of ``cp_reciprocal``: ``1 / (2**-frac)`` needs ``2 * frac + 1`` bits, plus one spare."""
+    return 2 * frac + 2
+
+
+def unit_latency(iterations):
+    """Cycles of ``cp_reciprocal`` from a value's acceptance to its result on ``o_result`` (no backpressure).
+
+    One MAC ``Q = d * x0`` and then two MACs per iteration, but the last ``Q``
+    update is skipped (only ``N`` is the result): ``2 * iterations`` MAC
+    cycles, one cycle that writes the output register and one to present it.
+    Without backpressure a new value is accepted in the cycle its predecessor's
+    result is taken, so the interval between values equals the latency.
+    """
+    return 2 * iterations + 2
+
+
+def params_with_defaults(schema, given):
+    """``schema``'s defaults updated by the entries of ``given`` that name its parameters (others are ignored).
+
+    The golden models take their parameters as keywords from any block's dict
+    (a ring's parameters include a core's); values are not range-checked here,
+    so that the system models can evaluate sizes beyond the generators' limits.
+    """
+    values = schema.defaults
+    values.update({name: value for name, value in given.items() if name in values})
+    return values

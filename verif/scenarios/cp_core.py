@@ -1,0 +1,207 @@
+"""Scenario table of ``cp_core``: programs of LOAD, GEMV forward and backward, GEMM and UPDATE commands.
+
+A scenario's stimulus is a program: the command words on ``i_cmd`` and all
+their operand words on ``i_data``, in order; the expected ``o_data`` words are
+the results of every command, in order.
+
+Reference (independent of the golden model): plain Python integers. The
+matrices are zero-padded to whole ``n_r x n_r`` blocks (``Mb``, ``Nb``,
+``Kb``, ``Qb`` blocks); sums wrap to ``acc_width`` bits (two's complement).
+
+- LOAD (``mb``, ``nb``, ``base``): word ``a * n_r + r`` (``a = jb * Mb + ib``) carries
+  ``W[ib * n_r + r, jb * n_r + c]`` on lane ``c``;
+- GEMV forward: ``Mb`` words of ``x`` in, ``Nb`` words of ``y = x^T W`` out (block ``jb`` on word ``jb``);
+- GEMV backward: ``Nb`` words of ``e`` in, ``Mb`` words of ``d = W e`` out;
+- GEMM (``mb``, ``nb`` = ``Kb``, ``qb``): for each output block ``(qb, ib)`` (``qb`` outer) the rows
+  ``B[p, qb * n_r : (qb + 1) * n_r]``, ``p < Kb * n_r``, in; then the block's ``n_r`` rows of ``C = W B`` out;
+- UPDATE (``mb``, ``nb``, ``qb`` = the batch ``b``, ``shift``): words ``ib * b + s`` bring ``x_s``, then words
+  ``jb * b + s`` bring ``e_s``; ``W[i, j] -= floor(P / 2**shift + 1/2)`` with ``P = sum_s x_s[i] e_s[j]``
+  wrapped to ``acc_width`` bits, the difference saturated to ``width`` bits; no output. The table reads the
+  updated weights back with a GEMM by the identity (``C = W I``).
+"""
+import numpy as np
+
+from trainforge.golden.caterpillar import core as golden_core
+from trainforge.spec.caterpillar import COMMAND_LATENCY, CoreOp, max_shift
+
+from scenario import Scenario, Transactions, random_pattern, rng_for
+
+
+def _signed(value, bits):
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _blocks(size, n_r):
+    return max(1, -(-size // n_r))
+
+
+def _padded(matrix, rows, cols):
+    return [[matrix[i][j] if i < len(matrix) and j < len(matrix[0]) else 0 for j in range(cols)]
+            for i in range(rows)]
+
+
+def _command(op, mb=1, nb=1, qb=1, base=0, overlap=0, shift=0):
+    return {"op": int(op), "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base, "shift": shift}
+
+
+class _Program:
+    """Commands, operand words and expected result words, built with the reference arithmetic."""
+
+    def __init__(self, params):
+        self.n_r, self.acc_width = params["n_r"], params["acc_width"]
+        self.commands, self.inputs, self.outputs = [], [], []
+
+    def load(self, weights, base):
+        n_r = self.n_r
+        mb, nb = _blocks(len(weights), n_r), _blocks(len(weights[0]), n_r)
+        padded = _padded(weights, mb * n_r, nb * n_r)
+        self.commands.append(_command(CoreOp.LOAD, mb, nb, base=base))
+        for jb in range(nb):
+            for ib in range(mb):
+                for r in range(n_r):
+                    self.inputs.append([padded[ib * n_r + r][jb * n_r + c] for c in range(n_r)])
+        return mb, nb, padded
+
+    def gemv(self, padded, mb, nb, vector, base, forward, overlap):
+        n_r, acc = self.n_r, self.acc_width
+        length = (mb if forward else nb) * n_r
+        vector = [vector[i] if i < len(vector) else 0 for i in range(length)]
+        op = CoreOp.GEMV_FORWARD if forward else CoreOp.GEMV_BACKWARD
+        self.commands.append(_command(op, mb, nb, base=base, overlap=overlap))
+        self.inputs += [vector[k * n_r:(k + 1) * n_r] for k in range(length // n_r)]
+        if forward:
+            result = [sum(vector[i] * padded[i][j] for i in range(mb * n_r)) for j in range(nb * n_r)]
+        else:
+            result = [sum(padded[i][j] * vector[j] for j in range(nb * n_r)) for i in range(mb * n_r)]
+        result = [_signed(value, acc) for value in result]
+        self.outputs += [result[k * n_r:(k + 1) * n_r] for k in range(len(result) // n_r)]
+
+    def gemm(self, padded, mb, kb, b, base):
+        n_r, acc = self.n_r, self.acc_width
+        qb = _blocks(len(b[0]), n_r)
+        b = _padded(b, kb * n_r, qb * n_r)
+        self.commands.append(_command(CoreOp.GEMM, mb, kb, qb, base=base))
+        for q in range(qb):
+            for ib in range(mb):
+                self.inputs += [b[p][q * n_r:(q + 1) * n_r] for p in range(kb * n_r)]
+                for r in range(n_r):
+                    row = padded[ib * n_r + r]
+                    self.outputs.append([_signed(sum(row[p] * b[p][q * n_r + c] for p in range(kb * n_r)), acc)
+                                         for c in range(n_r)])
+
+
+    def update(self, padded, mb, nb, xs, es, shift, base, width):
+        """Rank-``len(xs)`` update in place of ``padded`` (returned), then its read-back by a GEMM by the identity."""
+        n_r, acc = self.n_r, self.acc_width
+        batch = len(xs)
+        xs = [[x[i] if i < len(x) else 0 for i in range(mb * n_r)] for x in xs]
+        es = [[e[j] if j < len(e) else 0 for j in range(nb * n_r)] for e in es]
+        self.commands.append(_command(CoreOp.UPDATE, mb, nb, batch, base=base, shift=shift))
+        for ib in range(mb):
+            self.inputs += [xs[s][ib * n_r:(ib + 1) * n_r] for s in range(batch)]
+        for jb in range(nb):
+            self.inputs += [es[s][jb * n_r:(jb + 1) * n_r] for s in range(batch)]
+        low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+        updated = []
+        for i, row in enumerate(padded):
+            new_row = []
+            for j, weight in enumerate(row):
+                product = _signed(sum(xs[s][i] * es[s][j] for s in range(batch)), acc)
+                delta = (product + (1 << (shift - 1))) >> shift if shift else product
+                new_row.append(min(high, max(low, weight - delta)))
+            updated.append(new_row)
+        identity = [[int(p == q) for q in range(nb * n_r)] for p in range(nb * n_r)]
+        self.gemm(updated, mb, nb, identity, base)
+        return updated
+
+
+def _matrix(rng, rows, cols, low, high):
+    return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
+
+
+def _program(params, rng, extreme=False):
+    n_r, width = params["n_r"], params["width"]
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    most = min(params["max_blocks"], 3) * n_r
+    program = _Program(params)
+    base = 0
+    for _ in range(2):
+        m, n = rng.randint(1, most), rng.randint(1, most)
+        if _blocks(m, n_r) * _blocks(n, n_r) + base > params["sram_depth"]:
+            m = n = 1
+        weights = [[low] * n for _ in range(m)] if extreme else _matrix(rng, m, n, low, high)
+        mb, nb, padded = program.load(weights, base)
+        for forward in (True, False):
+            size = m if forward else n
+            vector = [low] * size if extreme else [rng.randint(low, high) for _ in range(size)]
+            program.gemv(padded, mb, nb, vector, base, forward, overlap=rng.randrange(2))
+        q = rng.randint(1, min(params["max_blocks"], 2) * n_r)
+        b = [[low] * q for _ in range(n)] if extreme else _matrix(rng, n, q, low, high)
+        program.gemm(padded, mb, nb, b, base)
+        batch = rng.randint(1, max(1, params["max_blocks"] // max(mb, nb)))
+        if batch * max(mb, nb) <= params["max_blocks"]:
+            xs = [[low] * m if extreme else [rng.randint(low, high) for _ in range(m)] for _ in range(batch)]
+            es = [[low] * n if extreme else [rng.randint(low, high) for _ in range(n)] for _ in range(batch)]
+            shift = rng.randint(0, max_shift(params["acc_width"]))
+            padded = program.update(padded, mb, nb, xs, es, shift, base, width)
+            program.gemv(padded, mb, nb, [rng.randint(low, high) for _ in range(m)], base, True, overlap=0)
+        base += mb * nb
+    return program
+
+
+def scenarios(params, seed):
+    table = []
+    for name, valid, ready, extreme in (("full rate, cycle exact", None, None, False),
+                                        ("operand gaps, result stalls", 0.6, 0.5, False),
+                                        ("most negative operands", 0.8, 0.8, True)):
+        rng = rng_for(seed, "cp_core", name)
+        program = _program(params, rng, extreme)
+        handshake = {}
+        if valid is not None:
+            handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
+                         "ready": {"o_data": random_pattern(rng, ready)}}
+        table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                              {"o_data": program.outputs}, **handshake))
+    return table
+
+
+def golden(params, scenario):
+    """Run the golden model command by command on a local-memory image (``image[r, c, address]``)."""
+    n_r = params["n_r"]
+    image = np.zeros((n_r, n_r, params["sram_depth"]), dtype=np.int64)
+    words = iter(scenario.stimulus["i_data"])
+    outputs, cycles, accepted = [], [], 0
+
+    def take(count):
+        return np.array([next(words) for _ in range(count)], dtype=np.int64).reshape(count, n_r)
+
+    for command in scenario.stimulus["i_cmd"]:
+        op, mb, nb, qb, base = command["op"], command["mb"], command["nb"], command["qb"], command["base"]
+        if op == CoreOp.LOAD:
+            loaded = take(mb * nb * n_r).reshape(mb * nb, n_r, n_r)
+            image[:, :, base:base + mb * nb] = loaded.transpose(1, 2, 0)
+        else:
+            # W[ib * n_r + r, jb * n_r + c] = image[r, c, base + jb * mb + ib]
+            region = image[:, :, base:base + mb * nb].reshape(n_r, n_r, nb, mb)
+            weights = region.transpose(3, 0, 2, 1).reshape(mb * n_r, nb * n_r)
+            if op == CoreOp.UPDATE:
+                x = take(qb * mb).reshape(mb, qb, n_r).transpose(1, 0, 2).reshape(qb, mb * n_r)
+                e = take(qb * nb).reshape(nb, qb, n_r).transpose(1, 0, 2).reshape(qb, nb * n_r)
+                updated = golden_core.update(weights, x, e, command["shift"], **params)[1]
+                # back into the image: image[r, c, base + jb * mb + ib] = W'[ib * n_r + r, jb * n_r + c]
+                image[:, :, base:base + mb * nb] = updated.reshape(mb, n_r, nb, n_r).transpose(1, 3, 2, 0).reshape(
+                    n_r, n_r, nb * mb)
+            elif op == CoreOp.GEMV_FORWARD:
+                outputs += golden_core.gemv_forward(weights, take(mb).reshape(-1), **params)[1].tolist()
+            elif op == CoreOp.GEMV_BACKWARD:
+                outputs += golden_core.gemv_backward(weights, take(nb).reshape(-1), **params)[1].tolist()
+            else:
+                panels = take(qb * mb * nb * n_r).reshape(qb, mb, nb * n_r, n_r)[:, 0]
+                b = panels.transpose(1, 0, 2).reshape(nb * n_r, qb * n_r)
+                outputs += golden_core.gemm(weights, b, **params)[1].tolist()
+        schedule = golden_core.schedule(op, mb, nb, qb, overlap=bool(command["overlap"]), **params)
+        cycles += [accepted + int(offset) for offset in schedule.output_offsets]
+        accepted += schedule.issue_cycles + COMMAND_LATENCY
+    timed = not scenario.valid and not scenario.ready
+    return Transactions({"o_data": outputs}, {"o_data": cycles} if timed else {})
