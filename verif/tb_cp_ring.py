@@ -113,7 +113,7 @@ def collectives(program, generator, size, zeros=False):
     program.write(np.stack([golden.vector_words(partial, cores * cw, n_r) for partial in partials]))
     program.reduce_scatter(cw)
     # The golden model of the buffers must agree with the plain reduce-scatter of the vectors.
-    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, n_r=n_r)
+    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, elements_per_word=n_r)
     for core, chunk in enumerate(expected):
         held = program.buffers[core, core * cw:(core + 1) * cw].reshape(-1)[:len(chunk)]
         assert np.array_equal(held, chunk), f"buffer model of core {core}: {held} vs reduce_scatter {chunk}"

@@ -12,7 +12,7 @@ def test_buffer_collectives_match_vector_collectives(cores, n_r, size, seed):
     partials = generator.integers(-(1 << 31), 1 << 31, size=(cores, size))
     buffers = np.stack([ring.vector_words(partial, cores * cw, n_r) for partial in partials])
     scattered = ring.reduce_scatter_buffers(buffers, cw)
-    expected = ring.reduce_scatter(partials, n_r=n_r)
+    expected = ring.reduce_scatter(partials, elements_per_word=n_r)
     total = (partials.sum(axis=0) + (1 << 31)) % (1 << 32) - (1 << 31)
     assert np.array_equal(np.concatenate(expected), total), \
         f"chunks of n_r={n_r} words: expected {total} got {np.concatenate(expected)} seed={seed}"

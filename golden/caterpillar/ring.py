@@ -43,15 +43,16 @@ def _ring_params(given, *names):
     return tuple(values[name] for name in names)
 
 
-def chunk_words(size, cores, n_r=1):
-    """Words of ``n_r`` elements in each core's chunk of a ``size``-element vector (at least one)."""
-    return max(1, -(-int(size) // (cores * n_r)))
+def chunk_words(size, cores, elements_per_word=1):
+    """Words of ``elements_per_word`` elements (a core's ``n_r``) in each core's chunk of a ``size``-element vector
+    (at least one)."""
+    return max(1, -(-int(size) // (cores * elements_per_word)))
 
 
-def chunk_bounds(size, cores, n_r=1):
-    """``(start, stop)`` of each core's chunk: ``chunk_words * n_r`` elements each, the last ones cut at
-    ``size`` (possibly empty)."""
-    length = chunk_words(size, cores, n_r) * n_r
+def chunk_bounds(size, cores, elements_per_word=1):
+    """``(start, stop)`` of each core's chunk: ``chunk_words * elements_per_word`` elements each, the last ones
+    cut at ``size`` (possibly empty)."""
+    length = chunk_words(size, cores, elements_per_word) * elements_per_word
     return [(min(k * length, size), min((k + 1) * length, size)) for k in range(cores)]
 
 
@@ -72,15 +73,16 @@ def all_gather(chunks):
     return [gathered.copy() for _ in chunks]
 
 
-def reduce_scatter(partials, *, n_r=1, **params):
+def reduce_scatter(partials, *, elements_per_word=1, **params):
     """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums).
 
     Parameters
     ----------
     partials : array_like, shape (P, size)
         Core ``k``'s partial output ``X_k``.
-    n_r : int
-        Elements per word (chunks are whole words, :func:`chunk_bounds`); 1: chunks of single elements.
+    elements_per_word : int
+        Elements per ring word (a core's ``n_r``; chunks are whole words, :func:`chunk_bounds`); 1: chunks of
+        single elements.
     **params
         ``acc_width`` (default: the ``cp_ring`` schema's).
 
@@ -92,7 +94,7 @@ def reduce_scatter(partials, *, n_r=1, **params):
     acc_width, = _ring_params(params, "acc_width")
     partials = np.asarray(partials, dtype=np.int64)
     total = wrap(partials.astype(np.uint64).sum(axis=0, dtype=np.uint64), acc_width, True)
-    return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], n_r)]
+    return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], elements_per_word)]
 
 
 def collective_cycles(size, cores, n_r):
