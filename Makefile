@@ -16,8 +16,12 @@ all: verilog
 
 $(VENV)/.installed: pyproject.toml setup.py
 	@$(PYTHON) -m venv $(VENV) || { echo "cannot create a virtualenv with $(PYTHON) -m venv: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)"; exit 2; }
-	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet --upgrade pip setuptools
 	$(VENV)/bin/pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet -e '.[test]'
 	@touch $@
 
 $(VENV)/.installed-fpga: $(VENV)/.installed
@@ -25,7 +29,7 @@ $(VENV)/.installed-fpga: $(VENV)/.installed
 	@touch $@
 
 # The suite also checks that DeepSpatialMatrix sweeps give the same results on a local Dask cluster.
-$(VENV)/.installed-dask: $(VENV)/.installed
+$(VENV)/.installed-dask: $(VENV)/.installed-test
 	$(VENV)/bin/pip install --quiet -e '.[dask]'
 	@touch $@
 
