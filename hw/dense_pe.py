@@ -4,6 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .adder_tree import adder_tree
+from .stream_stage import StreamStage
 from ..spec import dense_pe as spec
 
 __all__ = ["DensePE"]
@@ -25,9 +26,11 @@ class DensePE(wiring.Component):
     just clears. The datapath is a two-stage pipeline (multiply, then reduce
     and accumulate): it accepts one row every cycle while ``o_sum`` is not
     stalled, and a ``read`` row's result is valid :attr:`LATENCY` cycles after
-    the row was accepted. ``o_sum`` is a one-entry output register; the PE
-    stalls its input only when a ``read`` row would overwrite a result that
-    has not been taken yet.
+    the row was accepted. Results leave through the shared
+    :class:`~trainforge.hw.stream_stage.StreamStage`, which holds up to two
+    results; the PE stalls its input only when a ``read`` row finds the stage
+    full. Its ``ready`` is a register, so ``i_row.ready`` does not depend
+    combinationally on ``o_sum.ready``.
 
     Parameters
     ----------
@@ -86,30 +89,28 @@ class DensePE(wiring.Component):
         products_clear = Signal()
         products_read = Signal()
 
-        # Stage 2: reduce and accumulate; results go to the o_sum register.
+        # Stage 2: reduce and accumulate; a read row's result goes through the output stage to o_sum.
+        m.submodules.output_stage = output_stage = StreamStage(self.result_shape)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_sum))
         accumulator = Signal(self.result_shape)
-        result_slot_free = ~self.o_sum.valid | self.o_sum.ready
         accumulate = Signal()
         advance = Signal()
         m.d.comb += [
-            accumulate.eq(products_valid & (~products_read | result_slot_free)),
+            # The stage's ready is a register: nothing runs from o_sum.ready back to i_row.ready.
+            accumulate.eq(products_valid & (~products_read | output_stage.i_stream.ready)),
             advance.eq(~products_valid | accumulate),
             self.i_row.ready.eq(advance),
         ]
 
-        with m.If(self.o_sum.ready):
-            m.d.sync += self.o_sum.valid.eq(0)
-
         row_sum = adder_tree(products[lane] for lane in range(self.lanes))
         updated = Signal(self.result_shape)
-        m.d.comb += updated.eq(Mux(products_clear, 0, accumulator) + row_sum)
+        m.d.comb += [
+            updated.eq(Mux(products_clear, 0, accumulator) + row_sum),
+            output_stage.i_stream.payload.eq(updated),
+            output_stage.i_stream.valid.eq(products_valid & products_read),
+        ]
         with m.If(accumulate):
             m.d.sync += accumulator.eq(updated)
-            with m.If(products_read):
-                m.d.sync += [
-                    self.o_sum.payload.eq(updated),
-                    self.o_sum.valid.eq(1),
-                ]
 
         with m.If(advance):
             m.d.sync += [

@@ -160,3 +160,39 @@ class StreamSink(_StreamPorts):
             await ReadOnly()
             if ready and self.valid.value == 1:
                 self.received.append((self.cycle.now, int(self.payload.value)))
+
+
+async def check_no_ready_path(bench, cycles=40, valid_probability=0.8):
+    """Fail if any input stream's ``ready`` changes within a cycle when an output stream's ``ready`` does.
+
+    Random payloads are offered on every input with random ``valid``; in each
+    cycle every output ``ready`` is toggled between edges, and every input's
+    ``ready`` is read after each toggle. A registered ``ready`` (the shared
+    stream stage's) never moves then; a combinational path from an output's
+    ``ready`` would. The inputs are idle again afterwards.
+    """
+    from cocotb.triggers import Timer
+
+    inputs, outputs = [], []
+    for name, member in bench.component.signature.members.items():
+        if member.is_signature and hasattr(bench.dut, f"{name}__ready"):
+            (inputs if member.flow.name == "In" else outputs).append(name)
+    width = {name: len(getattr(bench.dut, f"{name}__payload")) for name in inputs}
+    for _ in range(cycles):
+        for name in inputs:
+            getattr(bench.dut, f"{name}__valid").value = int(bench.rng.random() < valid_probability)
+            getattr(bench.dut, f"{name}__payload").value = bench.rng.getrandbits(width[name])
+        for name in outputs:
+            getattr(bench.dut, f"{name}__ready").value = 0
+        await RisingEdge(bench.dut.clk)
+        await Timer(1, units="ns")
+        held = {name: int(getattr(bench.dut, f"{name}__ready").value) for name in inputs}
+        for output in outputs:
+            for level in (1, 0, 1):
+                getattr(bench.dut, f"{output}__ready").value = level
+                await Timer(1, units="ns")
+                now = {name: int(getattr(bench.dut, f"{name}__ready").value) for name in inputs}
+                assert now == held, (f"input ready {held} -> {now} within a cycle when {output}.ready went to "
+                                     f"{level}: a combinational path from an output's ready {bench.where()}")
+    for name in inputs:
+        getattr(bench.dut, f"{name}__valid").value = 0

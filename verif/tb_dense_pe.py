@@ -7,7 +7,7 @@ from trainforge.golden.dense_pe import dense_pe, wrap
 
 import scenarios.dense_pe as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack
+from streams import StreamSink, StreamSource, check_no_ready_path, pack
 from tbutil import start
 
 
@@ -81,3 +81,10 @@ async def reset_mid_stream(dut):
     actual = decode_results(bench, sink.received[before:])
     assert len(actual) == len(expected) and np.array_equal(actual, expected), \
         f"after reset: expected {expected.tolist()[:8]}..., got {actual.tolist()[:8]}... {bench.where()}"
+
+
+@cocotb.test()
+async def ready_has_no_path_from_o_sum(dut):
+    """``i_row.ready`` does not follow ``o_sum.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)
