@@ -58,8 +58,10 @@ def run_benchmarks(names=(), repeat=5):
     unknown = [name for name in names if name not in available]
     if unknown:
         raise UsageError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(available)}")
+    from .progress import progress
+
     results = []
-    for name in names or available:
+    for name in progress(list(names or available), "benchmarks", unit="benchmark"):
         function, inputs = available[name]
         function()
         seconds = []

@@ -43,15 +43,20 @@ def build_parser():
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"trainforge {__version__}")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr "
+                                                             "is not a terminal)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in subcommand_modules():
         module.register(subparsers)
     return parser
 
 
-def _run(args):
+def _run(args, argv):
+    from . import progress, provenance
     from .outputs import check_output
 
+    progress.set_quiet(args.quiet)
+    provenance.begin(argv, vars(args))
     if getattr(args, "out", None) is not None:
         check_output(args.out, getattr(args, "out_kind", "file"))
     return args.func(args)
@@ -72,9 +77,10 @@ def main(argv=None):
     command = "trainforge"
     try:
         parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
         args = parser.parse_args(argv)
         command = f"trainforge {args.command}"
-        return _run(args)
+        return _run(args, argv)
     except TrainforgeError as error:
         print(f"{command}: {error}", file=sys.stderr)
         return 2
@@ -88,6 +94,10 @@ def main(argv=None):
         where = f"{error.filename}: " if error.filename else ""
         print(f"{command}: {where}{error.strerror or error}", file=sys.stderr)
         return 2
+    finally:
+        from . import provenance
+
+        provenance.end()
 
 
 if __name__ == "__main__":

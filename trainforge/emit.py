@@ -155,8 +155,10 @@ def elaborate_all(block_names, param_assignments, module=None):
         raise UsageError("--param needs exactly one block name, e.g. 'trainforge verilog dense_pe --param lanes=8'")
     if module is not None and len(block_names) != 1:
         raise UsageError("--name needs exactly one block name, e.g. 'trainforge verilog dense_pe --name pe_a'")
+    from .progress import progress
+
     emitted = []
-    for name in names:
+    for name in progress(names, "elaborating", unit="block"):
         block = get_block(name)
         overrides = block.schema.parse(param_assignments) if param_assignments else {}
         emitted.append(emit(name, module=module, **overrides))

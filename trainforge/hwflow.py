@@ -81,7 +81,9 @@ def cmd_verilog(args):
 
 
 def _write_json(path, payload):
-    return write_text(pathlib.Path(path), json.dumps(payload, indent=2) + "\n")
+    from .outputs import write_json
+
+    return write_json(pathlib.Path(path), payload)
 
 
 def _result_key(result):
@@ -130,10 +132,15 @@ def _run_each_block(emitted, step, out, header, describe, tools):
     """
     from .fpga import BlockFailed
 
+    from .progress import progress
+    from .provenance import record_tool
+
     results = _earlier_results(out)
     report = dict(header, tools=tool_versions(*tools))
+    for tool, version in report["tools"].items():
+        record_tool(tool, version)
     failed = []
-    for item in emitted:
+    for item in progress(emitted, header["kind"], unit="block"):
         try:
             result = step(item)
         except BlockFailed as failure:

@@ -90,7 +90,16 @@ def write_text(path, text):
 
 
 def write_json(path, payload, indent=2, **options):
-    """Write ``payload`` as JSON (with a final newline) to ``path`` atomically."""
+    """Write ``payload`` as JSON (with a final newline) to ``path`` atomically.
+
+    A dict written during a ``trainforge`` command carries the command's
+    provenance (:func:`trainforge.provenance.current`) under ``provenance``.
+    """
+    from .provenance import current
+
+    stamp = current()
+    if isinstance(payload, dict) and stamp is not None:
+        payload = {**payload, "provenance": stamp}
     return write_text(path, json.dumps(payload, indent=indent, **options) + "\n")
 
 

@@ -138,8 +138,24 @@ def _runner(simulator):
     return runner
 
 
+def simulator_version(simulator):
+    """First line of the simulator's version text (for the reports' provenance)."""
+    import subprocess
+
+    command = {"icarus": ["iverilog", "-V"], "verilator": ["verilator", "--version"]}[simulator]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        return (result.stdout or result.stderr).splitlines()[0].strip()
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return None
+
+
 def build(block_name, params, simulator, waves=False):
     """Build the simulation of one block once; return ``(runner, build_dir, params)``."""
+    from .provenance import current, record_tool
+
+    if current() is not None and simulator not in current()["tools"]:
+        record_tool(simulator, simulator_version(simulator))
     emitted = emit(block_name, **params)
     params = emitted.params
     key = params_key(block_name, params)

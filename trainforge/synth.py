@@ -28,7 +28,8 @@ def synthesize(emitted, work_root):
     name = emitted.block.name
     work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
     work.mkdir(parents=True, exist_ok=True)
-    script = f"read_verilog {name}.v; synth -top {name}; tee -q -o stat.json stat -json"
+    # Flattened, so that the counts include every submodule's cells (a block's output stage, a ring's cores).
+    script = f"read_verilog {name}.v; synth -flatten -top {name}; tee -q -o stat.json stat -json"
     # A result is reused when the Verilog, the script and the tool are unchanged.
     stamp = hashlib.sha256("\0".join((emitted.text, script, yosys)).encode()).hexdigest()
     stamp_file = work / "source.sha256"

@@ -5,7 +5,7 @@ The layers, as the README states them:
 ============  ==========================================================
 layer         may import (within trainforge)
 ============  ==========================================================
-base          ``trainforge.errors``, ``.checks``, ``.discover``, ``.outputs``: nothing else
+base          ``trainforge.errors``, ``.checks``, ``.discover``, ``.outputs``, ``.progress``, ``.provenance``
 spec          base, spec
 hw            base, spec, hw
 golden        base, spec, golden
@@ -33,7 +33,8 @@ FOLDERS = {
     "sim": "trainforge.sim",
 }
 
-BASE_MODULES = ("trainforge.errors", "trainforge.checks", "trainforge.discover", "trainforge.outputs")
+BASE_MODULES = ("trainforge.errors", "trainforge.checks", "trainforge.discover", "trainforge.outputs",
+                "trainforge.progress", "trainforge.provenance")
 
 #: Layer -> the layers it may import from.
 ALLOWED = {

@@ -6,7 +6,7 @@ from trainforge.sim.dsm.arch import default_architecture
 from trainforge.sim.dsm.executor import run_map
 from trainforge.sim.dsm.explore import CATEGORIES, Optimizations, explore
 from trainforge.sim.dsm.workload import BUILTINS
-from trainforge.outputs import save_figure, write_text
+from trainforge.outputs import save_figure, write_json
 
 REPORT_DIR = pathlib.Path("build/reports/dsm")
 STACK = ("DSM", "Hybrid", "Mem-Opt", "DySM/TP")
@@ -261,5 +261,5 @@ def write_report(report, out_dir=REPORT_DIR):
     save_figure(figure, png, dpi=120)
     plt.close(figure)
     path = out_dir / f"{name}.json"
-    write_text(path, json.dumps(report, indent=1, default=float))
+    write_json(path, report, indent=1, default=float)
     return path, png

@@ -4,14 +4,14 @@ import json
 import pathlib
 
 from trainforge.errors import UsageError
-from trainforge.outputs import write_text
+from trainforge.outputs import write_json
 
 REPORTS = pathlib.Path("build/reports/tensordash")
 
 
 def _write_json(path, report):
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(report, indent=1))
+    write_json(path, report, indent=1)
     return str(path)
 
 
