@@ -5,6 +5,22 @@ import os
 from trainforge.errors import UsageError
 
 
+#: Seconds to wait for a Dask scheduler before the sweep gives up with one line.
+CONNECT_TIMEOUT_S = 10
+
+
+def check_executor(executor):
+    """Return ``executor`` if it names an executor, else raise :class:`~trainforge.errors.UsageError`.
+
+    Checked before any work, so that a typo fails at once.
+    """
+    if executor in ("serial", "local"):
+        return executor
+    if executor.startswith(("dask://", "tcp://")) and executor.split("://", 1)[1]:
+        return executor
+    raise UsageError(f"--executor {executor!r} is not one of serial, local, dask://HOST:PORT")
+
+
 def run_map(function, items, executor="local"):
     """Apply ``function`` to every item and return the results in order.
 
@@ -23,6 +39,7 @@ def run_map(function, items, executor="local"):
         An unknown executor, or ``dask://`` without Dask installed.
     """
     items = list(items)
+    check_executor(executor)
     if executor == "serial" or (executor == "local" and (len(items) < 2 or (os.cpu_count() or 1) < 2)):
         return [function(item) for item in items]
     if executor == "local":
@@ -35,6 +52,10 @@ def run_map(function, items, executor="local"):
             raise UsageError(f"--executor {executor}: Dask is not installed; install the 'dask' extra "
                                 "(pip install 'dask[distributed]') or use --executor local") from None
         address = "tcp://" + executor.split("://", 1)[1]
-        with Client(address) as client:
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as error:
+            raise UsageError(f"--executor {executor}: no Dask scheduler answered at {address} within "
+                             f"{CONNECT_TIMEOUT_S} s ({type(error).__name__})") from None
+        with client:
             return client.gather(client.map(function, items, pure=False))
-    raise UsageError(f"--executor {executor!r} is not one of serial, local, dask://HOST:PORT")

@@ -386,6 +386,11 @@ def _check_networks_and_methods(args):
 
 
 def study_handler(args):
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", args.name):
+        raise UsageError(f"--name {args.name!r} is not a report name; allowed: letters, digits, '.', '_' and '-', "
+                         f"not starting with '.' (the report goes to {REPORT_DIR}/NAME.json)")
     _check_networks_and_methods(args)
     if any(not 0 < target <= 1 for target in args.target):
         raise UsageError(f"--target accuracies must be in (0, 1]: {args.target}")
@@ -414,18 +419,19 @@ def rates_handler(args):
 
 def _training_arguments(command, epochs, networks):
     command.add_argument("--network", nargs="+", default=networks, help="networks (default: %(default)s)")
-    command.add_argument("--method", nargs="+", default=list(arch.METHODS))
+    command.add_argument("--method", nargs="+", default=list(arch.METHODS),
+                         help="training methods, any case (default: %(default)s)")
     command.add_argument("--batch", nargs="+", type=int, default=[2, 4, 8, 50, 100],
                          help="MBGD minibatch sizes (default: %(default)s)")
     command.add_argument("--feedback-batch", nargs="+", type=int, default=[1],
                          help="FA and DFA minibatch sizes (default: %(default)s)")
-    command.add_argument("--epochs", type=int, default=epochs)
+    command.add_argument("--epochs", type=int, default=epochs, help="training epochs (default: %(default)s)")
     command.add_argument("--hidden-scale", type=float, default=1.0,
                          help="scale the hidden widths of the trained network (the energy and time model "
                               "always prices the full-size network)")
     command.add_argument("--evaluations", type=int, default=4, help="test-set evaluations per epoch")
-    command.add_argument("--seed", type=int, default=0)
-    command.add_argument("--json", action="store_true")
+    command.add_argument("--seed", type=int, default=0, help="seed of the weights and the data order (default 0)")
+    command.add_argument("--json", action="store_true", help="print the whole report as JSON")
 
 
 def register(subparsers):
@@ -433,21 +439,23 @@ def register(subparsers):
     commands = parser.add_subparsers(dest="caterpillar_command", metavar="SUBCOMMAND", required=True)
     table = commands.add_parser("table2", help="GFLOPS/W and utilization of the paper's Table 2 cases")
     table.add_argument("--batch", type=int, default=50, help="MBGD minibatch size (default 50)")
-    table.add_argument("--json", action="store_true")
+    table.add_argument("--json", action="store_true", help="print the whole report as JSON")
     table.set_defaults(func=table2_handler)
     util = commands.add_parser("utilization", help="GEMV utilization against n_r, bus vs neighbour links")
-    util.add_argument("--m", type=int, default=512)
-    util.add_argument("--n", type=int, default=512)
-    util.add_argument("--json", action="store_true")
+    util.add_argument("--m", type=int, default=512, help="GEMV rows, the output length (default 512)")
+    util.add_argument("--n", type=int, default=512, help="GEMV columns, the input length (default 512)")
+    util.add_argument("--json", action="store_true", help="print the whole report as JSON")
     util.set_defaults(func=utilization_handler)
     run = commands.add_parser("study", help="train by every method; energy and time to accuracy (Figs. 5-9)")
     _training_arguments(run, 5, list(arch.NETWORKS))
     run.add_argument("--target", nargs="+", type=float, default=[0.85, 0.9, 0.93, 0.95],
                      help="accuracies to reach (default: %(default)s)")
     run.add_argument("--idx", nargs=2, metavar=("IMAGES", "LABELS"), help="MNIST IDX files instead of the digits")
-    run.add_argument("--name", default="study", help="report name under build/reports/caterpillar/")
+    run.add_argument("--name", default="study",
+                     help="report name: build/reports/caterpillar/NAME.json and .png (letters, digits, . _ -)")
     run.set_defaults(func=study_handler)
     rates = commands.add_parser("rates", help="learning-rate sweep per method and minibatch size")
     _training_arguments(rates, 1, ["500-500-500-10"])
-    rates.add_argument("--rate", nargs="+", type=float, default=list(training.RATE_GRID))
+    rates.add_argument("--rate", nargs="+", type=float, default=list(training.RATE_GRID),
+                       help="learning rates to try (default: %(default)s)")
     rates.set_defaults(func=rates_handler)

@@ -30,7 +30,12 @@ def _explore(args):
 
 def _sweep(args):
     from trainforge.sim.dsm import figures
+    from trainforge.sim.dsm.executor import check_executor
     from trainforge.sim.dsm.workload import BUILTINS
+    if args.figure == "layers" and args.executor is not None:
+        raise UsageError("--executor: 'sweep layers' is one exploration of VGG16 run in this process; "
+                         "--executor applies to training, inference, scaling and scratchpad")
+    args.executor = check_executor(args.executor or "local")
     networks = args.networks.split(",")
     for network in networks:
         if network not in BUILTINS:
@@ -70,18 +75,27 @@ def register(subparsers):
     explore = commands.add_parser("explore", help="best configuration per layer and pass")
     explore.add_argument("workload", help="vgg16, resnet50, gnmt or a JSON/YAML workload file")
     explore.add_argument("--config", help="JSON/YAML architecture file (default: paper Fig. 10)")
-    explore.add_argument("--minibatch", type=int, help="override N_mb")
+    explore.add_argument("--minibatch", type=int, help="override N_mb, the minibatch size")
     explore.add_argument("--inference", action="store_true", help="FWD only")
-    for flag in ("hybrid", "memory-reuse", "dysm", "timestep-pipelining", "all"):
-        explore.add_argument(f"--{flag}", action="store_true")
-    explore.add_argument("--json", action="store_true")
+    optimizations = {
+        "hybrid": "hybrid parallelism: a DataXModelY split per layer (Sec. IV-A)",
+        "memory-reuse": "feature-memory reuse between layers (Mem-Opt)",
+        "dysm": "dynamic spatial minibatching (DySM)",
+        "timestep-pipelining": "pipeline the timesteps of recurrent layers over sub-tori",
+        "all": "every optimization above",
+    }
+    for flag, text in optimizations.items():
+        explore.add_argument(f"--{flag}", action="store_true", help=text)
+    explore.add_argument("--json", action="store_true", help="print the whole result as JSON")
     explore.set_defaults(func=_explore)
     sweep = commands.add_parser("sweep", help="reproduce a paper figure (JSON + PNG)")
     sweep.add_argument("figure", choices=("training", "inference", "layers", "scaling", "scratchpad"))
-    sweep.add_argument("--networks", default="vgg16,resnet50,gnmt")
+    sweep.add_argument("--networks", default="vgg16,resnet50,gnmt",
+                       help="comma list of built-in workloads (default: %(default)s)")
     sweep.add_argument("--values", help="comma list: minibatches, batches, chip counts or scratchpad MB")
-    sweep.add_argument("--executor", default="local", help="serial, local or dask://HOST:PORT")
-    sweep.add_argument("--out", default="build/reports/dsm")
+    sweep.add_argument("--executor", default=None,
+                       help="serial, local (a process pool; the default) or dask://HOST:PORT")
+    sweep.add_argument("--out", default="build/reports/dsm", help="folder of the JSON and PNG (default: %(default)s)")
     sweep.set_defaults(out_kind="dir")
-    sweep.add_argument("--json", action="store_true")
+    sweep.add_argument("--json", action="store_true", help="print the whole report as JSON")
     sweep.set_defaults(func=_sweep)
