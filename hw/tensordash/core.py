@@ -7,9 +7,9 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...golden.tensordash.pattern import option_slots
+from ...spec import tensordash as spec
+from ...spec.tensordash import lane_levels, option_slots
 from .mac import MAC_UNITS
-from ...golden.tensordash.pattern import lane_levels
 from .scheduler import schedule_logic
 
 __all__ = ["SparseCore"]
@@ -53,7 +53,7 @@ class SparseCore(wiring.Component):
     """
 
     #: Cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def _setup(self, *, rows, cols, lanes, depth, pattern, both_sides, mac, width, acc_width, signed):
         self.rows = rows

@@ -13,12 +13,13 @@ unit plugs in as one more entry (and one more golden model in
 """
 from amaranth import Mux, signed, unsigned
 
+from ...spec.tensordash import MAC_NAMES
 from ..adder_tree import adder_tree
 
-__all__ = ["IntegerMAC", "MAC_UNITS"]
+__all__ = ["TDIntegerMAC", "MAC_UNITS"]
 
 
-class IntegerMAC:
+class TDIntegerMAC:
     """Integer multiply and wrap-around accumulate, bit-exact with :class:`~trainforge.hw.dense_pe.DensePE`.
 
     Parameters
@@ -47,4 +48,5 @@ class IntegerMAC:
 _signed = signed
 
 #: MAC unit classes by the value of the PE's ``mac`` parameter.
-MAC_UNITS = {"integer": IntegerMAC}
+MAC_UNITS = {"integer": TDIntegerMAC}
+assert tuple(MAC_UNITS) == MAC_NAMES, "MAC_UNITS and spec.tensordash.MAC_NAMES must list the same units"
