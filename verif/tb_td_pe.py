@@ -14,6 +14,8 @@ from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_
 from trainforge.hw.tensordash.tile import TDTile
 
 from streams import StreamSink, StreamSource, pack, unpack
+from scenario import run_table
+import scenarios.td_pe as table
 from tbutil import start
 
 
@@ -195,3 +197,10 @@ async def reset_mid_stream(dut):
     clear, read = harness.flags(len(a))
     clear[0] = False  # the accumulator is zero after reset
     await send_and_check(harness, source, sink, a, b, clear, read, "after reset")
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/td_pe.py``: values as the reference, cycles as the golden cycle model at full rate."""
+    bench = await start(dut)
+    await run_table(bench, table)

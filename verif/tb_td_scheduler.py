@@ -5,6 +5,8 @@ import numpy as np
 from trainforge.golden.tensordash.scheduler import schedule
 
 from streams import StreamSink, StreamSource, pack, unpack
+from scenario import run_table
+import scenarios.td_scheduler as table
 from tbutil import start
 
 
@@ -79,3 +81,10 @@ async def one_vector_per_cycle(dut):
     expected = [cycle + 1 for cycle in sent]
     assert received == expected and np.all(np.diff(sent) == 1), \
         f"timing: sent at {sent[:6]}..., expected results at {expected[:6]}..., got {received[:6]}... {bench.where()}"
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/td_scheduler.py``: schedules as the reference, one cycle later at full rate."""
+    bench = await start(dut)
+    await run_table(bench, table)

@@ -6,6 +6,8 @@ from cocotb.triggers import RisingEdge
 from trainforge.golden.tensordash.transposer import transpose_blocks
 
 from streams import StreamSink, StreamSource, pack, unpack
+from scenario import run_table
+import scenarios.td_transposer as table
 from tbutil import start
 
 
@@ -54,3 +56,10 @@ async def reset_mid_group(dut):
     await bench.reset()
     sink.received.clear()
     await check(bench, source, sink, blocks, "after reset")
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/td_transposer.py``: groups transposed as numpy transposes them."""
+    bench = await start(dut)
+    await run_table(bench, table)
