@@ -1,6 +1,6 @@
 """TensorDash transposer between on-chip memory banks and the tile scratchpads (Section III-A)."""
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec import tensordash as spec

@@ -18,7 +18,15 @@ from trainforge.spec import tensordash as spec
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
-#: (name, rows, B density, A density, longest dot product, valid probability, ready probability).
+#: Adversarial B masks: ``mask(t, lane, depth)`` is true where B operand ``lane`` of row ``t`` is non-zero.
+ADVERSARIAL = {
+    "one dense lane": lambda t, lane, depth: lane == 0,
+    "alternating dense and zero rows": lambda t, lane, depth: t % 2 == 0,
+    "zero runs longer than D": lambda t, lane, depth: t % (depth + 2) == 0,
+    "diagonal": lambda t, lane, depth: lane == t % 4,
+}
+
+#: (name, rows, B density or adversarial mask name, A density, longest dot product, valid, ready probability).
 STREAMS = (
     ("dense, full rate", 24, 1.0, 1.0, 9, 1.0, 1.0),
     ("30% sparse, full rate", 40, 0.7, 0.8, 12, 1.0, 1.0),
@@ -27,7 +35,8 @@ STREAMS = (
     ("one long dot product, 60% sparse", 40, 0.4, 0.6, 40, 1.0, 1.0),
     ("single-row dot products, 50% sparse", 16, 0.5, 0.5, 1, 1.0, 1.0),
     ("producer gaps, consumer stalls", 48, 0.4, 0.7, 6, 0.6, 0.4),
-)
+    ("dense, slow consumer", 32, 1.0, 1.0, 3, 1.0, 0.3),
+) + tuple((f"{name}, full rate", 40, name, 1.0, 16, 1.0, 1.0) for name in ADVERSARIAL)
 
 
 def _operand_range(params):
@@ -97,7 +106,11 @@ def make_scenarios(params, seed, block, tile_shape):
         rows = []
         for t in range(total):
             a = [_vector(rng, params, density_a) for _ in range(tile_cols)]
-            b = [_vector(rng, params, density_b) for _ in range(tile_rows)]
+            if isinstance(density_b, str):
+                b = [[value if ADVERSARIAL[density_b](t, lane, depth) else 0
+                      for lane, value in enumerate(_vector(rng, params, 1.0))] for _ in range(tile_rows)]
+            else:
+                b = [_vector(rng, params, density_b) for _ in range(tile_rows)]
             rows.append({"a": a if tile_shape else a[0], "b": b if tile_shape else b[0],
                          "clear": clear[t], "read": read[t]})
         pad = {"a": [zero] * tile_cols if tile_shape else zero, "b": [zero] * tile_rows if tile_shape else zero,
