@@ -31,6 +31,7 @@ from amaranth import signed as signed_shape, unsigned
 from amaranth.lib import data
 
 from ..errors import ParameterError
+from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = ["PAPER_PATTERN", "SHALLOW_PATTERNS", "WIDE_PATTERN", "default_pattern", "parse_pattern",
@@ -217,8 +218,8 @@ TRANSPOSER_PARAMS = ParamSchema((
 #: PE and tile: cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
 LATENCY = 2
 
-#: ``td_scheduler``: cycles from an accepted candidate vector to its schedule on ``o_schedule``.
-SCHEDULER_LATENCY = 1
+#: ``td_scheduler``: cycles from an accepted candidate vector to its schedule on ``o_schedule`` (one stream stage).
+SCHEDULER_LATENCY = stream_stage.LATENCY
 
 # Layouts --------------------------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels, option_slots, select_bits
+from ..stream_stage import StreamStage
 
 __all__ = ["TDScheduler", "schedule_logic"]
 
@@ -75,6 +76,11 @@ def schedule_logic(m, candidates, visible, pattern, lanes, depth, prefix):
 class TDScheduler(wiring.Component):
     """The hierarchical scheduler behind a registered stream: one candidate vector in, its schedule out a cycle later.
 
+    The schedule of the vector on ``i_candidates`` is computed combinationally
+    and registered in a :class:`~trainforge.hw.stream_stage.StreamStage`
+    (:data:`~trainforge.spec.tensordash.SCHEDULER_LATENCY` cycle, one vector
+    per cycle, ``i_candidates.ready`` registered).
+
     Lanes decide in the levels of :func:`~trainforge.spec.tensordash.lane_levels`;
     lanes of one level have disjoint slots and decide in parallel with one
     priority encoder each; every level clears its choices from ``Z`` before the
@@ -125,15 +131,14 @@ class TDScheduler(wiring.Component):
         ms, active, chosen, advance = schedule_logic(
             m, self.i_candidates.payload.candidates, self.i_candidates.payload.visible, self.pattern,
             self.lanes, self.depth, "")
-        m.d.comb += self.i_candidates.ready.eq(~self.o_schedule.valid | self.o_schedule.ready)
-        with m.If(self.o_schedule.ready):
-            m.d.sync += self.o_schedule.valid.eq(0)
-        with m.If(self.i_candidates.valid & self.i_candidates.ready):
-            m.d.sync += [
-                self.o_schedule.valid.eq(1),
-                self.o_schedule.payload.ms.eq(Cat(*ms)),
-                self.o_schedule.payload.active.eq(active),
-                self.o_schedule.payload.chosen.eq(Cat(*chosen)),
-                self.o_schedule.payload.advance.eq(advance),
-            ]
+        m.submodules.output_stage = stage = StreamStage(self.schedule_layout)
+        m.d.comb += [
+            stage.i_stream.valid.eq(self.i_candidates.valid),
+            self.i_candidates.ready.eq(stage.i_stream.ready),
+            stage.i_stream.payload.ms.eq(Cat(*ms)),
+            stage.i_stream.payload.active.eq(active),
+            stage.i_stream.payload.chosen.eq(Cat(*chosen)),
+            stage.i_stream.payload.advance.eq(advance),
+        ]
+        wiring.connect(m, stage.o_stream, wiring.flipped(self.o_schedule))
         return m
