@@ -1,10 +1,7 @@
 """What the TensorDash generators (``hw/tensordash``) and golden models (``golden/tensordash``) share.
 
-Connectivity patterns
----------------------
-Sparse connectivity patterns of the TensorDash lane multiplexers, and the scheduler's levels.
-
-A pattern is an ordered tuple of options ``(step, offset)``, highest priority
+Connectivity patterns of the lane multiplexers, and the scheduler's levels:
+a pattern is an ordered tuple of options ``(step, offset)``, highest priority
 first: lane ``i`` may take the pair at staging-buffer row ``step`` and lane
 ``(i + offset) mod lanes`` (lanes form a ring). Every lane has the same
 pattern, shifted to its own position (paper, Section III-A, Fig. 5).
@@ -38,7 +35,7 @@ __all__ = ["PAPER_PATTERN", "SHALLOW_PATTERNS", "WIDE_PATTERN", "default_pattern
            "format_pattern", "validate_pattern", "resolve_pattern", "option_slots", "lane_levels", "select_bits",
            "LANES", "DEPTH", "PATTERN", "WIDTH", "ACC_WIDTH", "SIGNED", "MAC", "MAC_NAMES", "pattern_of",
            "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "LATENCY",
-           "SCHEDULER_LATENCY", "candidate_layout", "schedule_layout", "operand_shape", "product_shape",
+           "SCHEDULER_LATENCY", "candidate_layout", "schedule_layout", "operand_shape",
            "result_shape", "pe_row_layout", "tile_row_layout", "tile_result_layout", "group_layout",
            "block_layout"]
 
@@ -252,11 +249,6 @@ def operand_shape(params):
     return _shape(params["width"], params["signed"])
 
 
-def product_shape(params):
-    """Shape of one lane's exact product."""
-    return _shape(2 * params["width"], params["signed"])
-
-
 def result_shape(params):
     """Shape of one accumulator (``o_sum`` of the PE, one element of the tile's ``o_sum``)."""
     return _shape(params["acc_width"], params["signed"])
@@ -289,9 +281,9 @@ def tile_result_layout(params):
     return data.ArrayLayout(data.ArrayLayout(result_shape(params), params["cols"]), params["rows"])
 
 
-def group_layout(row_layout, params):
-    """Payload of ``i_group``: ``depth`` stream rows."""
-    return data.ArrayLayout(row_layout, params["depth"])
+def group_layout(row_layout, depth):
+    """Payload of ``i_group``: ``depth`` stream rows of ``row_layout``."""
+    return data.ArrayLayout(row_layout, depth)
 
 
 def block_layout(params):

@@ -4,7 +4,7 @@ The exact rules are those of the golden cycle model
 :mod:`trainforge.golden.tensordash.core`; this module is their RTL.
 """
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec import tensordash as spec
@@ -72,7 +72,7 @@ class SparseCore(wiring.Component):
         self.acc_width = acc_width
         self.is_signed = signed
         self.operand_shape = self.mac.operand_shape
-        self.group_layout = data.ArrayLayout(self.row_layout, depth)
+        self.group_layout = spec.group_layout(self.row_layout, depth)
         self.levels = lane_levels(pattern, lanes)
         super().__init__({
             "i_group": In(stream.Signature(self.group_layout)),
