@@ -140,3 +140,13 @@ def test_transpose_blocks():
     blocks = np.arange(32).reshape(8, 4)
     out = transpose_blocks(blocks)
     assert out[0].tolist() == [0, 4, 8, 12] and out[5].tolist() == [17, 21, 25, 29]
+
+
+def test_mac_units_are_the_spec_choices():
+    """The RTL MAC units and their golden models are exactly the ``mac`` choices of the spec."""
+    from trainforge.golden.tensordash.pe import GOLDEN_MACS
+    from trainforge.hw.tensordash.mac import MAC_UNITS
+    from trainforge.spec.tensordash import MAC_NAMES, PE_PARAMS, TILE_PARAMS
+
+    assert tuple(MAC_UNITS) == MAC_NAMES == tuple(GOLDEN_MACS)
+    assert PE_PARAMS["mac"].choices == TILE_PARAMS["mac"].choices == MAC_NAMES

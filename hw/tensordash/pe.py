@@ -63,6 +63,7 @@ class TDPE(SparseCore):
         self._setup(rows=1, cols=1, lanes=params["lanes"], depth=params["depth"], pattern=spec.pattern_of(params),
                     both_sides=params["mode"] == "both", mac=params["mac"], width=params["width"],
                     acc_width=params["acc_width"], signed=params["signed"])
+
     def operand_a(self, row_view, col):
         return row_view.a
 

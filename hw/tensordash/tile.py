@@ -56,6 +56,7 @@ class TDTile(SparseCore):
         self._setup(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], depth=params["depth"],
                     pattern=spec.pattern_of(params), both_sides=False, mac=params["mac"], width=params["width"],
                     acc_width=params["acc_width"], signed=params["signed"])
+
     def operand_a(self, row_view, col):
         return row_view.a[col]
 
