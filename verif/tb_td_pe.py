@@ -1,8 +1,11 @@
-"""cocotb testbench of ``td_pe`` (also driving ``td_tile`` through :class:`Harness`).
+"""cocotb testbench of ``td_pe``: its scenario table and a reset mid-stream (also run on ``td_tile``).
 
-Values are compared with the dense PE golden model, and, with a full-rate
-source and sink, every result's cycle with the golden cycle model
-(:mod:`trainforge.golden.tensordash.core`).
+The transactions (dense to all-zero, adversarial and backpressured streams)
+are the table of ``verif/scenarios/td_pe.py``. :class:`Harness` drives a PE
+or a tile with free-form streams (the reset test, and the layer runs of
+``tb_td_tile_layer``): values are compared with the golden model and, with
+a full-rate source and sink, every result's cycle with the golden cycle
+model (:mod:`trainforge.golden.tensordash.core`).
 """
 import cocotb
 import numpy as np
@@ -14,6 +17,8 @@ from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_
 from trainforge.hw.tensordash.tile import TDTile
 
 from streams import StreamSink, StreamSource, pack, unpack
+from scenario import run_table
+import scenarios.td_pe as table
 from tbutil import start
 
 
@@ -56,18 +61,6 @@ class Harness:
         if mask_b is None:
             mask_b = self.generator.random((total, self.rows, self.lanes)) < density_b
         return self.values(mask_a), self.values(mask_b)
-
-    def adversarial(self, total):
-        """B masks: all zeros, all dense, one dense lane, alternating rows, zero runs longer than D."""
-        shape = (total, self.rows, self.lanes)
-        one_lane = np.zeros(shape, bool)
-        one_lane[:, :, 0] = True
-        alternating = np.zeros(shape, bool)
-        alternating[::2] = True
-        zero_runs = np.zeros(shape, bool)
-        zero_runs[::self.depth + 2] = True
-        return {"all zeros": np.zeros(shape, bool), "all dense": np.ones(shape, bool), "one dense lane": one_lane,
-                "alternating rows": alternating, "zero runs longer than D": zero_runs}
 
     def row(self, a, b, clear, read, t):
         if self.is_tile:
@@ -141,41 +134,6 @@ async def send_and_check(harness, source, sink, a, b, clear, read, label, exact_
 
 
 @cocotb.test()
-async def random_sparsity_cycle_exact(dut):
-    """Random streams from 0% to 99.99% sparsity at full rate: values and every result cycle as the golden model."""
-    bench = await start(dut)
-    harness = Harness(bench)
-    source, sink = attach(bench, 1.0, 1.0)
-    for sparsity in (0.0, 0.3, 0.6, 0.9, 0.9999):
-        a, b = harness.stream(96, 0.8, 1 - sparsity)
-        clear, read = harness.flags(len(a))
-        await send_and_check(harness, source, sink, a, b, clear, read, f"sparsity {sparsity}", exact_timing=True)
-
-
-@cocotb.test()
-async def adversarial_cycle_exact(dut):
-    """All zeros, all dense, one dense lane, alternating rows, zero runs longer than D: values and cycles."""
-    bench = await start(dut)
-    harness = Harness(bench)
-    source, sink = attach(bench, 1.0, 1.0)
-    for label, mask_b in harness.adversarial(64).items():
-        a, b = harness.stream(64, 1.0, 1.0, mask_b=mask_b)
-        clear, read = harness.flags(len(a), longest=40)
-        await send_and_check(harness, source, sink, a, b, clear, read, label, exact_timing=True)
-
-
-@cocotb.test()
-async def random_backpressure(dut):
-    """Random valid gaps and random ready on the result: values still exact."""
-    bench = await start(dut)
-    harness = Harness(bench)
-    source, sink = attach(bench, 0.6, 0.4)
-    a, b = harness.stream(160, 0.7, 0.4)
-    clear, read = harness.flags(len(a), longest=6)
-    await send_and_check(harness, source, sink, a, b, clear, read, "backpressure")
-
-
-@cocotb.test()
 async def reset_mid_stream(dut):
     """A reset in the middle of a stream empties the buffer and the pipeline; the next stream is exact."""
     bench = await start(dut)
@@ -195,3 +153,10 @@ async def reset_mid_stream(dut):
     clear, read = harness.flags(len(a))
     clear[0] = False  # the accumulator is zero after reset
     await send_and_check(harness, source, sink, a, b, clear, read, "after reset")
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/td_pe.py``: values as the reference, cycles as the golden cycle model at full rate."""
+    bench = await start(dut)
+    await run_table(bench, table)

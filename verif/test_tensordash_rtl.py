@@ -1,4 +1,4 @@
-"""TensorDash RTL checks in ``make test`` beyond the registry's: the 4x4 tile cycle-exact on Icarus, a
+"""TensorDash RTL checks in ``make test`` beyond the registry's: the 4x4 tile's scenario table on Icarus, a
 convolution layer's three training operations mapped onto the 4x4 tile RTL (values and cycles), and the RTL
 points of ``trainforge tensordash speedup --rtl`` (cycles of the PE and the 4x4 tile against the golden model).
 
@@ -20,8 +20,9 @@ from trainforge import simulation
 
 
 def test_tile_4x4_cycle_exact_icarus(seed):
-    """Random streams at 0 to 99.99% sparsity: every result's value and cycle as the golden tile model."""
-    simulation.run("td_tile", "tb_td_tile", {}, "icarus", seed, testcase="random_sparsity_cycle_exact")
+    """The 4x4 tile's scenario table: dense to all-zero and adversarial streams, every result's value as the
+    reference and, at full rate, its cycle as the golden tile model."""
+    simulation.run("td_tile", "tb_td_tile", {}, "icarus", seed, testcase="scenario_table")
 
 
 @pytest.mark.parametrize("simulator", ["icarus", pytest.param("verilator", marks=pytest.mark.regress)])

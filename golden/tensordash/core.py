@@ -28,7 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .pattern import lane_levels
+from ...spec import tensordash as spec
+from ...spec.tensordash import lane_levels
 from .scheduler import schedule
 
 __all__ = ["CoreRun", "pad_rows", "run_cores"]
@@ -37,7 +38,7 @@ __all__ = ["CoreRun", "pad_rows", "run_cores"]
 PACKED_BITS = 20
 
 #: Cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
-LATENCY = 2
+LATENCY = spec.LATENCY
 
 
 @dataclass

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .core import pad_rows, run_cores
-from .pattern import resolve_pattern
+from ...spec.tensordash import TILE_PARAMS, resolve_pattern
 
 __all__ = ["OPERATIONS", "Lowered", "LayerCycles", "lower", "lanes_stream", "layer_cycles", "tile_program",
            "assemble", "direct_conv", "direct_input_gradient", "direct_weight_gradient"]
@@ -221,14 +221,15 @@ def _stand_alone_cycles(effectual, pattern, depth):
     return run.cycles - (total != length)
 
 
-def layer_cycles(lowered, rows=4, cols=4, lanes=4, depth=4, pattern="default", max_rows=1024):
+def layer_cycles(lowered, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["cols"].default, lanes=TILE_PARAMS["lanes"].default, depth=TILE_PARAMS["depth"].default,
+                 pattern=TILE_PARAMS["pattern"].default, max_rows=1024):
     """Dense and TensorDash cycles of one lowered operation on a ``rows`` x ``cols`` tile.
 
     Parameters
     ----------
     lowered : Lowered
     rows, cols, lanes, depth : int
-        Tile shape, lanes per PE and staging buffer depth.
+        Tile shape, lanes per PE and staging buffer depth (defaults: :data:`~trainforge.spec.tensordash.TILE_PARAMS`).
     pattern : str or sequence of (int, int)
     max_rows : int
         Longest dot product, in stream rows, before it is cut into partial sums.
@@ -251,7 +252,8 @@ def layer_cycles(lowered, rows=4, cols=4, lanes=4, depth=4, pattern="default", m
                        effectual_fraction=float(np.mean(lowered.b != 0)) if lowered.b.size else 1.0)
 
 
-def tile_program(lowered, rows=4, cols=4, lanes=4, depth=4, max_rows=1024):
+def tile_program(lowered, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["cols"].default, lanes=TILE_PARAMS["lanes"].default,
+                 depth=TILE_PARAMS["depth"].default, max_rows=1024):
     """The whole operation as one tile stream, for :func:`~.pe.td_tile` and the RTL (small layers only).
 
     Returns
@@ -281,7 +283,7 @@ def tile_program(lowered, rows=4, cols=4, lanes=4, depth=4, max_rows=1024):
     return (np.concatenate(a_rows), np.concatenate(b_rows), np.concatenate(clear), np.concatenate(read), passes)
 
 
-def assemble(lowered, results, passes, rows=4, cols=4):
+def assemble(lowered, results, passes, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["cols"].default):
     """Fold the tile's per-``read`` results (reads, rows, cols) into the operation's result tensor."""
     count_b, count_a = lowered.b.shape[0], lowered.a.shape[0]
     out = np.zeros((-(-count_b // rows) * rows, -(-count_a // cols) * cols), dtype=np.asarray(results).dtype)

@@ -1,14 +1,19 @@
 """Golden models of the TensorDash PE and tile: bit-exact results and exact cycle counts."""
 import numpy as np
 
+from ...spec import tensordash as spec
 from ..dense_pe import dense_pe
 from .core import pad_rows, run_cores
-from .pattern import resolve_pattern
 
 __all__ = ["GOLDEN_MACS", "pad_stream", "td_pe", "td_pe_cycles", "td_tile", "td_tile_cycles"]
 
-#: Golden model of each MAC unit (:data:`trainforge.hw.tensordash.mac.MAC_UNITS`), dense-PE signature.
+#: Golden model of each MAC unit (:data:`trainforge.spec.tensordash.MAC_NAMES`), dense-PE signature.
 GOLDEN_MACS = {"integer": dense_pe}
+
+
+def _resolve(schema, params):
+    """``params`` resolved through ``schema``: defaults for those not given, names the schema lacks ignored."""
+    return schema.resolve(**{name: value for name, value in params.items() if name in schema.names})
 
 
 def pad_stream(operands, clear, read, depth):
@@ -32,34 +37,42 @@ def pad_stream(operands, clear, read, depth):
     return (*padded, *flags)
 
 
-def td_pe(a, b, clear, read, *, mac="integer", **params):
+def td_pe(a, b, clear, read, **params):
     """Results of ``td_pe``: those of the dense PE on the same rows (TensorDash only skips zero products).
 
-    Parameters are those of :func:`trainforge.golden.dense_pe.dense_pe`; the
-    TensorDash parameters (lanes, depth, pattern, mode) are accepted and
-    change only the timing.
+    ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
+    names ignored); ``mac`` picks the golden MAC, ``acc_width`` and ``signed`` shape the result, and the
+    TensorDash parameters (lanes, depth, pattern, mode) change only the timing.
     """
-    return GOLDEN_MACS[mac](a, b, clear, read, **params)
+    params = _resolve(spec.PE_PARAMS, params)
+    return GOLDEN_MACS[params["mac"]](a, b, clear, read, **params)
 
 
-def td_pe_cycles(a, b, clear, read, *, lanes=4, depth=4, pattern="default", mode="both", record=False, **_):
+def td_pe_cycles(a, b, clear, read, *, record=False, **params):
     """Cycle model of ``td_pe`` over one stream (padded to whole groups).
+
+    ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
+    names ignored); ``lanes``, ``depth``, ``pattern`` and ``mode`` set the timing.
 
     Returns
     -------
     CoreRun
         ``cycles``, ``macs`` and, with ``record``, ``read_cycles`` and ``multiplicity`` for core 0.
     """
-    pattern = resolve_pattern(pattern, lanes, depth)
-    a, b, clear, read = pad_stream((a, b), clear, read, depth)
+    params = _resolve(spec.PE_PARAMS, params)
+    pattern = spec.pattern_of(params)
+    a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
     effectual = np.asarray(b) != 0
-    if mode == "both":
+    if params["mode"] == "both":
         effectual &= np.asarray(a) != 0
-    return run_cores(effectual[None, None], read, clear, pattern, depth, record=record)
+    return run_cores(effectual[None, None], read, clear, pattern, params["depth"], record=record)
 
 
-def td_tile(a, b, clear, read, *, mac="integer", acc_width=32, signed=True, **_):
+def td_tile(a, b, clear, read, **params):
     """Results of ``td_tile``: one ``rows`` x ``cols`` array per ``read`` row.
+
+    ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
+    names ignored); ``mac``, ``acc_width`` and ``signed`` set the arithmetic, the shape comes from the operands.
 
     Parameters
     ----------
@@ -71,20 +84,27 @@ def td_tile(a, b, clear, read, *, mac="integer", acc_width=32, signed=True, **_)
     -------
     ndarray, shape (reads, rows, cols)
     """
+    params = _resolve(spec.TILE_PARAMS, params)
     a = np.asarray(a)
     b = np.asarray(b)
     rows, cols = b.shape[1], a.shape[1]
     out = np.zeros((int(np.sum(read)), rows, cols),
-                   dtype=np.int64 if signed else np.uint64)
+                   dtype=np.int64 if params["signed"] else np.uint64)
     for r in range(rows):
         for c in range(cols):
-            out[:, r, c] = GOLDEN_MACS[mac](a[:, c], b[:, r], clear, read, acc_width=acc_width, signed=signed)
+            out[:, r, c] = GOLDEN_MACS[params["mac"]](a[:, c], b[:, r], clear, read, acc_width=params["acc_width"],
+                                                      signed=params["signed"])
     return out
 
 
-def td_tile_cycles(a, b, clear, read, *, lanes=4, depth=4, pattern="default", record=False, **_):
-    """Cycle model of ``td_tile`` (B-only skipping, rows synchronized) over one stream."""
-    pattern = resolve_pattern(pattern, lanes, depth)
-    a, b, clear, read = pad_stream((a, b), clear, read, depth)
+def td_tile_cycles(a, b, clear, read, *, record=False, **params):
+    """Cycle model of ``td_tile`` (B-only skipping, rows synchronized) over one stream.
+
+    ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
+    names ignored); ``lanes``, ``depth`` and ``pattern`` set the timing, the shape comes from the operands.
+    """
+    params = _resolve(spec.TILE_PARAMS, params)
+    pattern = spec.pattern_of(params)
+    a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
     effectual = np.moveaxis(np.asarray(b) != 0, 1, 0)  # (rows, T, lanes)
-    return run_cores(effectual[None], read, clear, pattern, depth, record=record)
+    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record)

@@ -9,7 +9,7 @@ Exact rule, which the RTL implements bit for bit:
 
 1. Rows that are not *visible* (absent, or beyond a dot-product boundary,
    see :mod:`.core`) are removed from ``Z`` first.
-2. The levels of :func:`~.pattern.lane_levels` decide in order. A lane takes
+2. The levels of :func:`~trainforge.spec.tensordash.lane_levels` decide in order. A lane takes
    the first option of the pattern whose slot is still set in ``Z``; its
    choice is cleared from ``Z`` before the next level. Lanes of one level
    have disjoint slots, so deciding them at once equals deciding them one by
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .pattern import lane_levels, option_slots
+from ...spec.tensordash import lane_levels, option_slots
 
 __all__ = ["Schedule", "schedule"]
 
@@ -59,11 +59,11 @@ def schedule(candidates, pattern, visible=None, levels=None):
     candidates : array_like of bool, shape (..., depth, lanes)
         ``Z``: effectual pairs not yet multiplied.
     pattern : sequence of (int, int)
-        A validated pattern (:func:`~.pattern.validate_pattern`).
+        A validated pattern (:func:`~trainforge.spec.tensordash.validate_pattern`).
     visible : array_like of bool, shape (..., depth), optional
         Rows the scheduler may use; all when omitted.
     levels : list of tuple of int, optional
-        Scheduler levels; :func:`~.pattern.lane_levels` when omitted.
+        Scheduler levels; :func:`~trainforge.spec.tensordash.lane_levels` when omitted.
 
     Returns
     -------

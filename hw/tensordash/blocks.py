@@ -1,14 +1,14 @@
 """The TensorDash family's blocks in the registry."""
 from ..registry import Block
 from .pe import TDPE
-from .scheduler import TDSchedulerStream
+from .scheduler import TDScheduler
 from .tile import TDTile
 from .transposer import TDTransposer
 
 BLOCKS = (
     Block(
         name="td_scheduler",
-        component=TDSchedulerStream,
+        component=TDScheduler,
         testbench="tb_td_scheduler",
         summary="TensorDash hierarchical priority-encoder scheduler (MS, AS) behind a registered stream",
         test_params=({}, {"lanes": 16, "depth": 3}),

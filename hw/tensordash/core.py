@@ -4,12 +4,13 @@ The exact rules are those of the golden cycle model
 :mod:`trainforge.golden.tensordash.core`; this module is their RTL.
 """
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...golden.tensordash.pattern import option_slots
+from ...spec import tensordash as spec
+from ...spec.tensordash import lane_levels, option_slots
+from ..stream_stage import StreamStage
 from .mac import MAC_UNITS
-from ...golden.tensordash.pattern import lane_levels
 from .scheduler import schedule_logic
 
 __all__ = ["SparseCore"]
@@ -31,7 +32,11 @@ class SparseCore(wiring.Component):
     its selects ``MS_r`` drive the B-side mux block of its row and the A-side
     mux block of each PE ``(r, c)``. The buffer advances by the minimum of the
     rows' ``AS`` (row synchronization). Products are registered; the next
-    stage accumulates them (two-stage pipeline, as the dense PE).
+    stage accumulates them (two-stage pipeline, as the dense PE), and the sums
+    of a ``read`` row leave through a :class:`~trainforge.hw.stream_stage.StreamStage`
+    (full rate: the result is out the cycle after it is accumulated, as the
+    golden cycle model says; ``o_sum.ready`` reaches the pipeline only through
+    the stage's registered ``ready``).
 
     Parameters
     ----------
@@ -53,7 +58,7 @@ class SparseCore(wiring.Component):
     """
 
     #: Cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def _setup(self, *, rows, cols, lanes, depth, pattern, both_sides, mac, width, acc_width, signed):
         self.rows = rows
@@ -67,7 +72,7 @@ class SparseCore(wiring.Component):
         self.acc_width = acc_width
         self.is_signed = signed
         self.operand_shape = self.mac.operand_shape
-        self.group_layout = data.ArrayLayout(self.row_layout, depth)
+        self.group_layout = spec.group_layout(self.row_layout, depth)
         self.levels = lane_levels(pattern, lanes)
         super().__init__({
             "i_group": In(stream.Signature(self.group_layout)),
@@ -131,7 +136,9 @@ class SparseCore(wiring.Component):
         products_read = Signal()
         products = [[[Signal(self.mac.product_shape, name=f"product_r{r}_c{c}_l{lane}") for lane in range(lanes)]
                      for c in range(cols)] for r in range(rows)]
-        result_slot_free = ~self.o_sum.valid | self.o_sum.ready
+        m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
+        wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
+        result_slot_free = result_stage.i_stream.ready
         accumulate = Signal()
         pipeline_free = Signal()
         fire = Signal()
@@ -200,18 +207,16 @@ class SparseCore(wiring.Component):
                 products_read.eq(read_drained),
             ]
 
-        # Accumulators and the one-entry result register.
-        with m.If(self.o_sum.ready):
-            m.d.sync += self.o_sum.valid.eq(0)
+        # Accumulators; a read row's sums go through the result stream stage.
+        m.d.comb += result_stage.i_stream.valid.eq(products_valid & products_read)
         for r in range(rows):
             for c in range(cols):
                 accumulator = Signal(self.mac.result_shape, name=f"accumulator_r{r}_c{c}")
                 updated = Signal(self.mac.result_shape, name=f"updated_r{r}_c{c}")
-                m.d.comb += updated.eq(self.mac.accumulate(accumulator, products[r][c], products_clear))
+                m.d.comb += [
+                    updated.eq(self.mac.accumulate(accumulator, products[r][c], products_clear)),
+                    self.result(result_stage.i_stream.payload, r, c).eq(updated),
+                ]
                 with m.If(accumulate):
                     m.d.sync += accumulator.eq(updated)
-                    with m.If(products_read):
-                        m.d.sync += self.result(self.o_sum.payload, r, c).eq(updated)
-        with m.If(accumulate & products_read):
-            m.d.sync += self.o_sum.valid.eq(1)
         return m

@@ -15,10 +15,10 @@ from amaranth import Mux, signed, unsigned
 
 from ..adder_tree import adder_tree
 
-__all__ = ["IntegerMAC", "MAC_UNITS"]
+__all__ = ["TDIntegerMAC", "MAC_UNITS"]
 
 
-class IntegerMAC:
+class TDIntegerMAC:
     """Integer multiply and wrap-around accumulate, bit-exact with :class:`~trainforge.hw.dense_pe.DensePE`.
 
     Parameters
@@ -46,5 +46,5 @@ class IntegerMAC:
 
 _signed = signed
 
-#: MAC unit classes by the value of the PE's ``mac`` parameter.
-MAC_UNITS = {"integer": IntegerMAC}
+#: MAC unit classes by the value of the PE's ``mac`` parameter (:data:`trainforge.spec.tensordash.MAC_NAMES`).
+MAC_UNITS = {"integer": TDIntegerMAC}

@@ -1,18 +1,8 @@
 """TensorDash processing element (paper, Section III-A, Fig. 4)."""
-from amaranth import signed as signed_shape, unsigned
-from amaranth.lib import data
-
-from ...spec.params import Param, ParamSchema
+from ...spec import tensordash as spec
 from .core import SparseCore
-from .mac import MAC_UNITS
-from .params import DEPTH, LANES, PATTERN, check_pattern, pattern_of
 
 __all__ = ["TDPE"]
-
-WIDTH = Param("width", int, 8, "operand width in bits", minimum=2, maximum=32)
-ACC_WIDTH = Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64)
-SIGNED = Param("signed", bool, True, "two's complement operands and accumulator")
-MAC = Param("mac", str, "integer", "MAC unit behind the sparse interconnect", choices=tuple(MAC_UNITS))
 
 
 class TDPE(SparseCore):
@@ -45,6 +35,8 @@ class TDPE(SparseCore):
     mac : str
         MAC unit, a key of :data:`~trainforge.hw.tensordash.mac.MAC_UNITS`.
 
+    The schema, defaults included, is :data:`trainforge.spec.tensordash.PE_PARAMS`.
+
     Members
     -------
     i_group : In(stream.Signature(ArrayLayout(row_layout, depth)))
@@ -61,27 +53,16 @@ class TDPE(SparseCore):
         Scheduler levels.
     """
 
-    PARAMS = ParamSchema((
-        LANES, DEPTH, PATTERN,
-        Param("mode", str, "both", "which zero operands make a pair ineffectual", choices=("both", "b_only")),
-        WIDTH, ACC_WIDTH, SIGNED, MAC,
-    ), constraints=(check_pattern,))
+    PARAMS = spec.PE_PARAMS
 
-    def __init__(self, *, lanes=4, depth=4, pattern="default", mode="both", width=8, acc_width=32,
-                 signed=True, mac="integer"):
-        self.params = self.PARAMS.resolve(lanes=lanes, depth=depth, pattern=pattern, mode=mode, width=width,
-                                          acc_width=acc_width, signed=signed, mac=mac)
-        operand = signed_shape(width) if signed else unsigned(width)
-        self.result_shape = signed_shape(acc_width) if signed else unsigned(acc_width)
-        self.row_layout = data.StructLayout({
-            "a": data.ArrayLayout(operand, lanes),
-            "b": data.ArrayLayout(operand, lanes),
-            "clear": 1,
-            "read": 1,
-        })
-        self.mode = mode
-        self._setup(rows=1, cols=1, lanes=lanes, depth=depth, pattern=pattern_of(self.params),
-                    both_sides=mode == "both", mac=mac, width=width, acc_width=acc_width, signed=signed)
+    def __init__(self, **params):
+        self.params = params = self.PARAMS.resolve(**params)
+        self.result_shape = spec.result_shape(params)
+        self.row_layout = spec.pe_row_layout(params)
+        self.mode = params["mode"]
+        self._setup(rows=1, cols=1, lanes=params["lanes"], depth=params["depth"], pattern=spec.pattern_of(params),
+                    both_sides=params["mode"] == "both", mac=params["mac"], width=params["width"],
+                    acc_width=params["acc_width"], signed=params["signed"])
 
     def operand_a(self, row_view, col):
         return row_view.a

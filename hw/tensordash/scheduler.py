@@ -1,74 +1,13 @@
 """TensorDash hierarchical priority-encoder scheduler (paper, Section III-A, Fig. 6)."""
 from amaranth import Cat, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...golden.tensordash.pattern import lane_levels, option_slots, select_bits
-from .params import PATTERN_PARAMS, pattern_of
+from ...spec import tensordash as spec
+from ...spec.tensordash import lane_levels, option_slots, select_bits
+from ..stream_stage import StreamStage
 
-__all__ = ["TDScheduler", "TDSchedulerStream", "schedule_logic"]
-
-
-class TDScheduler(wiring.Component):
-    """Combinational single-cycle scheduler: per-lane selects ``MS`` and the advance ``AS``.
-
-    Lanes decide in the levels of :func:`~trainforge.golden.tensordash.pattern.lane_levels`;
-    lanes of one level have disjoint slots and decide in parallel with one
-    priority encoder each; every level clears its choices from ``Z`` before the
-    next level sees it. The exact rule is that of
-    :func:`trainforge.golden.tensordash.scheduler.schedule`.
-
-    Parameters
-    ----------
-    lanes, depth : int
-        Candidate vector shape: ``depth`` rows of ``lanes`` bits.
-    pattern : sequence of (int, int)
-        A validated connectivity pattern.
-
-    Members
-    -------
-    candidates : In(ArrayLayout(unsigned(lanes), depth))
-        ``Z``: effectual pairs not yet multiplied, bit ``l`` of row ``d``.
-    visible : In(depth)
-        Rows the scheduler may use.
-    ms : Out(ArrayLayout(unsigned(select_bits), lanes))
-        Option index per lane (0 when idle).
-    active : Out(lanes)
-        Lanes that multiply a pair.
-    chosen : Out(ArrayLayout(unsigned(lanes), depth))
-        Slots taken this cycle.
-    advance : Out(range(depth + 1))
-        ``AS``: leading visible rows left without candidates.
-
-    Attributes
-    ----------
-    levels : list of tuple of int
-        The lanes deciding at each level.
-    """
-
-    def __init__(self, *, lanes, depth, pattern):
-        self.lanes = lanes
-        self.depth = depth
-        self.pattern = tuple(pattern)
-        self.levels = lane_levels(self.pattern, lanes)
-        self.select_bits = select_bits(self.pattern)
-        super().__init__({
-            "candidates": In(data.ArrayLayout(lanes, depth)),
-            "visible": In(depth),
-            "ms": Out(data.ArrayLayout(self.select_bits, lanes)),
-            "active": Out(lanes),
-            "chosen": Out(data.ArrayLayout(lanes, depth)),
-            "advance": Out(range(depth + 1)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        ms, active, chosen, advance = schedule_logic(m, self.candidates, self.visible, self.pattern,
-                                                     self.lanes, self.depth, "")
-        m.d.comb += [self.ms.eq(ms), self.active.eq(active), self.advance.eq(advance)]
-        for row in range(self.depth):
-            m.d.comb += self.chosen[row].eq(chosen[row])
-        return m
+__all__ = ["TDScheduler", "schedule_logic"]
 
 
 def schedule_logic(m, candidates, visible, pattern, lanes, depth, prefix):
@@ -134,8 +73,19 @@ def schedule_logic(m, candidates, visible, pattern, lanes, depth, prefix):
     return ms, active, chosen, advance
 
 
-class TDSchedulerStream(wiring.Component):
-    """The scheduler behind a registered stream: one candidate vector in, its schedule out a cycle later.
+class TDScheduler(wiring.Component):
+    """The hierarchical scheduler behind a registered stream: one candidate vector in, its schedule out a cycle later.
+
+    The schedule of the vector on ``i_candidates`` is computed combinationally
+    and registered in a :class:`~trainforge.hw.stream_stage.StreamStage`
+    (:data:`~trainforge.spec.tensordash.SCHEDULER_LATENCY` cycle, one vector
+    per cycle, ``i_candidates.ready`` registered).
+
+    Lanes decide in the levels of :func:`~trainforge.spec.tensordash.lane_levels`;
+    lanes of one level have disjoint slots and decide in parallel with one
+    priority encoder each; every level clears its choices from ``Z`` before the
+    next level sees it (:func:`schedule_logic`). The exact rule is that of
+    :func:`trainforge.golden.tensordash.scheduler.schedule`.
 
     Parameters
     ----------
@@ -144,7 +94,9 @@ class TDSchedulerStream(wiring.Component):
     depth : int
         Staging buffer depth D.
     pattern : str
-        ``"default"`` or ``"step:offset,..."`` (see :mod:`trainforge.golden.tensordash.pattern`).
+        ``"default"`` or ``"step:offset,..."`` (see :mod:`trainforge.spec.tensordash`).
+
+    The schema, defaults included, is :data:`trainforge.spec.tensordash.SCHEDULER_PARAMS`.
 
     Members
     -------
@@ -159,24 +111,16 @@ class TDSchedulerStream(wiring.Component):
     levels : list of tuple of int
     """
 
-    PARAMS = PATTERN_PARAMS
+    PARAMS = spec.SCHEDULER_PARAMS
 
-    def __init__(self, *, lanes=4, depth=4, pattern="default"):
-        self.params = self.PARAMS.resolve(lanes=lanes, depth=depth, pattern=pattern)
-        self.lanes = lanes
-        self.depth = depth
-        self.pattern = pattern_of(self.params)
-        self.levels = lane_levels(self.pattern, lanes)
-        self.candidate_layout = data.StructLayout({
-            "candidates": data.ArrayLayout(lanes, depth),
-            "visible": depth,
-        })
-        self.schedule_layout = data.StructLayout({
-            "ms": data.ArrayLayout(select_bits(self.pattern), lanes),
-            "active": lanes,
-            "chosen": data.ArrayLayout(lanes, depth),
-            "advance": range(depth + 1),
-        })
+    def __init__(self, **params):
+        self.params = params = self.PARAMS.resolve(**params)
+        self.lanes = params["lanes"]
+        self.depth = params["depth"]
+        self.pattern = spec.pattern_of(params)
+        self.levels = lane_levels(self.pattern, self.lanes)
+        self.candidate_layout = spec.candidate_layout(params)
+        self.schedule_layout = spec.schedule_layout(params)
         super().__init__({
             "i_candidates": In(stream.Signature(self.candidate_layout)),
             "o_schedule": Out(stream.Signature(self.schedule_layout)),
@@ -187,15 +131,14 @@ class TDSchedulerStream(wiring.Component):
         ms, active, chosen, advance = schedule_logic(
             m, self.i_candidates.payload.candidates, self.i_candidates.payload.visible, self.pattern,
             self.lanes, self.depth, "")
-        m.d.comb += self.i_candidates.ready.eq(~self.o_schedule.valid | self.o_schedule.ready)
-        with m.If(self.o_schedule.ready):
-            m.d.sync += self.o_schedule.valid.eq(0)
-        with m.If(self.i_candidates.valid & self.i_candidates.ready):
-            m.d.sync += [
-                self.o_schedule.valid.eq(1),
-                self.o_schedule.payload.ms.eq(Cat(*ms)),
-                self.o_schedule.payload.active.eq(active),
-                self.o_schedule.payload.chosen.eq(Cat(*chosen)),
-                self.o_schedule.payload.advance.eq(advance),
-            ]
+        m.submodules.output_stage = stage = StreamStage(self.schedule_layout)
+        m.d.comb += [
+            stage.i_stream.valid.eq(self.i_candidates.valid),
+            self.i_candidates.ready.eq(stage.i_stream.ready),
+            stage.i_stream.payload.ms.eq(Cat(*ms)),
+            stage.i_stream.payload.active.eq(active),
+            stage.i_stream.payload.chosen.eq(Cat(*chosen)),
+            stage.i_stream.payload.advance.eq(advance),
+        ]
+        wiring.connect(m, stage.o_stream, wiring.flipped(self.o_schedule))
         return m

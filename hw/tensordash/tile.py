@@ -1,11 +1,6 @@
 """TensorDash tile of R x C PEs (paper, Section III-A, "Composing TensorDash Cores", Fig. 7)."""
-from amaranth import signed as signed_shape, unsigned
-from amaranth.lib import data
-
-from ...spec.params import Param, ParamSchema
+from ...spec import tensordash as spec
 from .core import SparseCore
-from .params import DEPTH, LANES, PATTERN, check_pattern, pattern_of
-from .pe import ACC_WIDTH, MAC, SIGNED, WIDTH
 
 __all__ = ["TDTile"]
 
@@ -34,6 +29,8 @@ class TDTile(SparseCore):
     signed : bool
     mac : str
 
+    The schema, defaults included, is :data:`trainforge.spec.tensordash.TILE_PARAMS`.
+
     Members
     -------
     i_group : In(stream.Signature(ArrayLayout(row_layout, depth)))
@@ -49,27 +46,16 @@ class TDTile(SparseCore):
     levels : list of tuple of int
     """
 
-    PARAMS = ParamSchema((
-        Param("rows", int, 4, "PE rows R (one B stream and scheduler each)", minimum=1, maximum=16),
-        Param("cols", int, 4, "PE columns C (one A stream each)", minimum=1, maximum=8),
-        LANES, DEPTH, PATTERN, WIDTH, ACC_WIDTH, SIGNED, MAC,
-    ), constraints=(check_pattern,))
+    PARAMS = spec.TILE_PARAMS
 
-    def __init__(self, *, rows=4, cols=4, lanes=4, depth=4, pattern="default", width=8, acc_width=32,
-                 signed=True, mac="integer"):
-        self.params = self.PARAMS.resolve(rows=rows, cols=cols, lanes=lanes, depth=depth, pattern=pattern,
-                                          width=width, acc_width=acc_width, signed=signed, mac=mac)
-        operand = signed_shape(width) if signed else unsigned(width)
-        self.element_shape = signed_shape(acc_width) if signed else unsigned(acc_width)
-        self.result_shape = data.ArrayLayout(data.ArrayLayout(self.element_shape, cols), rows)
-        self.row_layout = data.StructLayout({
-            "a": data.ArrayLayout(data.ArrayLayout(operand, lanes), cols),
-            "b": data.ArrayLayout(data.ArrayLayout(operand, lanes), rows),
-            "clear": 1,
-            "read": 1,
-        })
-        self._setup(rows=rows, cols=cols, lanes=lanes, depth=depth, pattern=pattern_of(self.params),
-                    both_sides=False, mac=mac, width=width, acc_width=acc_width, signed=signed)
+    def __init__(self, **params):
+        self.params = params = self.PARAMS.resolve(**params)
+        self.element_shape = spec.result_shape(params)
+        self.result_shape = spec.tile_result_layout(params)
+        self.row_layout = spec.tile_row_layout(params)
+        self._setup(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], depth=params["depth"],
+                    pattern=spec.pattern_of(params), both_sides=False, mac=params["mac"], width=params["width"],
+                    acc_width=params["acc_width"], signed=params["signed"])
 
     def operand_a(self, row_view, col):
         return row_view.a[col]

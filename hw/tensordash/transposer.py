@@ -1,9 +1,9 @@
 """TensorDash transposer between on-chip memory banks and the tile scratchpads (Section III-A)."""
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
+from ...spec import tensordash as spec
 
 __all__ = ["TDTransposer"]
 
@@ -25,6 +25,8 @@ class TDTransposer(wiring.Component):
     width : int
         Bits per value.
 
+    The schema, defaults included, is :data:`trainforge.spec.tensordash.TRANSPOSER_PARAMS`.
+
     Members
     -------
     i_block : In(stream.Signature(ArrayLayout(unsigned(width), size)))
@@ -35,16 +37,13 @@ class TDTransposer(wiring.Component):
     block_layout : data.ArrayLayout
     """
 
-    PARAMS = ParamSchema((
-        Param("size", int, 4, "values per block and blocks per group", minimum=2, maximum=8),
-        Param("width", int, 16, "bits per value", minimum=1, maximum=64),
-    ))
+    PARAMS = spec.TRANSPOSER_PARAMS
 
-    def __init__(self, *, size=4, width=16):
-        self.params = self.PARAMS.resolve(size=size, width=width)
-        self.size = size
-        self.width = width
-        self.block_layout = data.ArrayLayout(width, size)
+    def __init__(self, **params):
+        self.params = params = self.PARAMS.resolve(**params)
+        self.size = params["size"]
+        self.width = params["width"]
+        self.block_layout = spec.block_layout(params)
         super().__init__({
             "i_block": In(stream.Signature(self.block_layout)),
             "o_block": Out(stream.Signature(self.block_layout)),

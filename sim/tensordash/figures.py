@@ -12,7 +12,7 @@ speedup = dense cycles (one row per cycle) / TensorDash cycles, averaged over sa
 import numpy as np
 
 from trainforge.golden.tensordash.core import pad_rows, run_cores
-from trainforge.golden.tensordash.pattern import resolve_pattern
+from trainforge.spec.tensordash import resolve_pattern
 from trainforge.outputs import save_figure
 
 __all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "random_sparsity", "depth_sweep", "rows_sweep",

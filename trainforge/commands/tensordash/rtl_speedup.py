@@ -33,7 +33,7 @@ import json
 import numpy as np
 
 from trainforge.golden.tensordash.core import LATENCY, run_cores
-from trainforge.golden.tensordash.pattern import resolve_pattern
+from trainforge.spec.tensordash import resolve_pattern
 from trainforge.golden.tensordash.pe import td_pe, td_tile
 from trainforge.hw.registry import get_block
 

@@ -1,0 +1,159 @@
+"""Scenario table of ``td_pe`` (and, through :func:`make_scenarios`, of ``td_tile``).
+
+Stimulus: streams of rows (``a``, ``b``, ``clear``, ``read``) in groups of
+``depth`` rows, the last group padded with zero rows without flags; dot
+products of random lengths at sparsities from dense to all-zero.
+
+Reference for the values: numpy's own ``dot`` of each row pair, summed in
+plain Python integers from the ``clear`` row to the ``read`` row and wrapped
+to ``acc_width`` bits. Reference for the cycles: the golden cycle model
+(:func:`~trainforge.golden.tensordash.pe.td_pe_cycles`), at full rate only:
+each result leaves ``1 + (scheduling cycle of its read row) +``
+:data:`~trainforge.spec.tensordash.LATENCY` cycles after the first group.
+"""
+import numpy as np
+
+from trainforge.golden.tensordash.pe import td_pe, td_pe_cycles, td_tile, td_tile_cycles
+from trainforge.spec import tensordash as spec
+
+from scenario import Scenario, Transactions, random_pattern, rng_for
+
+#: Adversarial B masks: ``mask(t, lane, depth)`` is true where B operand ``lane`` of row ``t`` is non-zero.
+ADVERSARIAL = {
+    "one dense lane": lambda t, lane, depth: lane == 0,
+    "alternating dense and zero rows": lambda t, lane, depth: t % 2 == 0,
+    "zero runs longer than D": lambda t, lane, depth: t % (depth + 2) == 0,
+    "diagonal": lambda t, lane, depth: lane == t % 4,
+}
+
+#: (name, rows, B density or adversarial mask name, A density, longest dot product, valid, ready probability).
+STREAMS = (
+    ("dense, full rate", 24, 1.0, 1.0, 9, 1.0, 1.0),
+    ("30% sparse, full rate", 40, 0.7, 0.8, 12, 1.0, 1.0),
+    ("90% sparse, full rate", 48, 0.1, 0.8, 20, 1.0, 1.0),
+    ("all zero B, full rate", 24, 0.0, 1.0, 10, 1.0, 1.0),
+    ("one long dot product, 60% sparse", 40, 0.4, 0.6, 40, 1.0, 1.0),
+    ("single-row dot products, 50% sparse", 16, 0.5, 0.5, 1, 1.0, 1.0),
+    ("producer gaps, consumer stalls", 48, 0.4, 0.7, 6, 0.6, 0.4),
+    ("dense, slow consumer", 32, 1.0, 1.0, 3, 1.0, 0.3),
+) + tuple((f"{name}, full rate", 40, name, 1.0, 16, 1.0, 1.0) for name in ADVERSARIAL)
+
+
+def _operand_range(params):
+    if params["signed"]:
+        return -(1 << (params["width"] - 1)), (1 << (params["width"] - 1)) - 1
+    return 0, (1 << params["width"]) - 1
+
+
+def _wrap(value, params):
+    value %= 1 << params["acc_width"]
+    if params["signed"] and value >> (params["acc_width"] - 1):
+        value -= 1 << params["acc_width"]
+    return value
+
+
+def _vector(rng, params, density):
+    """``lanes`` operands, each non-zero with probability ``density``."""
+    low, high = _operand_range(params)
+    out = []
+    for _ in range(params["lanes"]):
+        value = rng.randint(low, high) or 1 if rng.random() < density else 0
+        out.append(value)
+    return out
+
+
+def _flags(rng, total, longest):
+    clear, read, start = [0] * total, [0] * total, 0
+    while start < total:
+        end = min(total, start + rng.randint(1, longest))
+        clear[start], read[end - 1] = 1, 1
+        start = end
+    return clear, read
+
+
+def reference(rows, params, rows_of_tile, cols_of_tile, tile):
+    """Expected results: per ``read`` row, every (B stream r, A stream c) dot product, wrapped."""
+    sums = [[0] * cols_of_tile for _ in range(rows_of_tile)]
+    out = []
+    for row in rows:
+        a = row["a"] if tile else [row["a"]]
+        b = row["b"] if tile else [row["b"]]
+        for r in range(rows_of_tile):
+            for c in range(cols_of_tile):
+                product = int(np.dot(np.array(a[c], dtype=object), np.array(b[r], dtype=object)))
+                sums[r][c] = (0 if row["clear"] else sums[r][c]) + product
+        if row["read"]:
+            out.append([[_wrap(sums[r][c], params) for c in range(cols_of_tile)] for r in range(rows_of_tile)])
+    return out
+
+
+def _groups(rows, depth):
+    padded = list(rows)
+    while len(padded) % depth:
+        padded.append(None)
+    return [padded[k:k + depth] for k in range(0, len(padded), depth)]
+
+
+def make_scenarios(params, seed, block, tile_shape):
+    """The table for a PE (``tile_shape`` ``None``) or a tile of ``(rows, cols)``."""
+    depth = params["depth"]
+    tile_rows, tile_cols = tile_shape or (1, 1)
+    zero = [0] * params["lanes"]
+    table = []
+    for name, total, density_b, density_a, longest, valid, ready in STREAMS:
+        rng = rng_for(seed, block, name)
+        clear, read = _flags(rng, total, longest)
+        rows = []
+        for t in range(total):
+            a = [_vector(rng, params, density_a) for _ in range(tile_cols)]
+            if isinstance(density_b, str):
+                b = [[value if ADVERSARIAL[density_b](t, lane, depth) else 0
+                      for lane, value in enumerate(_vector(rng, params, 1.0))] for _ in range(tile_rows)]
+            else:
+                b = [_vector(rng, params, density_b) for _ in range(tile_rows)]
+            rows.append({"a": a if tile_shape else a[0], "b": b if tile_shape else b[0],
+                         "clear": clear[t], "read": read[t]})
+        pad = {"a": [zero] * tile_cols if tile_shape else zero, "b": [zero] * tile_rows if tile_shape else zero,
+               "clear": 0, "read": 0}
+        groups = [[row if row is not None else pad for row in group] for group in _groups(rows, depth)]
+        results = reference(rows, params, tile_rows, tile_cols, tile_shape is not None)
+        expected = results if tile_shape else [result[0][0] for result in results]
+        table.append(Scenario(name, {"i_group": groups}, {"o_sum": expected},
+                              valid={"i_group": random_pattern(rng, valid)},
+                              ready={"o_sum": random_pattern(rng, ready)}))
+    return table
+
+
+def _stream(scenario, tile_shape):
+    rows = [row for group in scenario.stimulus["i_group"] for row in group]
+    a = np.array([row["a"] for row in rows], dtype=np.int64)
+    b = np.array([row["b"] for row in rows], dtype=np.int64)
+    clear = np.array([row["clear"] for row in rows], dtype=bool)
+    read = np.array([row["read"] for row in rows], dtype=bool)
+    return a, b, clear, read
+
+
+def _full_rate(scenario):
+    return set(scenario.valid.get("i_group", (1,))) == {1} and set(scenario.ready.get("o_sum", (1,))) == {1}
+
+
+def make_golden(params, scenario, tile_shape):
+    """Values from the golden model and, at full rate, cycles from its cycle model."""
+    a, b, clear, read = _stream(scenario, tile_shape)
+    if tile_shape:
+        items = td_tile(a, b, clear, read, **params).tolist()
+    else:
+        items = td_pe(a, b, clear, read, **params).tolist()
+    cycles = {}
+    if _full_rate(scenario):
+        model = (td_tile_cycles if tile_shape else td_pe_cycles)(a, b, clear, read, record=True, **params)
+        cycles["o_sum"] = [1 + int(cycle) + spec.LATENCY for cycle in model.read_cycles[0]]
+    return Transactions({"o_sum": items}, cycles)
+
+
+def scenarios(params, seed):
+    return make_scenarios(params, seed, "td_pe", None)
+
+
+def golden(params, scenario):
+    return make_golden(params, scenario, None)
