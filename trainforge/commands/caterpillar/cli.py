@@ -259,33 +259,86 @@ def _write(name, result, plot):
     plt.close(figure)
 
 
+#: Section 4.3: "MBGD can achieve 187 GFLOPS/W at 94% utilization" (the large network that does not fit).
+PAPER_MBGD_NO_FIT_UTILIZATION = 0.94
+
+
+def _table2_cases(rows):
+    """Table 2's cases (a), (b), (c) in order of appearance: ``{(network, config): letter}``."""
+    cases = dict.fromkeys((row["network"], row["config"]) for row in rows)
+    return {case: "abcdefgh"[index] for index, case in enumerate(cases)}
+
+
+def _table2_legend(rows):
+    lines = []
+    for (network, config), letter in _table2_cases(rows).items():
+        cores, pes = config.split("-cores-")
+        fits = next(row["fits"] for row in rows if (row["network"], row["config"]) == (network, config))
+        lines.append(f"({letter}) {network} on {cores} cores of {pes} PEs ({'fits' if fits else 'does not fit'})")
+    return "cases of Table 2:  " + ";  ".join(lines)
+
+
+def _paper_utilization(row):
+    """The utilization the paper's text gives for a Table 2 row, or None."""
+    if row["network"] != "2500-2000-1500-1000-500-10":
+        return None
+    if row["method"] == "MBGD":
+        return None if row["fits"] else PAPER_MBGD_NO_FIT_UTILIZATION
+    fits, no_fit = PAPER_UTILIZATION[row["method"]]
+    return fits if row["fits"] else no_fit
+
+
 def _plot_table2(result):
     def plot(plt):
-        figure, axis = plt.subplots(figsize=(8, 4))
-        labels = [f"{row['method']}\n{'fits' if row['fits'] else 'no fit'}\n{row['config'][:8]}"
-                  for row in result["rows"]]
-        positions = range(len(labels))
-        axis.bar([p - 0.2 for p in positions], [row["paper_gflops_per_w"] for row in result["rows"]], 0.4,
-                 label="paper")
-        axis.bar([p + 0.2 for p in positions], [row["gflops_per_w"] for row in result["rows"]], 0.4, label="ours")
-        axis.set_xticks(list(positions), labels, fontsize=7)
-        axis.set_ylabel("GFLOPS/W")
-        axis.legend()
+        figure, (top, bottom) = plt.subplots(2, 1, figsize=(12, 8.5), sharex=True)
+        rows = result["rows"]
+        positions = np.arange(len(rows))
+        top.bar(positions - 0.2, [row["paper_gflops_per_w"] for row in rows], 0.4, label="paper Table 2")
+        top.bar(positions + 0.2, [row["gflops_per_w"] for row in rows], 0.4, label="ours")
+        top.set_ylabel("energy efficiency (GFLOPS/W)")
+        top.set_title(f"CATERPILLAR Table 2: GFLOPS/W of SGD, CP and MBGD (b={next(r['batch'] for r in rows if r['method'] == 'MBGD')}),"
+                      " 45 nm", fontsize=10)
+        top.legend(fontsize=8)
+        top.grid(axis="y", alpha=0.3)
+        bottom.bar(positions, [row["utilization"] for row in rows], 0.4, color="tab:orange", label="ours")
+        paper = [(p, _paper_utilization(row)) for p, row in zip(positions, rows) if _paper_utilization(row) is not None]
+        bottom.plot([p for p, _ in paper], [u for _, u in paper], "k*", markersize=11,
+                    label="paper (Sec. 4.3 text; none given for the other cases)")
+        bottom.set_ylabel("FPU utilization (fraction of peak)")
+        bottom.set_ylim(0, 1.05)
+        bottom.set_title("Utilization of the same cases (the paper gives it in its text only for some)", fontsize=10)
+        bottom.legend(fontsize=8, loc="upper left")
+        bottom.grid(axis="y", alpha=0.3)
+        cases = _table2_cases(rows)
+        bottom.set_xticks(positions, [f"{row['method']}\n({cases[row['network'], row['config']]})" for row in rows])
+        bottom.set_xlabel("training method (case)")
+        figure.text(0.01, 0.01, _table2_legend(rows), fontsize=7)
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
         return figure
     return plot
 
 
 def _plot_utilization(result):
     def plot(plt):
-        figure, axis = plt.subplots(figsize=(6, 4))
-        for reduction in ("bus", "tree"):
+        figure, axis = plt.subplots(figsize=(7, 5))
+        for reduction, links in (("bus", "broadcast bus"), ("tree", "neighbour links (tree)")):
             for overlap in (False, True):
                 rows = [row for row in result["rows"] if row["reduction"] == reduction and row["overlap"] == overlap]
                 axis.plot([row["n_r"] for row in rows], [row["utilization"] for row in rows], marker="o",
-                          label=f"{reduction}{' + overlap' if overlap else ''}")
-        axis.set_xlabel("n_r")
-        axis.set_ylabel(f"GEMV utilization ({result['m']}x{result['n']})")
-        axis.legend()
+                          label=f"ours: reduction over the {links}{', overlapped (CP)' if overlap else ''}")
+        sizes = sorted({row["n_r"] for row in result["rows"]})
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(sizes, [str(size) for size in sizes])
+        axis.set_xlabel("n_r (core of n_r x n_r PEs)")
+        axis.set_ylabel("FPU utilization (fraction of peak)")
+        axis.set_title(f"CATERPILLAR Sec. 3.3: GEMV utilization against n_r, {result['m']}x{result['n']},"
+                       " forward + backward", fontsize=10)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+        figure.text(0.01, 0.01, "the paper gives no figure or numbers for this: its text gives only the reduction"
+                    " cost (n_r - 1 cycles on the bus,\nlog(n_r) - 1 with neighbour links) and that the reduction"
+                    " overhead can halve utilization", fontsize=7)
+        figure.tight_layout(rect=(0, 0.06, 1, 1))
         return figure
     return plot
 
