@@ -317,7 +317,7 @@ def _plot_fig5(plt, data):
     handles = [plt.matplotlib.patches.Patch(color="tab:blue", label="dp (data parallel)"),
                plt.matplotlib.patches.Patch(color="tab:red", label="mp (model parallel)")]
     figure.legend(handles=handles, loc="upper right", ncol=2)
-    figure.suptitle("Fig. 5: HyPar's parallelism per level (rows H1..H4) and weighted layer, H = 4, batch 256 (ours)\n"
+    figure.suptitle("HyPar Fig. 5: HyPar's parallelism per level (rows H1..H4) and weighted layer, H = 4, batch 256 (ours)\n"
                     "paper (Sec. 6.2.1): SFC all mp except fc1@H3; SCONV all dp; conv layers mostly dp, fc mostly mp",
                     fontsize=10)
     return figure
@@ -327,8 +327,8 @@ def _plot_fig6_7(plt, data):
     figure, axes = plt.subplots(2, 1, figsize=(14, 8.5), sharex=True)
     columns = data["columns"]
     for axis, key, title in zip(axes, ("performance", "energy_efficiency"),
-                                ("Fig. 6: performance (step time of DP / step time)",
-                                 "Fig. 7: energy efficiency (energy of DP / energy)")):
+                                ("HyPar Fig. 6: performance (step time of DP / step time)",
+                                 "HyPar Fig. 7: energy efficiency (energy of DP / energy)")):
         table = data[key]
         names = list(table)
         _bar_groups(axis, names, [(f"{strategy} (ours)", [table[n][i] for n in names], COLOURS[strategy], None)
@@ -344,9 +344,11 @@ def _plot_fig6_7(plt, data):
         low, high = data["paper"]["fig6_other_range" if key == "performance" else "fig7_other_range"]
         axis.axhspan(low, high, color="grey", alpha=0.12,
                      label=f"paper: HyPar on the other 8 networks, {low:g}-{high:g}x")
-        axis.set_ylabel("x DP (log)")
+        axis.set_ylabel("performance over DP (x, log)" if key == "performance" else
+                        "energy efficiency over DP (x, log)")
         axis.set_title(title + ", H = 4 H tree, batch 256", fontsize=10)
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1].set_xlabel("network (Gmean: geometric mean)")
     return figure
 
 
@@ -361,8 +363,9 @@ def _plot_fig8(plt, data):
     for patch in axis.patches:
         if patch.get_hatch():
             patch.set_alpha(0.55)
-    axis.set_ylabel("GB per training step (log)")
-    axis.set_title("Fig. 8: total communication per step, H = 4 (16 accelerators), batch 256, fp32 - ours (solid) vs "
+    axis.set_ylabel("communication per training step (GB, log)")
+    axis.set_xlabel("network (Gmean: geometric mean)")
+    axis.set_title("HyPar Fig. 8: total communication per step, H = 4 (16 accelerators), batch 256, fp32 - ours (solid) vs "
                    "paper (hatched)\npaper labels of VGG-B..E reassigned by their DP value (= weight count)",
                    fontsize=10)
     axis.legend(fontsize=7, ncol=3)
@@ -376,7 +379,7 @@ def _heat_map(figure, axis, grid, keys, marks):
     for entry in grid:
         image[rows.index(entry[keys[0]]), columns.index(entry[keys[1]])] = entry["performance"]
     shown = axis.imshow(image, cmap="viridis")
-    figure.colorbar(shown, ax=axis, label="performance (x DP)", fraction=0.046)
+    figure.colorbar(shown, ax=axis, label="performance over DP (x)", fraction=0.046)
     axis.set_yticks(range(len(rows)), rows, fontsize=7, family="monospace")
     axis.set_xticks(range(len(columns)), columns, fontsize=7, rotation=90, family="monospace")
     axis.set_ylabel(f"{keys[0]} (1 = mp)")
@@ -410,12 +413,12 @@ def _plot_fig9(plt, data):
                   label=f"paper peak of its 256-point grid: {data['paper']['performance']}x")
     right.set_xscale("log")
     right.set_xlabel("rank under simulated step time (1 = fastest)")
-    right.set_ylabel("performance (x DP)")
+    right.set_ylabel("performance over DP (x)")
     right.grid(alpha=0.3)
     right.set_title(f"full enumeration: proxy min {enumeration['proxy']['min_GB']:.4g} GB (HyPar rank "
                     f"{enumeration['proxy']['rank']}, {enumeration['proxy']['ties']} tied)", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
-    figure.suptitle("Fig. 9: Lenet-c, H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=11)
+    figure.suptitle("HyPar Fig. 9: Lenet-c, H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=11)
     return figure
 
 
@@ -425,7 +428,7 @@ def _plot_fig10(plt, data):
     _heat_map(figure, axis, ours["grid"], ("conv5_2", "fc1"),
               [("ours HyPar", ours["hypar"], "wo"), ("ours grid peak", ours["peak"], "rs"),
                ("paper HyPar", paper["hypar"], "c^"), ("paper peak", paper["peak"], "mv")])
-    axis.set_title("Fig. 10: VGG-A, conv5_2 and fc1 over H1..H4 (other layers fixed to ours),\n"
+    axis.set_title("HyPar Fig. 10: VGG-A, conv5_2 and fc1 over H1..H4 (other layers fixed to ours),\n"
                    "H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=10)
     return figure
 
@@ -446,11 +449,11 @@ def _plot_fig11(plt, data):
         axis.set_xlabel("accelerators (H tree)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
-    left.set_ylabel("performance gain (x one accelerator)")
+    left.set_ylabel("performance gain over one accelerator (x, log)")
     left.set_title("gain; paper (prose only): DP's gain falls beyond 8,\nHyPar's rises until 32", fontsize=10)
-    right.set_ylabel("GB per training step")
+    right.set_ylabel("communication per training step (GB, log)")
     right.set_title("total communication per step (none on one accelerator)", fontsize=10)
-    figure.suptitle("Fig. 11: VGG-A scaling, batch 256", fontsize=11)
+    figure.suptitle("HyPar Fig. 11: VGG-A scaling, batch 256 (the paper gives no numbers, only the trend)", fontsize=11)
     return figure
 
 
@@ -467,8 +470,9 @@ def _plot_fig12(plt, data):
                       xytext=(-20, 6), fontsize=7)
     axis.plot([], [], "k*", label="paper geometric mean (prose)")
     axis.axhline(1.0, color="grey", linewidth=0.8)
-    axis.set_ylabel("performance (x DP on the H tree, log)")
-    axis.set_title("Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256", fontsize=10)
+    axis.set_ylabel("performance over DP on the H tree (x, log)")
+    axis.set_xlabel("network (Gmean: geometric mean)")
+    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256", fontsize=10)
     axis.legend(fontsize=8)
     return figure
 
@@ -490,8 +494,9 @@ def _plot_fig13(plt, data):
         axis.axhline(value, linestyle=style, color="black" if label.startswith("paper") else "tab:green",
                      linewidth=1, label=f"{label} {value:.3g}x")
     axis.set_xticks(range(len(labels)), labels, fontsize=7)
-    axis.set_ylabel("HyPar / trick (x)")
-    axis.set_title("Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree", fontsize=10)
+    axis.set_ylabel("HyPar over the trick (x)")
+    axis.set_xlabel("layer, mini-batch and accelerators")
+    axis.set_title("HyPar Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree", fontsize=10)
     axis.legend(fontsize=7, ncol=2, loc="upper left")
     axis.grid(axis="y", alpha=0.3)
     return figure
@@ -512,15 +517,16 @@ def _plot_nodes(plt, data):
     for patch in top.patches:
         if patch.get_hatch():
             patch.set_alpha(0.5)
-    top.set_ylabel("step time, s (log)")
+    top.set_ylabel("step time (s, log)")
     top.legend(fontsize=7, ncol=2, loc="upper left")
     _bar_groups(bottom, names, [(kind, [rows[n][kind]["speedup"] for n in names], NODE_COLOURS[kind], None)
                                 for kind in data["nodes"]])
     bottom.axhline(1.0, color="black", linewidth=0.8)
-    bottom.set_ylabel("HyPar speedup over DP (log)")
+    bottom.set_ylabel("HyPar speedup over DP (x, log)")
     bottom.legend(fontsize=7, ncol=4)
+    bottom.set_xlabel("network (Gmean: geometric mean)")
     missing = f"; missing: {', '.join(data['missing'])}" if data["missing"] else ""
-    figure.suptitle(f"Node models: step time (DP hatched, HyPar solid) and HyPar over DP, {2 ** data['levels']} "
+    figure.suptitle(f"HyPar with other node models (no paper figure, no paper numbers): step time (DP hatched, HyPar solid) and HyPar over DP, {2 ** data['levels']} "
                     f"accelerators ({data['topology']}), batch {data['batch']}{missing}", fontsize=10)
     return figure
 
