@@ -15,6 +15,35 @@ def _write_json(path, report):
     return str(path)
 
 
+#: The options of ``speedup`` that only ``--rtl`` uses: destination -> (flag, default).
+RTL_OPTIONS = {
+    "simulator": ("--simulator", "verilator"),
+    "rtl_figures": ("--rtl-figures", None),
+    "rtl_sparsities": ("--rtl-sparsities", None),
+    "rtl_samples": ("--rtl-samples", 8),
+    "rtl_stream_rows": ("--rtl-stream-rows", 64),
+    "rtl_seed": ("--rtl-seed", 0),
+}
+
+
+def _resolve_rtl_options(args):
+    """Refuse the ``--rtl-*`` options (and ``--simulator``) without ``--rtl``, then fill in their defaults.
+
+    They default to None in the parser so that an option given explicitly, even with its
+    default value, is told apart from one left out.
+    """
+    from trainforge.commands.tensordash.rtl_speedup import FIGURES, SPARSITIES
+    given = [flag for dest, (flag, _) in RTL_OPTIONS.items() if getattr(args, dest) is not None]
+    if given and not args.rtl:
+        raise UsageError(f"{', '.join(given)} only apply to the RTL points: add --rtl, or leave "
+                         f"{'them' if len(given) > 1 else 'it'} out")
+    defaults = {dest: default for dest, (_, default) in RTL_OPTIONS.items()}
+    defaults.update(rtl_figures=list(FIGURES), rtl_sparsities=list(SPARSITIES))
+    for dest, default in defaults.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+
+
 def _check_rtl_args(args):
     from trainforge.commands.tensordash import rtl
     if args.rtl_samples < 1 or args.rtl_stream_rows < 1:
@@ -67,6 +96,7 @@ def _speedup(args):
     from trainforge.sim.tensordash import figures
     if args.samples < 1 or args.stream_rows < 1:
         raise UsageError("--samples and --stream-rows must be >= 1")
+    _resolve_rtl_options(args)
     if args.rtl:
         _check_rtl_args(args)
     full_size = {"samples": args.samples, "stream_rows": args.stream_rows}
@@ -137,6 +167,7 @@ def _rtl_check(args):
         raise UsageError(f"--samples = {args.samples} is invalid; allowed: 1..{args.batch} (the traced batch)")
     if args.layer not in [name for name, _, _ in training.LAYERS]:
         raise UsageError(f"--layer = {args.layer!r} is unknown; known: {', '.join(n for n, _, _ in training.LAYERS)}")
+    rtl.require_simulator(args.simulator)
     run = training.train_and_trace(epochs=args.epochs, batch=args.batch, seed=args.seed)
     operations = [op for op in ("AxW", "GxW", "GxA") if not (op == "GxW" and args.layer == "conv1")]
     rows = rtl.rtl_layer_check(run["traces"][-1], layer=args.layer, samples=args.samples,
@@ -144,6 +175,9 @@ def _rtl_check(args):
     report = {"epoch": args.epochs, "tile": "td_tile 4x4, 4 lanes, 4 deep, width 8", "rows": rows,
               "all_agree": all(r["cycles_agree"] and r["values_agree"] for r in rows)}
     path = _write_json(pathlib.Path(args.out) / f"rtl_check_{args.simulator}.json", report)
+    if args.json:
+        print(json.dumps({**report, "json": path}, indent=1))
+        return 0 if report["all_agree"] else 1
     print(f"{args.layer} of the digits CNN after epoch {args.epochs}, {args.samples} sample(s), int8, {args.simulator}:")
     for r in rows:
         print(f"  {r['operation']} (targets {r['targeted']}, {r['stream_rows']} stream rows): dense {r['dense_cycles']}"
@@ -164,6 +198,9 @@ def _area(args):
                                 fpga=args.fpga, tile=args.tile)
     suffix = f"l{args.lanes}_w{args.width}_a{args.acc_width}_{args.mode}"
     path = _write_json(pathlib.Path(args.out) / f"area_{suffix}.json", report)
+    if args.json:
+        print(json.dumps({**report, "json": path}, indent=1))
+        return 0
     synth = report["synth"]
     print(f"td_pe ({args.mode}) / dense_pe, {args.lanes} lanes, width {args.width}, acc {args.acc_width}:"
           f" Yosys cells {synth['td_pe_cells']} / {synth['dense_pe_cells']} = {synth['cell_ratio']:.2f}x"
@@ -192,7 +229,7 @@ def _training_arguments(parser, epochs):
 def register(subparsers):
     from trainforge.commands.tensordash.rtl_speedup import FIGURES, SPARSITIES, SWEEP_SPARSITY
     parser = subparsers.add_parser("tensordash", help="TensorDash studies: speedup figures, training traces, RTL, area")
-    commands = parser.add_subparsers(dest="tensordash_command", metavar="FIGURE", required=True)
+    commands = parser.add_subparsers(dest="tensordash_command", metavar="SUBCOMMAND", required=True)
     speedup = commands.add_parser("speedup", help="random sparsity, depth, rows and 16-lane sweeps, with plots")
     speedup.add_argument("--samples", type=int, default=64, help="streams per point (default 64)")
     speedup.add_argument("--stream-rows", type=int, default=512, help="rows per dot product (default 512)")
@@ -202,16 +239,19 @@ def register(subparsers):
     speedup.add_argument("--json", action="store_true", help="print the whole report as JSON")
     speedup.add_argument("--rtl", action="store_true", help="REQUIRES THE SIMULATOR: also run short random streams"
                          " of each figure through the RTL and the golden model; exit 1 if they disagree")
-    speedup.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
-                         help="simulator of --rtl (default verilator)")
-    speedup.add_argument("--rtl-figures", nargs="+", choices=FIGURES, default=list(FIGURES), metavar="FIGURE",
-                         help=f"figures with RTL points (default all: {' '.join(FIGURES)})")
-    speedup.add_argument("--rtl-sparsities", nargs="+", type=float, default=list(SPARSITIES), metavar="S",
+    # the options below only apply with --rtl: default None, so that _speedup can refuse them without it
+    speedup.add_argument("--simulator", choices=("verilator", "icarus"), default=None,
+                         help="simulator of --rtl (default verilator; needs --rtl)")
+    speedup.add_argument("--rtl-figures", nargs="+", choices=FIGURES, default=None, metavar="FIGURE",
+                         help=f"figures with RTL points (default all: {' '.join(FIGURES)}; needs --rtl)")
+    speedup.add_argument("--rtl-sparsities", nargs="+", type=float, default=None, metavar="S",
                          help="sparsities of the RTL points of random_sparsity and wide_pe"
-                         f" (default {' '.join(map(str, SPARSITIES))}; the sweeps use {SWEEP_SPARSITY})")
-    speedup.add_argument("--rtl-samples", type=int, default=8, help="dot products per RTL point (default 8)")
-    speedup.add_argument("--rtl-stream-rows", type=int, default=64, help="rows per RTL dot product (default 64)")
-    speedup.add_argument("--rtl-seed", type=int, default=0, help="seed of the RTL streams (default 0)")
+                         f" (default {' '.join(map(str, SPARSITIES))}; the sweeps use {SWEEP_SPARSITY}; needs --rtl)")
+    speedup.add_argument("--rtl-samples", type=int, default=None,
+                         help="dot products per RTL point (default 8; needs --rtl)")
+    speedup.add_argument("--rtl-stream-rows", type=int, default=None,
+                         help="rows per RTL dot product (default 64; needs --rtl)")
+    speedup.add_argument("--rtl-seed", type=int, default=None, help="seed of the RTL streams (default 0; needs --rtl)")
     speedup.set_defaults(func=_speedup)
     train = commands.add_parser("training", help="train a ReLU CNN on digits, speedup of the 3 operations per layer"
                                 " and per epoch (Figs. 8 and 9 analogues)")
@@ -223,16 +263,21 @@ def register(subparsers):
     _training_arguments(check, 2)
     check.add_argument("--layer", default="conv2", help="traced layer (default conv2)")
     check.add_argument("--samples", type=int, default=1, help="samples of the traced batch (default 1)")
-    check.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator")
+    check.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
+                       help="simulator of the td_tile RTL (default verilator)")
+    check.add_argument("--json", action="store_true", help="print the whole report as JSON")
     check.set_defaults(func=_rtl_check)
     area = commands.add_parser("area", help="synthesise td_pe and dense_pe of the same width: area ratio as JSON")
-    area.add_argument("--lanes", type=int, default=4)
-    area.add_argument("--width", type=int, default=8)
-    area.add_argument("--acc-width", type=int, default=32)
-    area.add_argument("--mode", choices=("both", "b_only"), default="both", help="td_pe skipping mode")
+    area.add_argument("--lanes", type=int, default=4, help="multiplier lanes of both PEs (default 4)")
+    area.add_argument("--width", type=int, default=8, help="operand width in bits, 2..32 (default 8)")
+    area.add_argument("--acc-width", type=int, default=32, help="accumulator width in bits, 2..64 (default 32)")
+    area.add_argument("--mode", choices=("both", "b_only"), default="both",
+                      help="td_pe skipping: a pair is skipped when either operand is zero (both) or when B is"
+                      " zero (b_only); default both")
     area.add_argument("--fpga", action="store_true", help="also place and route both on the ECP5 (slow)")
     area.add_argument("--tile", type=int, nargs=2, metavar=("ROWS", "COLS"),
                       help="also synthesise td_tile ROWS x COLS against ROWS*COLS dense PEs (slow)")
     area.add_argument("--out", default=str(REPORTS), help=f"report folder (default {REPORTS})")
+    area.add_argument("--json", action="store_true", help="print the whole report as JSON")
     area.set_defaults(out_kind="dir")
     area.set_defaults(func=_area)
