@@ -526,8 +526,9 @@ def _plot_nodes(plt, data):
     bottom.legend(fontsize=7, ncol=4)
     bottom.set_xlabel("network (Gmean: geometric mean)")
     missing = f"; missing: {', '.join(data['missing'])}" if data["missing"] else ""
-    figure.suptitle(f"HyPar with other node models (no paper figure, no paper numbers): step time (DP hatched, HyPar solid) and HyPar over DP, {2 ** data['levels']} "
-                    f"accelerators ({data['topology']}), batch {data['batch']}{missing}", fontsize=10)
+    figure.suptitle(f"HyPar with other node models (no paper figure, no paper numbers): step time (DP hatched, "
+                    f"HyPar solid) and HyPar over DP, {2 ** data['levels']} accelerators ({data['topology']}), "
+                    f"batch {data['batch']}{missing}", fontsize=10)
     return figure
 
 

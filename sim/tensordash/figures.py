@@ -15,7 +15,8 @@ from trainforge.golden.tensordash.core import pad_rows, run_cores
 from trainforge.spec.tensordash import resolve_pattern
 from trainforge.outputs import save_figure
 
-__all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "PAPER_FIG12", "PAPER_FIG13", "PAPER_FIG14", "random_sparsity", "depth_sweep", "rows_sweep",
+__all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "PAPER_FIG12", "PAPER_FIG13", "PAPER_FIG14",
+           "random_sparsity", "depth_sweep", "rows_sweep",
            "wide_pe", "all_figures", "plot"]
 
 #: Fig. 15 values quoted in the paper's text (accelerator of 4x4 tiles, 4-deep buffers).
@@ -138,7 +139,7 @@ def plot(report, directory):
     from matplotlib.ticker import MaxNLocator
     directory.mkdir(parents=True, exist_ok=True)
     files = []
-    samples = "ours: synthetic sparsity, i.i.d. zeros in the B operand"
+    synthetic = "ours: synthetic sparsity, i.i.d. zeros in the B operand"
 
     rows = report["random_sparsity"]
     figure, axes = plt.subplots(figsize=(7, 5))
@@ -151,7 +152,8 @@ def plot(report, directory):
               label="paper Fig. 15 (text: 20%, 90%, 99%)")
     _plot_rtl(axes, report, "random_sparsity", colors, scale=100)
     _finish(axes, "TensorDash Fig. 15: speedup for randomly sparse tensors", "sparsity of the B operand (%)",
-            "speedup over the dense PE / 4x4 tile (x)", f"{samples}; paper: SQZNet conv3 shape with random values, 4x4 tiles, 4-deep buffers;"
+            "speedup over the dense PE / 4x4 tile (x)",
+            f"{synthetic}; paper: SQZNet conv3 shape with random values, 4x4 tiles, 4-deep buffers;"
             " the paper quotes 1.23x at 20%, 3.7x at 90%, 3.99x at 99% sparsity")
     save_figure(figure, directory / "random_sparsity.png")
     files.append("random_sparsity.png")
@@ -168,7 +170,7 @@ def plot(report, directory):
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     _finish(axes, "TensorDash Fig. 12: speedup against staging buffer depth", "staging buffer depth (rows)",
             "speedup over the dense 4x4 tile (x)",
-            f"{samples} at 62% sparsity (the paper's average potential 2.6x, Fig. 1); the paper quotes only"
+            f"{synthetic} at 62% sparsity (the paper's average potential 2.6x, Fig. 1); the paper quotes only"
             " its average over real training traces: 1.5x at depth 2 and 2.05x at depth 5")
     save_figure(figure, directory / "depth.png")
     files.append("depth.png")
@@ -186,7 +188,7 @@ def plot(report, directory):
     axes.set_xticks([r["rows"] for r in rows], [str(r["rows"]) for r in rows])
     _finish(axes, "TensorDash Fig. 13: speedup against PE rows per tile (4 columns)", "PE rows per tile",
             "speedup over the dense tile of as many rows (x)",
-            f"{samples} at 62% sparsity, 4 lanes, 4 deep; the paper quotes only its average over real"
+            f"{synthetic} at 62% sparsity, 4 lanes, 4 deep; the paper quotes only its average over real"
             " training traces: 2.2x with 1 row and 1.8x with 16 rows")
     save_figure(figure, directory / "rows.png")
     files.append("rows.png")
@@ -203,7 +205,8 @@ def plot(report, directory):
                  label=f"paper Fig. 14: {PAPER_FIG14}x, 16 lanes 3 deep, average over its models (text)")
     _plot_rtl(axes, report, "wide_pe", colors, scale=100)
     _finish(axes, "TensorDash Fig. 14: 16-lane PEs with 3-deep buffers", "sparsity of the B operand (%)",
-            "speedup over the dense 4x4 tile of as many lanes (x)", f"{samples}; each configuration against the dense tile of its own lanes; the paper gives only"
+            "speedup over the dense 4x4 tile of as many lanes (x)",
+            f"{synthetic}; each configuration against the dense tile of its own lanes; the paper gives only"
             " its average over real training traces (1.85x), not a value per sparsity")
     save_figure(figure, directory / "wide_pe.png")
     files.append("wide_pe.png")

@@ -296,8 +296,8 @@ def _plot_table2(result):
         top.bar(positions - 0.2, [row["paper_gflops_per_w"] for row in rows], 0.4, label="paper Table 2")
         top.bar(positions + 0.2, [row["gflops_per_w"] for row in rows], 0.4, label="ours")
         top.set_ylabel("energy efficiency (GFLOPS/W)")
-        top.set_title(f"CATERPILLAR Table 2: GFLOPS/W of SGD, CP and MBGD (b={next(r['batch'] for r in rows if r['method'] == 'MBGD')}),"
-                      " 45 nm", fontsize=10)
+        batch = next(row["batch"] for row in rows if row["method"] == "MBGD")
+        top.set_title(f"CATERPILLAR Table 2: GFLOPS/W of SGD, CP and MBGD (b={batch}), 45 nm", fontsize=10)
         top.legend(fontsize=8)
         top.grid(axis="y", alpha=0.3)
         bottom.bar(positions, [row["utilization"] for row in rows], 0.4, color="tab:orange", label="ours")
