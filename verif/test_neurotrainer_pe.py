@@ -5,7 +5,7 @@ import pytest
 from trainforge.golden.neurotrainer.mac import nt_mac
 from trainforge.golden.neurotrainer.pe import MAC_LATENCY, nt_pe, pass_shape
 from trainforge.hw.neurotrainer.pe import NTPe
-from trainforge.hw.neurotrainer.pe_program import (OP_MAC, OP_MAX, PE_PROGRAM_BYTES, PE_PROGRAM_LAYOUT,
+from trainforge.spec.neurotrainer.pe_program import (OP_MAC, OP_MAX, PE_PROGRAM_BYTES, PE_PROGRAM_LAYOUT,
                                                    decode_pe_program, encode_pe_program)
 from trainforge.errors import ParameterError
 

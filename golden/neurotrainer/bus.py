@@ -20,11 +20,9 @@ numpy arrays.
 """
 import numpy as np
 
+from ...spec.neurotrainer.bus import LATENCY, PARAMS
+
 __all__ = ["LATENCY", "nt_bus"]
-
-#: Pipeline stages between the bus input and its outputs (Sec. 3.4: "4 stage pipelined BUS").
-LATENCY = 4
-
 
 def _mask_at(broadcast_mask, cycles):
     """The ``broadcast_mask`` port value in each of ``cycles`` (a constant, or a per-cycle trace)."""

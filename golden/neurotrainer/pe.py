@@ -1,6 +1,6 @@
 """Golden model of :class:`trainforge.hw.neurotrainer.pe.NTPe`: results bit-exact, cycles exact without backpressure.
 
-The PE runs one *pass* per 4-byte program word (``hw/neurotrainer/pe_program.py``). The
+The PE runs one *pass* per 4-byte program word (``spec/neurotrainer/pe_program.py``). The
 rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 
 - BUF Input 1 and BUF Input 2 are each two halves. Their fill streams write block after
@@ -28,7 +28,7 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 """
 import numpy as np
 
-from ...hw.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
 from .mac import rounding_offsets, round_shift
 
 __all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]

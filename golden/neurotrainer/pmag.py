@@ -30,27 +30,12 @@ in the step after the last counter value. See :func:`transfer_cycles`.
 """
 import numpy as np
 
+from ...spec.neurotrainer.pmag import LATENCY, LEVELS, PARAMS, SOURCE_NAMES, WINDOW_MODES, end_mark
+
 __all__ = ["LEVELS", "SOURCE_NAMES", "WINDOW_MODES", "end_mark", "counter_values", "nt_pmag",
            "transfer_cycles", "default_program", "random_program"]
 
-#: Number of nested counters.
-LEVELS = 7
-
-#: Source codes of the decoders, by name.
-SOURCE_NAMES = {"0": 0, **{f"r{level}": level for level in range(1, LEVELS + 1)}, "const": 8, "p": 9, "q": 10}
-
-#: ``window`` field values.
-WINDOW_MODES = {"off": 0, "skip": 1, "pad": 2}
-
-#: Cycles from the acceptance of a program to its first request, without stalls.
-LATENCY = 2
-
 _MASK32 = (1 << 32) - 1
-
-
-def end_mark(wide):
-    """The END-MARK word: 0xFFFFFFFF for 32-bit data, 0xFFFF for 16-bit data."""
-    return _MASK32 if wide else 0xFFFF
 
 
 def default_program():

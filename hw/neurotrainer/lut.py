@@ -4,8 +4,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.lut import FUNCTIONS, lut_table
+from ...spec.neurotrainer import lut as spec
+from ...spec.neurotrainer.lut import lut_table
 
 __all__ = ["NTLut"]
 
@@ -40,12 +40,7 @@ class NTLut(wiring.Component):
     o_y : Out(stream.Signature(signed(16)))
     """
 
-    PARAMS = ParamSchema((
-        Param("function", str, "tanh", "function held in the table", choices=FUNCTIONS),
-        Param("table_bits", int, 6, "log2 of the number of table segments", minimum=1, maximum=12),
-        Param("frac_bits", int, 12, "fraction bits of the 16-bit input", minimum=0, maximum=15),
-        Param("out_frac_bits", int, 12, "fraction bits of the 16-bit output", minimum=0, maximum=15),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
     LATENCY = 2

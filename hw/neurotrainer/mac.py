@@ -3,17 +3,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.mac import ROUNDINGS, reset_state, xorshift_seeds
+from ...spec.neurotrainer import mac as spec
+from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
 
 __all__ = ["NTMac"]
-
-
-def _check_seed(values):
-    if values["rounding"] == "sr_lo" and values["seed"] > 255:
-        raise ParameterError(f"parameter 'seed' = {values['seed']!r} is invalid (the SR-LO LFSR has 8 stages); "
-                         "allowed: an integer in 1..255 when rounding is sr_lo")
 
 
 class NTMac(wiring.Component):
@@ -70,15 +63,7 @@ class NTMac(wiring.Component):
         ``lanes`` 32-bit accumulator words.
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "MAC lanes k", minimum=1, maximum=64),
-        Param("frac_bits", int, 16, "fraction bits of the 32-bit fixed-point format", minimum=0, maximum=30),
-        Param("frac_bits16", int, 8, "fraction bits of the 16-bit fixed-point format", minimum=0, maximum=14),
-        Param("rounding", str, "sr_lo", "32-bit rounding: SR-LO, per-MAC full-width SR, truncate or nearest",
-              choices=ROUNDINGS),
-        Param("seed", int, 0xA5, "random generator seed (LFSR state for sr_lo: 1..255)",
-              minimum=1, maximum=(1 << 32) - 1),
-    ), constraints=(_check_seed,))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
     LATENCY = 2

@@ -4,22 +4,12 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.mac import ROUNDINGS
+from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
-from .mac import NTMac, _check_seed
-from .pe_program import PE_PROGRAM_LAYOUT
+from .mac import NTMac
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT
 
 __all__ = ["NTPe"]
-
-
-def _check_depths(values):
-    for name in ("in1_depth", "in2_depth", "out_depth"):
-        depth = values[name]
-        if depth & (depth - 1):
-            raise ParameterError(f"parameter '{name}' = {depth!r} is invalid (not a power of two); "
-                             "allowed: a power of two in the parameter's range")
 
 
 class NTPe(wiring.Component):
@@ -31,7 +21,7 @@ class NTPe(wiring.Component):
     input stream, one word or row per transfer, a block closed by ``last``; a full half is not
     written again until a pass has released it.
 
-    A *pass* runs one program word (:data:`~trainforge.hw.neurotrainer.pe_program.PE_PROGRAM_LAYOUT`).
+    A *pass* runs one program word (:data:`~trainforge.spec.neurotrainer.pe_program.PE_PROGRAM_LAYOUT`).
     It starts when the program is offered, the PE is idle, and the half it reads of each buffer
     it uses (BUF Input 2 always, BUF Input 1 for MAC) holds a complete block. It then takes
     ``N = (cnt2_outer + 1) * (cnt2_inner + 1)`` steps, one per cycle: CNT2 sweeps the BUF1
@@ -80,18 +70,7 @@ class NTPe(wiring.Component):
         ``y`` (``lanes`` x 32 bits), ``last`` (the pass's last result).
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "MACs and comparators k", minimum=1, maximum=64),
-        Param("in1_depth", int, 512, "BUF Input 1 depth in 32-bit words (two halves)", minimum=4, maximum=1 << 16),
-        Param("in2_depth", int, 128, "BUF Input 2 depth in rows of k words (two halves)", minimum=4, maximum=1 << 16),
-        Param("out_depth", int, 64, "BUF Output depth in rows of k partial sums", minimum=2, maximum=1 << 16),
-        Param("frac_bits", int, 16, "fraction bits of the 32-bit fixed-point format", minimum=0, maximum=30),
-        Param("frac_bits16", int, 8, "fraction bits of the 16-bit fixed-point format", minimum=0, maximum=14),
-        Param("rounding", str, "sr_lo", "32-bit rounding of the MACs", choices=ROUNDINGS),
-        Param("seed", int, 0xA5, "random generator seed of the MACs (1..255 for sr_lo)",
-              minimum=1, maximum=(1 << 32) - 1),
-        Param("index_bits", int, 8, "comparator argmax index width", minimum=1, maximum=16),
-    ), constraints=(_check_depths, _check_seed))
+    PARAMS = spec.PARAMS
 
     #: Cycles from a row entering the MAC array / the comparators to its result.
     MAC_LATENCY = NTMac.LATENCY

@@ -3,8 +3,8 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
+from ...spec.neurotrainer import pmag as spec
+from ...spec.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
 
 __all__ = ["NTPmag"]
 
@@ -53,12 +53,10 @@ class NTPmag(wiring.Component):
         ``address`` (32), ``write``, ``pad``, ``end``.
     """
 
-    PARAMS = ParamSchema((
-        Param("counter_bits", int, 16, "width of the seven nested counters", minimum=2, maximum=16),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a program to its first request, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def __init__(self, *, counter_bits=16):
         self.params = self.PARAMS.resolve(counter_bits=counter_bits)

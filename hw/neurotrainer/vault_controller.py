@@ -5,7 +5,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.pmag import end_mark
+from ...spec.neurotrainer.pmag import end_mark
 from .pmag import NTPmag
 from .vault import NTVault, _check_depth
 

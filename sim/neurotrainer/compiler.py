@@ -6,7 +6,7 @@ A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench c
   index map (vault word ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 =
   a zero padding word). Vault ``-1`` is the common data vault, vault ``i`` the independent
   vault of PE ``i``.
-- ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``hw/neurotrainer/pe_program.py``),
+- ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``spec/neurotrainer/pe_program.py``),
   the PMAG stream that fills BUF Input 1 (and its block sizes in words), the one that fills
   BUF Input 2 (block sizes in rows of ``lanes`` words; ``lanes`` consecutive stream words make
   one row) and the write stream that stores the PE's result words (rows of ``lanes`` words,
@@ -26,7 +26,7 @@ import numpy as np
 
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPe
-from ...hw.neurotrainer.pe_program import OP_MAC, OP_MAX
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
 

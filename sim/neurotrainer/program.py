@@ -10,7 +10,7 @@ bounds -- is the 32-byte *descriptor*. Word + descriptor = exactly the fields of
 ``i_program`` payload of the RTL and :func:`decode_pmag` gives back the dict the golden model
 :func:`~trainforge.golden.neurotrainer.pmag.nt_pmag` consumes.
 
-The PE word is :data:`~trainforge.hw.neurotrainer.pe_program.PE_PROGRAM_LAYOUT` (owned by the
+The PE word is :data:`~trainforge.spec.neurotrainer.pe_program.PE_PROGRAM_LAYOUT` (owned by the
 PE, reused here).
 
 All layouts are ``amaranth.lib.data`` layouts; bytes are the little-endian bytes of the
@@ -20,7 +20,7 @@ from amaranth import unsigned
 from amaranth.lib import data
 
 from ...golden.neurotrainer.pmag import LEVELS, default_program
-from ...hw.neurotrainer.pe_program import PE_PROGRAM_BYTES, decode_pe_program, encode_pe_program
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_BYTES, decode_pe_program, encode_pe_program
 
 __all__ = ["COUNTER_BITS", "BOUND_BITS", "PMAG_WORD_LAYOUT", "PMAG_DESCRIPTOR_LAYOUT", "PMAG_WORD_BYTES",
            "PMAG_DESCRIPTOR_BYTES", "PE_WORD_BYTES", "IBUFFER_BYTES", "ProgramError", "check_range",
@@ -151,7 +151,7 @@ def pmag_rtl_payload(program, program_layout):
 
 
 def encode_pe(fields):
-    """The 4 bytes of a PE program word (fields as :func:`~trainforge.hw.neurotrainer.pe_program.encode_pe_program`).
+    """The 4 bytes of a PE program word (fields as :func:`~trainforge.spec.neurotrainer.pe_program.encode_pe_program`).
 
     Raises
     ------

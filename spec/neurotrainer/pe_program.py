@@ -28,6 +28,8 @@ Ranges are stored as the maximum counter value (count - 1, minimum 0) like the P
 """
 from amaranth.lib import data
 
+from ...errors import ProgramError
+
 __all__ = ["PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
            "encode_pe_program", "decode_pe_program"]
 
@@ -66,17 +68,17 @@ def encode_pe_program(*, op=OP_MAC, wide=1, sr=0, transpose=0, accumulate=0, emi
 
     Raises
     ------
-    ValueError
+    ProgramError
         A flag that is not 0 or 1, or a range outside ``0 .. RANGE_LIMIT - 1``, naming the field.
     """
     fields = dict(op=op, wide=wide, sr=sr, transpose=transpose, accumulate=accumulate, emit=emit,
                   hold1=hold1, hold2=hold2, cnt2_outer=cnt2_outer, cnt2_inner=cnt2_inner, cnt1=cnt1)
     for name in _FLAGS:
         if int(fields[name]) not in (0, 1):
-            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be 0 or 1")
+            raise ProgramError(f"PE program field '{name}' = {fields[name]!r} must be 0 or 1")
     for name in _RANGES:
         if not 0 <= int(fields[name]) < RANGE_LIMIT:
-            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be in 0..{RANGE_LIMIT - 1} "
+            raise ProgramError(f"PE program field '{name}' = {fields[name]!r} must be in 0..{RANGE_LIMIT - 1} "
                              f"(a count of 1..{RANGE_LIMIT}, stored as count - 1)")
     return PE_PROGRAM_LAYOUT.const({name: int(value) for name, value in fields.items()}).as_bits()
 

@@ -1,0 +1,33 @@
+"""What the PMAG's generator and golden model share: parameters, source codes, window modes, END-MARK.
+
+Parameters
+----------
+See :data:`PARAMS`: ``counter_bits``.
+"""
+from ..params import Param, ParamSchema
+
+__all__ = ["PARAMS", "LEVELS", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark"]
+
+#: The parameters of ``nt_pmag``.
+PARAMS = ParamSchema((
+    Param("counter_bits", int, 16, "width of the seven nested counters", minimum=2, maximum=16),
+))
+
+#: Number of nested counters.
+LEVELS = 7
+
+#: Source codes of the decoders, by name.
+SOURCE_NAMES = {"0": 0, **{f"r{level}": level for level in range(1, LEVELS + 1)}, "const": 8, "p": 9, "q": 10}
+
+#: ``window`` field values.
+WINDOW_MODES = {"off": 0, "skip": 1, "pad": 2}
+
+#: Cycles from the acceptance of a program to its first request, without stalls.
+LATENCY = 2
+
+_MASK32 = (1 << 32) - 1
+
+
+def end_mark(wide):
+    """The END-MARK word: 0xFFFFFFFF for 32-bit data, 0xFFFF for 16-bit data."""
+    return _MASK32 if wide else 0xFFFF
