@@ -37,7 +37,8 @@ def _free_cycles(first, count, busy_start, busy_end):
     return np.where(offsets < before, first + offsets, max(first, busy_end) + offsets - before)
 
 
-def nt_bus(broadcast_data, broadcast_end, merge_data, merge_end, *, pes=4, width=32, broadcast_start=0,
+def nt_bus(broadcast_data, broadcast_end, merge_data, merge_end, *, pes=PARAMS["pes"].default,
+           width=PARAMS["width"].default, broadcast_start=0,
            broadcast_mask=None, request_cycle=None, **_):
     """Words delivered to every PE and to the common vault, with their cycles, without backpressure.
 

@@ -1,4 +1,4 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.lut.NTLut`: f(x) and f'(x) by table and linear interpolation.
+"""Golden model of :class:`trainforge.hw.neurotrainer.lut.NTLUT`: f(x) and f'(x) by table and linear interpolation.
 
 The PMAG computes the activation function and its derivative, and exp/log for softmax
 and cross-entropy, with look-up tables (Section 3.2). The exact rules (bit-exact with
@@ -21,7 +21,11 @@ from ...spec.neurotrainer.lut import FUNCTIONS, PARAMS, USAGE_DOMAINS, lut_table
 
 __all__ = ["FUNCTIONS", "USAGE_DOMAINS", "reference", "lut_table", "nt_lut", "interpolation_error"]
 
-def nt_lut(x, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12, **_):
+_DEFAULTS = PARAMS.defaults
+
+
+def nt_lut(x, *, function=_DEFAULTS["function"], table_bits=_DEFAULTS["table_bits"],
+           frac_bits=_DEFAULTS["frac_bits"], out_frac_bits=_DEFAULTS["out_frac_bits"], **_):
     """Outputs of the LUT unit for signed 16-bit inputs ``x`` (int64 array, same shape)."""
     x = np.asarray(x, dtype=np.int64)
     table = lut_table(function, table_bits, frac_bits, out_frac_bits)
@@ -32,7 +36,8 @@ def nt_lut(x, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12, 
     return low + (((high - low) * position) >> shift)
 
 
-def interpolation_error(function, table_bits, frac_bits=12, out_frac_bits=12):
+def interpolation_error(function, table_bits, frac_bits=_DEFAULTS["frac_bits"],
+                        out_frac_bits=_DEFAULTS["out_frac_bits"]):
     """Error of the LUT against numpy over every 16-bit input where ``f`` is representable.
 
     Returns

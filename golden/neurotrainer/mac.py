@@ -1,4 +1,4 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.mac.NTMac`: the Fixed 32/16 MAC array with its rounding variants.
+"""Golden model of :class:`trainforge.hw.neurotrainer.mac.NTMAC`: the Fixed 32/16 MAC array with its rounding variants.
 
 Everything here is bit-exact against the hardware. The rules (see
 ``hw/neurotrainer/README.md``):

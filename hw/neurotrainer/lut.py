@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import lut as spec
 from ...spec.neurotrainer.lut import lut_table
 
-__all__ = ["NTLut"]
+__all__ = ["NTLUT"]
 
 
-class NTLut(wiring.Component):
+class NTLUT(wiring.Component):
     """One function of the PMAG's LUTs: a breakpoint table read twice and linearly interpolated.
 
     The 16-bit input is read as an offset-binary number ``u = x + 2**15``; its top

@@ -6,10 +6,10 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import mac as spec
 from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
 
-__all__ = ["NTMac"]
+__all__ = ["NTMAC"]
 
 
-class NTMac(wiring.Component):
+class NTMAC(wiring.Component):
     """A row of k fixed-point MACs computing ``y = a * x + y`` in 32-bit or dual 16-bit mode.
 
     Each accepted row carries one broadcast word ``a`` (from input buffer 1) and

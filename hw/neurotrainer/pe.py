@@ -6,13 +6,13 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
-from .mac import NTMac
+from .mac import NTMAC
 from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT
 
-__all__ = ["NTPe"]
+__all__ = ["NTPE"]
 
 
-class NTPe(wiring.Component):
+class NTPE(wiring.Component):
     """A PE: k MACs, k comparators and three double-buffered local buffers, run by 4-byte programs.
 
     Buffers (``lib.memory.Memory``): BUF Input 1 (``in1_depth`` 32-bit words), BUF Input 2
@@ -45,7 +45,7 @@ class NTPe(wiring.Component):
     in1_depth, in2_depth, out_depth : int
         Buffer depths (powers of two): words of BUF Input 1, rows of BUF Input 2 and BUF Output.
     frac_bits, frac_bits16, rounding, seed : int, int, str, int
-        The MAC array's parameters (:class:`~trainforge.hw.neurotrainer.mac.NTMac`).
+        The MAC array's parameters (:class:`~trainforge.hw.neurotrainer.mac.NTMAC`).
     index_bits : int
         The comparators' argmax index width.
 
@@ -73,7 +73,7 @@ class NTPe(wiring.Component):
     PARAMS = spec.PARAMS
 
     #: Cycles from a row entering the MAC array / the comparators to its result.
-    MAC_LATENCY = NTMac.LATENCY
+    MAC_LATENCY = NTMAC.LATENCY
     MAX_LATENCY = NTComparator.LATENCY
 
     def __init__(self, *, lanes=4, in1_depth=512, in2_depth=128, out_depth=64, frac_bits=16, frac_bits16=8,
@@ -143,7 +143,7 @@ class NTPe(wiring.Component):
         half2_bits = (self.in2_depth // 2).bit_length() - 1
         out_bits = self.out_depth.bit_length() - 1
 
-        m.submodules.mac = mac = NTMac(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
+        m.submodules.mac = mac = NTMAC(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
                                        rounding=self.rounding, seed=self.seed)
         m.submodules.comparator = comparator = NTComparator(lanes=lanes, index_bits=self.index_bits)
         m.submodules.buffer_in1 = buffer_in1 = Memory(shape=unsigned(32), depth=self.in1_depth, init=[])

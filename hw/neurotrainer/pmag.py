@@ -6,10 +6,10 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import pmag as spec
 from ...spec.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
 
-__all__ = ["NTPmag"]
+__all__ = ["NTPMAG"]
 
 
-class NTPmag(wiring.Component):
+class NTPMAG(wiring.Component):
     """Seven nested counters, decoders and an address function issuing a vault request stream.
 
     A program is loaded with one transfer on ``i_program``; the PMAG then walks the counters

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import integration as spec
 from .bus import NTBus
-from .pe import NTPe
+from .pe import NTPE
 from .row_packer import NTRowPacker
 from .row_unpacker import NTRowUnpacker
 from .vault_controller import NTVaultController
@@ -61,7 +61,7 @@ class NTSystem(wiring.Component):
     broadcast_credits : int
         Words of each PE's broadcast FIFO (the credits of the credit-gated broadcast).
     in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
-        The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPe`).
+        The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPE`).
 
     Members
     -------
@@ -103,7 +103,7 @@ class NTSystem(wiring.Component):
             NTVaultController(depth=pe_vault_depth, latency=vault_latency, interval=vault_interval)
             for _ in range(pes)]
         self.bus = NTBus(pes=pes, width=32)
-        self.pe = [NTPe(**self.pe_params) for _ in range(pes)]
+        self.pe = [NTPE(**self.pe_params) for _ in range(pes)]
         self.packer1 = [NTRowPacker(lanes=1) for _ in range(pes)]
         self.packer2 = [NTRowPacker(lanes=lanes) for _ in range(pes)]
         self.unpacker = [NTRowUnpacker(lanes=lanes) for _ in range(pes)]
