@@ -43,7 +43,7 @@ class NTLUT(wiring.Component):
     PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def __init__(self, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12):
         self.params = self.PARAMS.resolve(function=function, table_bits=table_bits, frac_bits=frac_bits,

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["FUNCTIONS", "USAGE_DOMAINS", "PARAMS", "reference", "lut_table"]
+__all__ = ["FUNCTIONS", "USAGE_DOMAINS", "PARAMS", "LATENCY", "reference", "lut_table"]
 
 #: The functions a LUT can hold: activations, their derivatives, and exp/log.
 FUNCTIONS = ("relu", "relu_grad", "tanh", "tanh_grad", "sigmoid", "sigmoid_grad", "exp", "log")
@@ -23,6 +23,9 @@ PARAMS = ParamSchema((
     Param("frac_bits", int, 12, "fraction bits of the 16-bit input", minimum=0, maximum=15),
     Param("out_frac_bits", int, 12, "fraction bits of the 16-bit output", minimum=0, maximum=15),
 ))
+
+#: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
+LATENCY = 2
 
 #: Input intervals where softmax and cross-entropy use exp and log: exp(x - max(x)) with
 #: x - max(x) <= 0, and log of probabilities (here from 1/16 up).
