@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
 from .mac import NTMAC
-from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, PEOp
 
 __all__ = ["NTPE"]
 
@@ -200,7 +200,7 @@ class NTPE(wiring.Component):
         m.d.comb += [
             last_step.eq((outer == outer_max) & (inner == inner_max)),
             closing.eq((count1 == program.cnt1) | last_step),
-            preload.eq(program.accumulate & (program.op == 0) & (count1 == 0) & ~preloaded),
+            preload.eq(program.accumulate & (program.op == PEOp.MAC) & (count1 == 0) & ~preloaded),
             address2.eq(count1),
         ]
 
@@ -265,7 +265,7 @@ class NTPE(wiring.Component):
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
         m.d.comb += [
-            mac.i_row.valid.eq(stage_valid & (program.op == 0)),
+            mac.i_row.valid.eq(stage_valid & (program.op == PEOp.MAC)),
             mac_row.a.eq(Mux(stage_preload, one, read1.data)),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
@@ -307,7 +307,7 @@ class NTPE(wiring.Component):
         delivered = mac_done | max_done
         m.d.sync += pending.eq(pending + (issue & ~preload & closing) - delivered)
         m.d.comb += [
-            release1.eq(draining & (pending == 0) & (program.op == 0) & ~program.hold1),
+            release1.eq(draining & (pending == 0) & (program.op == PEOp.MAC) & ~program.hold1),
             release2.eq(draining & (pending == 0) & ~program.hold2),
         ]
         with m.If(draining & (pending == 0)):

@@ -26,11 +26,11 @@ cnt1       8    R - 1 of CNT1: steps per output row (``WK x HK``, ``L``, ``1``)
 Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
 ``R1 .. R7``, so every count from 1 to 256 is encodable.
 """
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
 from ...errors import ProgramError
 
-__all__ = ["PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
+__all__ = ["PEOp", "PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
            "encode_pe_program", "decode_pe_program"]
 
 #: Layout of the PE program word (the first field is the least significant bit).
@@ -51,9 +51,17 @@ PE_PROGRAM_LAYOUT = data.StructLayout({
 #: Size of the program word in bytes (the paper's "4Byte for PE").
 PE_PROGRAM_BYTES = PE_PROGRAM_LAYOUT.size // 8
 
-#: ``op`` values.
-OP_MAC = 0
-OP_MAX = 1
+class PEOp(enum.IntEnum, shape=1):
+    """The ``op`` field: the operation of a pass."""
+    #: ``y = a*x + y`` on the MAC array.
+    MAC = 0
+    #: ``y = max(x, y)`` with argmax on the comparators.
+    MAX = 1
+
+
+#: ``op`` values (aliases of :class:`PEOp`'s members).
+OP_MAC = PEOp.MAC
+OP_MAX = PEOp.MAX
 
 #: Largest count of a range field (its maximum value is ``RANGE_LIMIT - 1``).
 RANGE_LIMIT = 256
