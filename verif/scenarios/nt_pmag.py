@@ -96,13 +96,14 @@ def scenarios(params, seed):
         requests, steps = _requests(params, program)
         timing = {"o_request": [LATENCY + step for step in range(steps + 1)]} if program["window"] in (0, 3) else {}
         table.append(Scenario(name, {"i_program": [program]}, {"o_request": requests}, timing=timing))
-    programs = [program for _, program in directed(params)]
-    table.append(Scenario("directed programs back to back, gaps and stalls", {"i_program": programs},
+    # (The RTL runner allows about 40 cycles per program sent plus 600: scenarios of many programs stay short.)
+    programs = [program for name, program in directed(params) if len(_requests(params, program)[0]) < 50]
+    table.append(Scenario("short directed programs back to back, gaps and stalls", {"i_program": programs},
                           {"o_request": reference(params, programs)},
                           valid={"i_program": (1, 0, 0)}, ready={"o_request": (1, 1, 0)}))
     rng = rng_for(seed, "nt_pmag", "random")
     generator = np.random.default_rng(rng.randrange(1 << 30))
-    programs = [random_program(generator, params["counter_bits"], max_steps=100) for _ in range(10)]
+    programs = [random_program(generator, params["counter_bits"], max_steps=24) for _ in range(10)]
     table.append(Scenario("random programs under gaps and stalls", {"i_program": programs},
                           {"o_request": reference(params, programs)},
                           valid={"i_program": random_pattern(rng, 0.6)}, ready={"o_request": random_pattern(rng, 0.6)}))
