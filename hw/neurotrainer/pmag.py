@@ -4,7 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pmag as spec
-from ...spec.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
+from ...spec.neurotrainer.pmag import LEVELS, WindowMode, end_mark
 
 __all__ = ["NTPMAG"]
 
@@ -108,8 +108,8 @@ class NTPMAG(wiring.Component):
             h.eq(sources[program.h]),
             k.eq(sources[program.k]),
             in_window.eq((h >= program.h_lo) & (h < program.h_hi) & (k >= program.k_lo) & (k < program.k_hi)),
-            skip_mode.eq(program.window == WINDOW_MODES["skip"]),
-            pad_mode.eq(program.window == WINDOW_MODES["pad"]),
+            skip_mode.eq(program.window == WindowMode.SKIP),
+            pad_mode.eq(program.window == WindowMode.PAD),
             inside.eq(in_window | ~(skip_mode | pad_mode)),
         ]
 

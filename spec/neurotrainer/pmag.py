@@ -4,9 +4,11 @@ Parameters
 ----------
 See :data:`PARAMS`: ``counter_bits``.
 """
+from amaranth.lib import enum
+
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LEVELS", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark"]
+__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark"]
 
 #: The parameters of ``nt_pmag``.
 PARAMS = ParamSchema((
@@ -19,8 +21,18 @@ LEVELS = 7
 #: Source codes of the decoders, by name.
 SOURCE_NAMES = {"0": 0, **{f"r{level}": level for level in range(1, LEVELS + 1)}, "const": 8, "p": 9, "q": 10}
 
-#: ``window`` field values.
-WINDOW_MODES = {"off": 0, "skip": 1, "pad": 2}
+class WindowMode(enum.IntEnum, shape=2):
+    """The ``window`` field of a program: how the comparators of Table 3 are used (3 acts as ``OFF``)."""
+    #: Every step is inside: the window is not used.
+    OFF = 0
+    #: Steps outside the window issue nothing (remove pad, partition).
+    SKIP = 1
+    #: Steps outside the window are issued with ``pad = 1`` (add pad).
+    PAD = 2
+
+
+#: ``window`` field values, by name.
+WINDOW_MODES = {"off": WindowMode.OFF, "skip": WindowMode.SKIP, "pad": WindowMode.PAD}
 
 #: Cycles from the acceptance of a program to its first request, without stalls.
 LATENCY = 2
