@@ -83,8 +83,8 @@ class NTBus(wiring.Component):
         self.params = self.PARAMS.resolve(pes=pes, width=width)
         self.pes = pes
         self.width = width
-        self.word_layout = data.StructLayout({"data": unsigned(width), "end": 1})
-        self.merge_layout = data.StructLayout({"data": unsigned(width), "end": 1, "source": range(pes)})
+        self.word_layout = spec.word_layout(self.params)
+        self.merge_layout = spec.merge_layout(self.params)
         super().__init__({
             "i_broadcast": In(stream.Signature(self.word_layout)),
             "broadcast_mask": In(pes),

@@ -1,6 +1,6 @@
 """Comparator unit for max pooling and its backward pass (NeuroTrainer, Section 3.3.3)."""
-from amaranth import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Module, Mux, Signal, signed
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import comparator as spec
@@ -51,15 +51,8 @@ class NTComparator(wiring.Component):
         self.params = self.PARAMS.resolve(lanes=lanes, index_bits=index_bits)
         self.lanes = lanes
         self.index_bits = index_bits
-        self.row_layout = data.StructLayout({
-            "x": data.ArrayLayout(signed(16), lanes),
-            "first": 1,
-            "last": 1,
-        })
-        self.result_layout = data.StructLayout({
-            "value": data.ArrayLayout(signed(16), lanes),
-            "index": data.ArrayLayout(unsigned(index_bits), lanes),
-        })
+        self.row_layout = spec.row_layout(self.params)
+        self.result_layout = spec.result_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_max": Out(stream.Signature(self.result_layout)),

@@ -1,6 +1,6 @@
 """Fixed 32/16 MAC array with low-overhead stochastic rounding (NeuroTrainer, Section 3.3.2, Fig. 11, Table 1)."""
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import mac as spec
@@ -76,15 +76,8 @@ class NTMAC(wiring.Component):
         self.frac_bits16 = frac_bits16
         self.rounding = rounding
         self.seed = seed
-        self.row_layout = data.StructLayout({
-            "a": unsigned(32),
-            "x": data.ArrayLayout(unsigned(32), lanes),
-            "wide": 1,
-            "sr": 1,
-            "clear": 1,
-            "read": 1,
-        })
-        self.result_layout = data.ArrayLayout(unsigned(32), lanes)
+        self.row_layout = spec.row_layout(self.params)
+        self.result_layout = spec.result_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_y": Out(stream.Signature(self.result_layout)),

@@ -1,6 +1,6 @@
 """Programmable memory address generator (NeuroTrainer, Section 3.2, Fig. 4, Tables 2 and 3)."""
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pmag as spec
@@ -61,19 +61,8 @@ class NTPMAG(wiring.Component):
     def __init__(self, *, counter_bits=16):
         self.params = self.PARAMS.resolve(counter_bits=counter_bits)
         self.counter_bits = counter_bits
-        wide = counter_bits + 1
-        self.program_layout = data.StructLayout({
-            "max": data.ArrayLayout(unsigned(counter_bits), LEVELS),
-            **{name: unsigned(4) for name in ("s", "t", "u", "v", "a", "b", "c", "d", "h", "k")},
-            "const": unsigned(counter_bits),
-            "base": unsigned(32),
-            "stride": data.ArrayLayout(unsigned(32), 4),
-            **{name: unsigned(wide) for name in ("h_lo", "h_hi", "k_lo", "k_hi")},
-            "window": unsigned(2),
-            "write": 1,
-            "wide": 1,
-        })
-        self.request_layout = data.StructLayout({"address": unsigned(32), "write": 1, "pad": 1, "end": 1})
+        self.program_layout = spec.program_layout(self.params)
+        self.request_layout = spec.request_layout(self.params)
         super().__init__({
             "i_program": In(stream.Signature(self.program_layout)),
             "o_request": Out(stream.Signature(self.request_layout)),

@@ -1,6 +1,6 @@
 """Vault memory model for simulation: a memory with a configurable read latency and bandwidth."""
 from amaranth import Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -47,7 +47,7 @@ class NTVault(wiring.Component):
         self.depth = depth
         self.latency = latency
         self.interval = interval
-        self.request_layout = data.StructLayout({"address": unsigned(32), "write": 1, "data": unsigned(32)})
+        self.request_layout = spec.request_layout(self.params)
         super().__init__({
             "i_request": In(stream.Signature(self.request_layout)),
             "o_data": Out(stream.Signature(unsigned(32))),

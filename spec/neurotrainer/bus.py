@@ -4,10 +4,13 @@ Parameters
 ----------
 See :data:`PARAMS`: ``pes``, ``width``.
 """
+from amaranth import unsigned
+from amaranth.lib import data
+
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LATENCY", "check_width"]
+__all__ = ["PARAMS", "LATENCY", "check_width", "word_layout", "merge_layout"]
 
 
 def check_width(values):
@@ -24,3 +27,13 @@ PARAMS = ParamSchema((
 
 #: Pipeline stages between the bus input and its outputs (Sec. 3.4: "4 stage pipelined BUS").
 LATENCY = 4
+
+
+def word_layout(params):
+    """A word on the bus: ``data`` (``width`` bits) and ``end`` (the END-MARK flag)."""
+    return data.StructLayout({"data": unsigned(params["width"]), "end": 1})
+
+
+def merge_layout(params):
+    """A merged word to the common vault: ``data``, ``end`` and ``source`` (the sending PE)."""
+    return data.StructLayout({"data": unsigned(params["width"]), "end": 1, "source": range(params["pes"])})

@@ -4,9 +4,12 @@ Parameters
 ----------
 See :data:`PARAMS`: ``lanes``, ``index_bits``.
 """
+from amaranth import signed, unsigned
+from amaranth.lib import data
+
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LATENCY"]
+__all__ = ["PARAMS", "LATENCY", "row_layout", "result_layout"]
 
 #: The parameters of ``nt_comparator``.
 PARAMS = ParamSchema((
@@ -17,3 +20,14 @@ PARAMS = ParamSchema((
 
 #: Cycles from the acceptance of a ``last`` row to its result on ``o_max``, without stalls.
 LATENCY = 1
+
+
+def row_layout(params):
+    """Payload of ``i_row``: ``x`` (``lanes`` signed 16-bit elements), ``first``, ``last``."""
+    return data.StructLayout({"x": data.ArrayLayout(signed(16), params["lanes"]), "first": 1, "last": 1})
+
+
+def result_layout(params):
+    """Payload of ``o_max``: ``value`` (``lanes`` signed 16-bit maxima) and ``index`` (``lanes`` indices)."""
+    return data.StructLayout({"value": data.ArrayLayout(signed(16), params["lanes"]),
+                              "index": data.ArrayLayout(unsigned(params["index_bits"]), params["lanes"])})

@@ -5,11 +5,14 @@ Parameters
 See :data:`PARAMS`: ``lanes``, ``frac_bits``, ``frac_bits16``, ``rounding``, ``seed``.
 """
 import numpy as np
+from amaranth import unsigned
+from amaranth.lib import data
 
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["ROUNDINGS", "WARMUP_STEPS", "PARAMS", "check_seed", "lfsr_step", "reset_state", "xorshift_seeds"]
+__all__ = ["ROUNDINGS", "WARMUP_STEPS", "PARAMS", "check_seed", "lfsr_step", "reset_state", "xorshift_seeds",
+           "row_layout", "result_layout"]
 
 #: The rounding variants of the MAC block (Table 1).
 ROUNDINGS = ("sr_lo", "sr_full", "truncate", "nearest")
@@ -60,3 +63,20 @@ def xorshift_seeds(seed, lanes):
     mixed = (np.uint64(seed) * np.uint64(0x9E3779B1) + (lane + np.uint64(1)) * np.uint64(0x85EBCA77)) \
         & np.uint64(_MASK32)
     return np.where(mixed == 0, np.uint64(1), mixed)
+
+
+def row_layout(params):
+    """Payload of ``i_row``: ``a`` (32 bits), ``x`` (``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``."""
+    return data.StructLayout({
+        "a": unsigned(32),
+        "x": data.ArrayLayout(unsigned(32), params["lanes"]),
+        "wide": 1,
+        "sr": 1,
+        "clear": 1,
+        "read": 1,
+    })
+
+
+def result_layout(params):
+    """Payload of ``o_y``: ``lanes`` 32-bit accumulator words."""
+    return data.ArrayLayout(unsigned(32), params["lanes"])

@@ -4,11 +4,12 @@ Parameters
 ----------
 See :data:`PARAMS`: ``counter_bits``.
 """
-from amaranth.lib import enum
+from amaranth import unsigned
+from amaranth.lib import data, enum
 
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark"]
+__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark", "program_layout", "request_layout"]
 
 #: The parameters of ``nt_pmag``.
 PARAMS = ParamSchema((
@@ -43,3 +44,25 @@ _MASK32 = (1 << 32) - 1
 def end_mark(wide):
     """The END-MARK word: 0xFFFFFFFF for 32-bit data, 0xFFFF for 16-bit data."""
     return _MASK32 if wide else 0xFFFF
+
+
+def program_layout(params):
+    """Payload of ``i_program``: the seven maxima, the decoder and comparator selects, ``const``,
+    ``base``, four strides, the window bounds (``counter_bits + 1`` bits), ``window``, ``write``, ``wide``."""
+    bits = params["counter_bits"]
+    return data.StructLayout({
+        "max": data.ArrayLayout(unsigned(bits), LEVELS),
+        **{name: unsigned(4) for name in ("s", "t", "u", "v", "a", "b", "c", "d", "h", "k")},
+        "const": unsigned(bits),
+        "base": unsigned(32),
+        "stride": data.ArrayLayout(unsigned(32), 4),
+        **{name: unsigned(bits + 1) for name in ("h_lo", "h_hi", "k_lo", "k_hi")},
+        "window": unsigned(2),
+        "write": 1,
+        "wide": 1,
+    })
+
+
+def request_layout(params):
+    """Payload of ``o_request``: ``address`` (32 bits), ``write``, ``pad``, ``end``."""
+    return data.StructLayout({"address": unsigned(32), "write": 1, "pad": 1, "end": 1})

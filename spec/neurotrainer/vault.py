@@ -4,10 +4,13 @@ Parameters
 ----------
 See :data:`PARAMS`: ``depth``, ``latency``, ``interval``.
 """
+from amaranth import unsigned
+from amaranth.lib import data
+
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "check_depth"]
+__all__ = ["PARAMS", "check_depth", "request_layout"]
 
 
 def check_depth(values):
@@ -25,3 +28,8 @@ PARAMS = ParamSchema((
     Param("interval", int, 1, "minimum cycles between accepted requests (bandwidth = 4 B / interval)",
           minimum=1, maximum=16),
 ), constraints=(check_depth,))
+
+
+def request_layout(params):
+    """Payload of ``i_request``: ``address`` (32 bits), ``write``, ``data`` (32 bits)."""
+    return data.StructLayout({"address": unsigned(32), "write": 1, "data": unsigned(32)})
