@@ -6,8 +6,6 @@ stored data. The memory keeps its contents across resets (it is not cleared), so
 scenario writes each word before it reads it. Without backpressure request ``i`` is
 accepted in cycle ``i * interval`` and a read's data leave ``latency`` cycles later.
 """
-import numpy as np
-
 from trainforge.golden.neurotrainer.vault import nt_vault
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
