@@ -1,10 +1,12 @@
-"""cocotb testbench of ``nt_comparator`` against :func:`trainforge.golden.neurotrainer.comparator.nt_comparator`."""
+"""cocotb testbench of ``nt_comparator``: its scenario table, and a reset mid-stream against the golden model."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.comparator import nt_comparator
 
+import scenarios.nt_comparator as table
+from scenario import run_table
 from streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
@@ -60,45 +62,10 @@ async def stream_and_check(bench, source, sink, rows, label):
 
 
 @cocotb.test()
-async def random_windows_with_backpressure(dut):
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/nt_comparator.py``: maxima and indices in order, full-rate results on time."""
     bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.7, ready_probability=0.5)
-    await stream_and_check(bench, source, sink, windows(bench, 80), "full range")
-    await stream_and_check(bench, source, sink, windows(bench, 80, value_range=(-2, 2)), "ties")
-
-
-@cocotb.test()
-async def one_row_per_cycle(dut):
-    """Without stalls: a row every cycle, each result LATENCY cycle after its last row."""
-    bench = await start(dut)
-    rows = windows(bench, 60)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await stream_and_check(bench, source, sink, rows, "throughput")
-    accepted = np.array([cycle for cycle, _ in source.sent])
-    assert np.all(np.diff(accepted) == 1), f"throughput: gaps at rows {np.flatnonzero(np.diff(accepted) != 1)} {bench.where()}"
-    expected_cycles = accepted[rows[2]] + bench.component.LATENCY
-    actual_cycles = np.array([cycle for cycle, _ in sink.received])
-    assert np.array_equal(actual_cycles, expected_cycles), \
-        f"latency: expected cycles {expected_cycles[:5]} got {actual_cycles[:5]} {bench.where()}"
-
-
-@cocotb.test()
-async def corner_values(dut):
-    """All zeros (ties everywhere: index 0), extremes, and windows longer than the index range."""
-    bench = await start(dut)
-    lanes = bench.component.lanes
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    zeros = windows(bench, 20, value_range=(0, 0))
-    await stream_and_check(bench, source, sink, zeros, "all zeros")
-    extremes = windows(bench, 20, value_range=(-32768, -32768))
-    extremes[0][::3] = 32767
-    await stream_and_check(bench, source, sink, extremes, "extremes")
-    # Past the index range when it is small enough to simulate quickly.
-    length = (1 << min(bench.component.index_bits, 6)) + 3
-    ramp = np.tile(np.arange(length)[:, None] % 300 - 150, (1, lanes))
-    first, last = np.zeros(length, bool), np.zeros(length, bool)
-    first[0], last[-1] = True, True
-    await stream_and_check(bench, source, sink, (ramp, first, last), "index wrap")
+    await run_table(bench, table)
 
 
 @cocotb.test()

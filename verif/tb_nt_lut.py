@@ -1,10 +1,12 @@
-"""cocotb testbench of ``nt_lut`` against :func:`trainforge.golden.neurotrainer.lut.nt_lut`."""
+"""cocotb testbench of ``nt_lut``: its scenario table, and a reset mid-stream against :func:`~trainforge.golden.neurotrainer.lut.nt_lut`."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.lut import nt_lut
 
+import scenarios.nt_lut as table
+from scenario import run_table
 from streams import StreamSink, StreamSource
 from tbutil import start
 
@@ -35,41 +37,10 @@ async def stream_and_check(bench, source, sink, x, label):
 
 
 @cocotb.test()
-async def random_inputs_with_backpressure(dut):
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/nt_lut.py``: outputs in order, full-rate outputs LATENCY cycles after their input."""
     bench = await start(dut)
-    generator = np.random.default_rng(bench.seed)
-    source, sink = attach(bench, valid_probability=0.7, ready_probability=0.5)
-    await stream_and_check(bench, source, sink, generator.integers(-(1 << 15), 1 << 15, size=400), "random")
-
-
-@cocotb.test()
-async def corner_inputs(dut):
-    """All zeros, both extremes, and both sides of every segment boundary."""
-    bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.7)
-    await stream_and_check(bench, source, sink, np.zeros(20, dtype=np.int64), "all zeros")
-    gap = 1 << (16 - bench.params["table_bits"])
-    boundaries = np.arange(-(1 << 15), 1 << 15, gap, dtype=np.int64)
-    if len(boundaries) > 128:
-        boundaries = boundaries[np.linspace(0, len(boundaries) - 1, 128).astype(int)]
-    edges = np.concatenate([[-(1 << 15), (1 << 15) - 1], boundaries, boundaries - 1, boundaries + gap - 1])
-    edges = ((edges + (1 << 15)) % (1 << 16)) - (1 << 15)
-    await stream_and_check(bench, source, sink, edges, "segment boundaries and extremes")
-
-
-@cocotb.test()
-async def one_input_per_cycle(dut):
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    x = generator.integers(-(1 << 15), 1 << 15, size=120)
-    await stream_and_check(bench, source, sink, x, "throughput")
-    accepted = np.array([cycle for cycle, _ in source.sent])
-    produced = np.array([cycle for cycle, _ in sink.received])
-    assert np.all(np.diff(accepted) == 1), f"throughput: input gaps {np.flatnonzero(np.diff(accepted) != 1)} {bench.where()}"
-    late = np.flatnonzero(produced != accepted + bench.component.LATENCY)
-    assert late.size == 0, (f"latency: output {late[0]} expected in cycle {accepted[late[0]] + bench.component.LATENCY}"
-                            f", got {produced[late[0]]} {bench.where()}")
+    await run_table(bench, table)
 
 
 @cocotb.test()

@@ -1,10 +1,12 @@
-"""cocotb testbench of ``nt_mac`` against :func:`trainforge.golden.neurotrainer.mac.nt_mac`."""
+"""cocotb testbench of ``nt_mac``: its scenario table, and a reset mid-stream against the golden model."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.mac import nt_mac
 
+import scenarios.nt_mac as table
+from scenario import run_table
 from streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
@@ -69,57 +71,10 @@ async def stream_and_check(bench, source, sink, rows, label, history=None):
 
 
 @cocotb.test()
-async def random_rows_with_backpressure(dut):
-    """Random operands, modes and SR flags with random valid gaps and random ready on o_y."""
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/nt_mac.py``: accumulator words in order, full-rate results on time."""
     bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.7, ready_probability=0.5)
-    await stream_and_check(bench, source, sink, random_rows(bench, 300), "random rows")
-
-
-@cocotb.test()
-async def one_row_per_cycle(dut):
-    """Without stalls the array takes a row every cycle and answers LATENCY cycles after a read row."""
-    bench = await start(dut)
-    rows = random_rows(bench, 150, read_probability=0.5)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await stream_and_check(bench, source, sink, rows, "throughput")
-    accepted = np.array([cycle for cycle, _ in source.sent])
-    gaps = np.flatnonzero(np.diff(accepted) != 1)
-    assert gaps.size == 0, \
-        f"throughput: row {gaps[0] + 1} accepted at cycle {accepted[gaps[0] + 1]}, expected {accepted[gaps[0]] + 1} {bench.where()}"
-    expected_cycles = accepted[rows[-1]] + bench.component.LATENCY
-    actual_cycles = np.array([cycle for cycle, _ in sink.received])
-    late = np.flatnonzero(actual_cycles != expected_cycles)
-    assert late.size == 0, (f"latency: result {late[0]} expected at cycle {expected_cycles[late[0]]}, "
-                            f"got {actual_cycles[late[0]]} {bench.where()}")
-
-
-def constant_rows(bench, count, a_word, x_word, wide, sr=True):
-    lanes = bench.component.lanes
-    flags = np.ones(count, dtype=bool)
-    clear = np.zeros(count, dtype=bool)
-    clear[0] = True
-    return (np.full(count, a_word, dtype=np.int64), np.full((count, lanes), x_word, dtype=np.int64),
-            flags & wide, flags & sr, clear, flags)
-
-
-@cocotb.test()
-async def corner_operands(dut):
-    """All zeros, then saturation at both ends in 32- and 16-bit modes (random state carried across)."""
-    bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    history = await stream_and_check(bench, source, sink, constant_rows(bench, 20, 0, 0, True), "all zeros")
-    cases = [
-        ("32-bit positive saturation", 0x7FFFFFFF, 0x7FFFFFFF, True),
-        ("32-bit negative saturation", 0x80000000, 0x7FFFFFFF, True),
-        ("32-bit largest product", 0x80000000, 0x80000000, True),
-        ("16-bit positive saturation", 0x7FFF7FFF, 0x7FFF7FFF, False),
-        ("16-bit negative saturation", 0x80007FFF, 0x7FFF8000, False),
-        ("smallest negative steps (floor vs SR)", 0xFFFFFFFF, 0x00000001, True),
-    ]
-    for label, a_word, x_word, wide in cases:
-        history = await stream_and_check(bench, source, sink, constant_rows(bench, 24, a_word, x_word, wide),
-                                         label, history)
+    await run_table(bench, table)
 
 
 @cocotb.test()

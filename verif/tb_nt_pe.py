@@ -4,7 +4,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.pe import nt_pe, pass_shape
-from trainforge.hw.neurotrainer.pe_program import OP_MAC, OP_MAX, PE_PROGRAM_LAYOUT, decode_pe_program, \
+from trainforge.spec.neurotrainer.pe_program import OP_MAC, OP_MAX, PE_PROGRAM_LAYOUT, decode_pe_program, \
     encode_pe_program
 
 from streams import StreamSink, StreamSource, pack, unpack

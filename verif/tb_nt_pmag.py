@@ -1,6 +1,6 @@
-"""cocotb testbench of ``nt_pmag`` against :func:`trainforge.golden.neurotrainer.pmag.nt_pmag`.
+"""cocotb testbench of ``nt_pmag``: its scenario table, random programs under backpressure, a reset mid-program.
 
-Requests are compared field by field, and their transfer cycles against
+Random programs: requests are compared field by field, and their transfer cycles against
 :func:`~trainforge.golden.neurotrainer.pmag.transfer_cycles` fed with the ``ready``
 trace the sink actually drove, so the cycle model is checked under backpressure too.
 """
@@ -8,13 +8,12 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from trainforge.golden.neurotrainer.pmag import (SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag,
-                                                 random_program, transfer_cycles)
+from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program, transfer_cycles
 
+import scenarios.nt_pmag as table
+from scenario import run_table
 from streams import StreamSource, pack, unpack
 from tbutil import start
-
-S = SOURCE_NAMES
 
 
 class TracingSink:
@@ -113,66 +112,10 @@ async def random_programs_with_backpressure(dut):
 
 
 @cocotb.test()
-async def one_request_per_cycle(dut):
-    """Without stalls: one counter step per cycle, first request LATENCY cycles after the program."""
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/nt_pmag.py``: requests in order, full-rate requests one per cycle on time."""
     bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    programs = [random_program(generator, bench.params["counter_bits"], max_steps=150) for _ in range(4)]
-    for program in programs:
-        program["window"] = WINDOW_MODES["off"]
-    await run_and_check(bench, source, sink, programs, "throughput")
-    cycles = np.array([cycle for cycle, _ in sink.received])
-    accepted = [cycle for cycle, _ in source.sent]
-    first = cycles[0]
-    assert first == accepted[0] + bench.component.LATENCY, \
-        f"latency: first request expected in cycle {accepted[0] + bench.component.LATENCY}, got {first} {bench.where()}"
-    gaps = np.flatnonzero(np.diff(cycles[:len(nt_pmag(programs[0], **bench.params)["address"])]) != 1)
-    assert gaps.size == 0, f"throughput: gap after request {gaps[0]} of the first program {bench.where()}"
-
-
-def conv_ff_program(no, ho, wo, ni, dk, hk, wk, bases=(0x1000,), strides=None):
-    """Table 2's Conv-FF routing: X[n][q][p][d] with p = r2 + r6, q = r3 + r7."""
-    program = default_program()
-    program.update({
-        "max": [no - 1, ho - 1, wo - 1, ni - 1, dk - 1, hk - 1, wk - 1],
-        "s": S["r2"], "t": S["r6"], "u": S["r3"], "v": S["r7"],
-        "a": S["r4"], "b": S["q"], "c": S["p"], "d": S["r5"],
-        "base": bases[0],
-        "stride": strides or [(ho + hk - 1) * (wo + wk - 1) * dk, (ho + hk - 1) * dk, dk, 1],
-        "wide": 0,
-    })
-    return program
-
-
-@cocotb.test()
-async def directed_programs(dut):
-    """All-zero program, paper routings, all-skipped window, padding, 16/32-bit END-MARKs, wrap-around."""
-    bench = await start(dut)
-    bits = bench.params["counter_bits"]
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.7)
-    zeros = default_program()
-    zeros["wide"] = 0
-    dense = default_program()
-    dense.update({"max": [1] * 7, "a": S["p"], "b": S["q"], "c": S["const"], "d": S["r7"],
-                  "s": S["r1"], "t": S["r2"], "u": S["const"], "v": S["r6"], "const": (1 << bits) - 1,
-                  "base": 0xFFFFFFFF, "stride": [0xFFFFFFFF] * 4, "write": 1})
-    skip_all = default_program()
-    skip_all.update({"max": [0, 0, 0, 0, 0, 2, 2], "h": S["r6"], "k": S["r7"], "h_lo": 3, "h_hi": 2,
-                     "window": WINDOW_MODES["skip"]})
-    add_pad = default_program()  # Table 3 "Add pad": p = r3 + r, q = r2 + r, zeros outside the window
-    add_pad.update({"max": [1, 3, 3, 0, 0, 0, 0], "s": S["r3"], "t": S["const"], "u": S["r2"],
-                    "v": S["const"], "a": S["p"], "b": S["q"], "c": S["r1"], "const": 1,
-                    "stride": [6, 1, 36, 0], "h": S["r2"], "k": S["r3"], "h_lo": 1, "h_hi": 3,
-                    "k_lo": 1, "k_hi": 3, "window": WINDOW_MODES["pad"], "write": 1})
-    remove_pad = dict(add_pad, window=WINDOW_MODES["skip"], write=0)
-    programs = [zeros, dense, skip_all, add_pad, remove_pad, conv_ff_program(2, 2, 3, 2, 2, 2, 2)]
-    if bits <= 4:  # a counter through its whole range, and wrap of p and q
-        full = default_program()
-        full.update({"max": [(1 << bits) - 1, 0, 0, 0, 0, 0, 1], "s": S["r1"], "t": S["r1"],
-                     "a": S["p"], "stride": [1, 0, 0, 0]})
-        programs.append(full)
-    await run_and_check(bench, source, sink, programs, "directed")
+    await run_table(bench, table)
 
 
 @cocotb.test()

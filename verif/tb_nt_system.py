@@ -4,7 +4,7 @@ For every layer the host writes the compiled vault images (the common vault and 
 vault), sets the system's ``config``, and queues the compiled programs: per vault its read
 and write PMAG programs, per PE its pass words. After the last write the host reads every
 vault back. Each vault must equal the golden model's final image
-(``golden/neurotrainer/system.py``: the compiler's streams, the PE golden model, the PE
+(``golden/neurotrainer/integration.py``: the compiler's streams, the PE golden model, the PE
 state carried from layer to layer, so SR-LO's LFSR too), and the output tensor must equal
 numpy (integer layers; SR layers: the golden model only).
 
@@ -16,7 +16,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from trainforge.golden.neurotrainer.system import compile_for_system, layer_config, nt_system, vault_programs
+from trainforge.sim.neurotrainer.integration_layers import (compile_for_system, layer_config, run_layers,
+                                                           vault_programs)
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.program import ProgramError, pmag_rtl_payload
 
@@ -107,7 +108,7 @@ async def run_layer(harness, layer, inputs, label, reference=None, check=None):
     """
     bench = harness.bench
     harness.history.append((layer, inputs))
-    expected = nt_system([h[0] for h in harness.history], [h[1] for h in harness.history], **bench.params)[-1]
+    expected = run_layers([h[0] for h in harness.history], [h[1] for h in harness.history], **bench.params)[-1]
     for vault, words in expected["vaults"].items():
         limit = bench.params["vault_depth"] if vault == 0 else bench.params["pe_vault_depth"]
         assert words.size <= limit, f"{label}: vault {vault} needs {words.size} words {bench.where()}"
@@ -371,7 +372,7 @@ async def reset_mid_layer(dut):
     dims = random_dims(kind, generator, bench)
     layer = compile_for_system(kind, dims, **bench.params)
     inputs, _ = make_inputs(kind, dims, generator, bench.params["frac_bits"])
-    expected = nt_system([layer], [inputs], **bench.params)[0]
+    expected = run_layers([layer], [inputs], **bench.params)[0]
     await host_write(harness, expected["vaults"], "before reset")
     queue_layer(harness, layer)
     for _ in range(bench.rng.randrange(10, 200)):

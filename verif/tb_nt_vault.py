@@ -1,10 +1,12 @@
-"""cocotb testbench of ``nt_vault`` against :func:`trainforge.golden.neurotrainer.vault.nt_vault`."""
+"""cocotb testbench of ``nt_vault``: its scenario table, and a reset mid-stream against the golden model."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.vault import nt_vault
 
+import scenarios.nt_vault as table
+from scenario import run_table
 from streams import StreamSink, StreamSource, pack
 from tbutil import start
 
@@ -59,34 +61,10 @@ async def run_and_check(bench, source, sink, requests, label, expect_cycles=Fals
 
 
 @cocotb.test()
-async def random_requests_with_backpressure(dut):
-    """Random reads and writes with random valid gaps and random ready on o_data."""
+async def scenario_table(dut):
+    """Every scenario of ``verif/scenarios/nt_vault.py``: read data in order; full rate: data on the golden model's cycles."""
     bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.6, ready_probability=0.5)
-    await run_and_check(bench, source, sink, random_requests(bench, np.random.default_rng(bench.seed), 300),
-                        "random requests")
-
-
-@cocotb.test()
-async def latency_and_bandwidth_without_backpressure(dut):
-    """One request every `interval` cycles; each read's data exactly `latency` cycles after it."""
-    bench = await start(dut)
-    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await run_and_check(bench, source, sink, random_requests(bench, np.random.default_rng(bench.seed + 1), 200),
-                        "no backpressure", expect_cycles=True)
-
-
-@cocotb.test()
-async def corner_cases(dut):
-    """All zeros, all ones, the highest address (wraps onto the last word), write then read back to back."""
-    bench = await start(dut)
-    source, sink = attach(bench, valid_probability=0.8, ready_probability=0.6)
-    depth = bench.component.depth
-    top = 0xFFFFFFFF
-    address = np.array([0, 0, top, top, depth - 1, 0, 0, top, 5 % depth, 5 % depth], dtype=np.int64)
-    write = np.array([1, 0, 1, 0, 0, 1, 0, 0, 1, 0], dtype=bool)
-    data = np.array([0, 0, 0xFFFFFFFF, 0, 0, 0x12345678, 0, 0, 0xFFFFFFFF, 0], dtype=np.int64)
-    await run_and_check(bench, source, sink, (address, write, data), "corner cases")
+    await run_table(bench, table)
 
 
 @cocotb.test()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from trainforge.emit import emit
-from trainforge.hw.neurotrainer.mac import NTMac
+from trainforge.hw.neurotrainer.mac import NTMAC
 from trainforge.commands.neurotrainer.area import PAPER_AREA_UM2, VARIANTS
 
 
@@ -21,7 +21,7 @@ def test_bad_lanes_exits_2_and_writes_nothing(tmp_path):
 
 
 def test_variants_are_the_mac_rounding_choices_and_emit_distinct_verilog():
-    rounding = NTMac.PARAMS["rounding"]
+    rounding = NTMAC.PARAMS["rounding"]
     assert set(VARIANTS) == set(rounding.choices), (VARIANTS, rounding.choices)
     assert VARIANTS[0] == "truncate"
     texts = {variant: emit("nt_mac", lanes=1, rounding=variant).text for variant in VARIANTS}

@@ -9,7 +9,7 @@ import pytest
 from trainforge.errors import UsageError
 from trainforge.golden.neurotrainer.mac import nt_mac
 from trainforge.golden.neurotrainer.pmag import random_program
-from trainforge.hw.neurotrainer.pmag import NTPmag
+from trainforge.hw.neurotrainer.pmag import NTPMAG
 from trainforge.commands.neurotrainer import cmd_compile
 from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
 from trainforge.sim.neurotrainer.executor import execute, maxpool_decode
@@ -40,7 +40,7 @@ def _assert_equal(actual, expected, where):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pmag_word_round_trip(seed):
     rng = np.random.default_rng(seed)
-    layout = NTPmag(counter_bits=16).program_layout
+    layout = NTPMAG(counter_bits=16).program_layout
     for _ in range(20):
         program = random_program(rng, counter_bits=16)
         program["max"] = [int(v) for v in rng.integers(0, 1 << 16, size=7)]

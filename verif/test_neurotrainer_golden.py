@@ -4,7 +4,7 @@ import pytest
 
 from trainforge.golden.neurotrainer.mac import lfsr_bits, nt_mac, reset_state, sr_lo_words, xorshift_words
 from trainforge.golden.neurotrainer.rounding_stats import rounding_error_statistics, sr_lo_predicted_bias
-from trainforge.hw.neurotrainer.mac import NTMac
+from trainforge.hw.neurotrainer.mac import NTMAC
 from trainforge.errors import ParameterError
 
 
@@ -96,7 +96,7 @@ def test_sr_lo_bias_and_correlation():
 ])
 def test_bad_parameters_are_rejected(overrides):
     with pytest.raises(ParameterError, match=list(overrides)[-1]):
-        NTMac(**overrides)
+        NTMAC(**overrides)
 
 
 def test_comparator_golden_matches_a_row_by_row_reference(seed):

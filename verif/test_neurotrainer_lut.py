@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trainforge.golden.neurotrainer.lut import FUNCTIONS, interpolation_error, lut_table, nt_lut, reference
-from trainforge.hw.neurotrainer.lut import NTLut
+from trainforge.hw.neurotrainer.lut import NTLUT
 from trainforge.errors import ParameterError
 
 SMOOTH = ("tanh", "tanh_grad", "sigmoid", "sigmoid_grad")
@@ -45,9 +45,9 @@ def test_error_falls_with_the_table_size(function):
 
 def test_parameters_are_checked():
     with pytest.raises(ParameterError, match="function"):
-        NTLut(function="gelu")
+        NTLUT(function="gelu")
     with pytest.raises(ParameterError, match="table_bits"):
-        NTLut(table_bits=13)
+        NTLUT(table_bits=13)
 
 
 def test_cli_writes_the_error_table(tmp_path):

@@ -4,8 +4,8 @@ import pytest
 
 from trainforge.golden.neurotrainer.mac import nt_mac
 from trainforge.golden.neurotrainer.pe import MAC_LATENCY, nt_pe, pass_shape
-from trainforge.hw.neurotrainer.pe import NTPe
-from trainforge.hw.neurotrainer.pe_program import (OP_MAC, OP_MAX, PE_PROGRAM_BYTES, PE_PROGRAM_LAYOUT,
+from trainforge.hw.neurotrainer.pe import NTPE
+from trainforge.spec.neurotrainer.pe_program import (OP_MAC, OP_MAX, PE_PROGRAM_BYTES, PE_PROGRAM_LAYOUT,
                                                    decode_pe_program, encode_pe_program)
 from trainforge.errors import ParameterError
 
@@ -41,7 +41,7 @@ def test_program_fields_out_of_range_are_rejected(fields):
 
 def test_depths_must_be_powers_of_two():
     with pytest.raises(ParameterError, match="in2_depth"):
-        NTPe(in2_depth=48)
+        NTPE(in2_depth=48)
 
 
 @pytest.mark.parametrize("transpose", [False, True])

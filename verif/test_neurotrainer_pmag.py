@@ -6,7 +6,7 @@ import pytest
 
 from trainforge.golden.neurotrainer.pmag import (LATENCY, SOURCE_NAMES as S, WINDOW_MODES, default_program,
                                                  nt_pmag, random_program, transfer_cycles)
-from trainforge.hw.neurotrainer.pmag import NTPmag
+from trainforge.hw.neurotrainer.pmag import NTPMAG
 from trainforge.errors import ParameterError
 
 
@@ -103,6 +103,6 @@ def test_golden_is_vectorised_for_large_programs():
 
 def test_parameters_are_checked():
     with pytest.raises(ParameterError, match="counter_bits"):
-        NTPmag(counter_bits=17)
+        NTPMAG(counter_bits=17)
     with pytest.raises(ParameterError, match="counter_bits"):
-        NTPmag(counter_bits=1)
+        NTPMAG(counter_bits=1)

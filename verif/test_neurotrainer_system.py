@@ -13,7 +13,7 @@ from trainforge.cli import main
 from trainforge.errors import ParameterError
 from trainforge.sim.neurotrainer.module import ModuleConfig, layer_pass_time, paper_precision
 from trainforge.sim.neurotrainer.networks import layers
-from trainforge.sim.neurotrainer.system import CENTRAL_UNITS, scaling_report
+from trainforge.sim.neurotrainer.system_report import CENTRAL_UNITS, scaling_report
 
 
 def _random_layer(rng):

@@ -20,11 +20,9 @@ numpy arrays.
 """
 import numpy as np
 
+from ...spec.neurotrainer.bus import LATENCY, PARAMS
+
 __all__ = ["LATENCY", "nt_bus"]
-
-#: Pipeline stages between the bus input and its outputs (Sec. 3.4: "4 stage pipelined BUS").
-LATENCY = 4
-
 
 def _mask_at(broadcast_mask, cycles):
     """The ``broadcast_mask`` port value in each of ``cycles`` (a constant, or a per-cycle trace)."""
@@ -39,7 +37,8 @@ def _free_cycles(first, count, busy_start, busy_end):
     return np.where(offsets < before, first + offsets, max(first, busy_end) + offsets - before)
 
 
-def nt_bus(broadcast_data, broadcast_end, merge_data, merge_end, *, pes=4, width=32, broadcast_start=0,
+def nt_bus(broadcast_data, broadcast_end, merge_data, merge_end, *, pes=PARAMS["pes"].default,
+           width=PARAMS["width"].default, broadcast_start=0,
            broadcast_mask=None, request_cycle=None, **_):
     """Words delivered to every PE and to the common vault, with their cycles, without backpressure.
 

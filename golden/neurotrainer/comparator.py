@@ -1,10 +1,15 @@
 """Golden model of :class:`trainforge.hw.neurotrainer.comparator.NTComparator`: vectorised numpy, bit-exact."""
 import numpy as np
 
+from ...spec.neurotrainer.comparator import PARAMS
+
 __all__ = ["nt_comparator"]
 
 
-def nt_comparator(x, first, last, *, index_bits=8, **_):
+_DEFAULTS = PARAMS.defaults
+
+
+def nt_comparator(x, first, last, *, index_bits=_DEFAULTS["index_bits"], **_):
     """Window maxima and their argmax indices over a stream of rows.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.lut.NTLut`: f(x) and f'(x) by table and linear interpolation.
+"""Golden model of :class:`trainforge.hw.neurotrainer.lut.NTLUT`: f(x) and f'(x) by table and linear interpolation.
 
 The PMAG computes the activation function and its derivative, and exp/log for softmax
 and cross-entropy, with look-up tables (Section 3.2). The exact rules (bit-exact with
@@ -17,54 +17,15 @@ the hardware):
 """
 import numpy as np
 
+from ...spec.neurotrainer.lut import FUNCTIONS, PARAMS, USAGE_DOMAINS, lut_table, reference
+
 __all__ = ["FUNCTIONS", "USAGE_DOMAINS", "reference", "lut_table", "nt_lut", "interpolation_error"]
 
-#: The functions a LUT can hold: activations, their derivatives, and exp/log.
-FUNCTIONS = ("relu", "relu_grad", "tanh", "tanh_grad", "sigmoid", "sigmoid_grad", "exp", "log")
-
-#: Input intervals where softmax and cross-entropy use exp and log: exp(x - max(x)) with
-#: x - max(x) <= 0, and log of probabilities (here from 1/16 up).
-USAGE_DOMAINS = {"exp": (-np.inf, 0.0), "log": (1.0 / 16, np.inf)}
+_DEFAULTS = PARAMS.defaults
 
 
-def reference(function, x):
-    """numpy's value of ``function`` at the real numbers ``x`` (NaN where undefined)."""
-    x = np.asarray(x, dtype=np.float64)
-    if function == "relu":
-        return np.maximum(x, 0.0)
-    if function == "relu_grad":
-        return (x > 0).astype(np.float64)
-    if function == "tanh":
-        return np.tanh(x)
-    if function == "tanh_grad":
-        return 1.0 - np.tanh(x) ** 2
-    sigmoid = 0.5 * (1.0 + np.tanh(0.5 * x))
-    if function == "sigmoid":
-        return sigmoid
-    if function == "sigmoid_grad":
-        return sigmoid * (1.0 - sigmoid)
-    if function == "exp":
-        return np.exp(x)
-    if function == "log":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), np.nan)
-    raise ValueError(f"unknown LUT function {function!r}; known: {', '.join(FUNCTIONS)}")
-
-
-def _to_fixed(values, frac_bits):
-    scaled = np.round(np.nan_to_num(values, nan=-np.inf, posinf=np.inf, neginf=-np.inf) * (1 << frac_bits))
-    return np.clip(scaled, -(1 << 15), (1 << 15) - 1).astype(np.int64)
-
-
-def lut_table(function, table_bits, frac_bits, out_frac_bits):
-    """The ``2**table_bits + 1`` breakpoints (int64, signed 16-bit values)."""
-    gap = 1 << (16 - table_bits)
-    points = (np.arange((1 << table_bits) + 1, dtype=np.int64) * gap - (1 << 15)) / (1 << frac_bits)
-    with np.errstate(over="ignore"):
-        return _to_fixed(reference(function, points), out_frac_bits)
-
-
-def nt_lut(x, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12, **_):
+def nt_lut(x, *, function=_DEFAULTS["function"], table_bits=_DEFAULTS["table_bits"],
+           frac_bits=_DEFAULTS["frac_bits"], out_frac_bits=_DEFAULTS["out_frac_bits"], **_):
     """Outputs of the LUT unit for signed 16-bit inputs ``x`` (int64 array, same shape)."""
     x = np.asarray(x, dtype=np.int64)
     table = lut_table(function, table_bits, frac_bits, out_frac_bits)
@@ -75,7 +36,8 @@ def nt_lut(x, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12, 
     return low + (((high - low) * position) >> shift)
 
 
-def interpolation_error(function, table_bits, frac_bits=12, out_frac_bits=12):
+def interpolation_error(function, table_bits, frac_bits=_DEFAULTS["frac_bits"],
+                        out_frac_bits=_DEFAULTS["out_frac_bits"]):
     """Error of the LUT against numpy over every 16-bit input where ``f`` is representable.
 
     Returns

@@ -1,4 +1,4 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.mac.NTMac`: the Fixed 32/16 MAC array with its rounding variants.
+"""Golden model of :class:`trainforge.hw.neurotrainer.mac.NTMAC`: the Fixed 32/16 MAC array with its rounding variants.
 
 Everything here is bit-exact against the hardware. The rules (see
 ``hw/neurotrainer/README.md``):
@@ -18,31 +18,12 @@ Everything here is bit-exact against the hardware. The rules (see
 """
 import numpy as np
 
+from ...spec.neurotrainer.mac import PARAMS, ROUNDINGS, WARMUP_STEPS, lfsr_step, reset_state, xorshift_seeds
+
 __all__ = ["ROUNDINGS", "lfsr_bits", "sr_lo_words", "xorshift_seeds", "xorshift_words",
            "reset_state", "round_shift", "nt_mac"]
 
-#: The rounding variants of the MAC block (Table 1).
-ROUNDINGS = ("sr_lo", "sr_full", "truncate", "nearest")
-
-#: Steps the LFSR runs at elaboration so that the shift register holds 32 LFSR bits at reset.
-WARMUP_STEPS = 32
-
 _MASK32 = (1 << 32) - 1
-
-
-def lfsr_step(state):
-    """One step of the 8-stage LFSR: returns ``(new_state, output_bit)``; the output is the feedback bit."""
-    bit = ((state >> 7) ^ (state >> 5) ^ (state >> 4) ^ (state >> 3)) & 1
-    return ((state << 1) | bit) & 0xFF, bit
-
-
-def reset_state(seed):
-    """Reset values ``(lfsr_state, shift_register)`` of SR-LO: the seed run :data:`WARMUP_STEPS` steps."""
-    state, register = seed, 0
-    for _ in range(WARMUP_STEPS):
-        state, bit = lfsr_step(state)
-        register = ((register << 1) | bit) & _MASK32
-    return state, register
 
 
 def lfsr_bits(state, count):
@@ -64,14 +45,6 @@ def sr_lo_words(seed, count):
     weights = np.uint64(1) << np.arange(31, -1, -1, dtype=np.uint64)
     windows = np.lib.stride_tricks.sliding_window_view(history, 32)[:count]
     return (windows * weights).sum(axis=1, dtype=np.uint64)
-
-
-def xorshift_seeds(seed, lanes):
-    """Per-lane non-zero 32-bit seeds of the full-width generators, derived from the block's ``seed``."""
-    lane = np.arange(lanes, dtype=np.uint64)
-    mixed = (np.uint64(seed) * np.uint64(0x9E3779B1) + (lane + np.uint64(1)) * np.uint64(0x85EBCA77)) \
-        & np.uint64(_MASK32)
-    return np.where(mixed == 0, np.uint64(1), mixed)
 
 
 def xorshift_step(state):
@@ -130,8 +103,7 @@ def rounding_offsets(rounding, frac, sr, seed, lanes, count):
     return np.where(sr, (words & mask).astype(np.int64), 0)
 
 
-def nt_mac(a, x, wide, sr, clear, read, *, lanes=4, frac_bits=16, frac_bits16=8,
-           rounding="sr_lo", seed=0xA5, **_):
+def nt_mac(a, x, wide, sr, clear, read, **params):
     """Results of the MAC array over a stream of rows.
 
     Parameters
@@ -142,14 +114,18 @@ def nt_mac(a, x, wide, sr, clear, read, *, lanes=4, frac_bits=16, frac_bits16=8,
         The per-lane 32-bit words, as unsigned bits.
     wide, sr, clear, read : array_like of bool, shape (rows,)
         32-bit mode; stochastic rounding on (SR variants only); start from zero; emit the result.
-    lanes, frac_bits, frac_bits16, rounding, seed :
-        Block parameters (see :class:`~trainforge.hw.neurotrainer.mac.NTMac`).
+    **params
+        Block parameters (:data:`trainforge.spec.neurotrainer.mac.PARAMS`; defaults from there,
+        other keys ignored).
 
     Returns
     -------
     numpy.ndarray of uint64, shape (reads, lanes)
         The accumulator words (32-bit) after each ``read`` row.
     """
+    resolved = PARAMS.resolve(**{name: value for name, value in params.items() if name in PARAMS.names})
+    lanes, frac_bits, frac_bits16 = resolved["lanes"], resolved["frac_bits"], resolved["frac_bits16"]
+    rounding, seed = resolved["rounding"], resolved["seed"]
     a = np.asarray(a, dtype=np.int64)
     x = np.asarray(x, dtype=np.int64).reshape(len(a), lanes)
     wide = np.asarray(wide, dtype=bool)

@@ -1,6 +1,6 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.pe.NTPe`: results bit-exact, cycles exact without backpressure.
+"""Golden model of :class:`trainforge.hw.neurotrainer.pe.NTPE`: results bit-exact, cycles exact without backpressure.
 
-The PE runs one *pass* per 4-byte program word (``hw/neurotrainer/pe_program.py``). The
+The PE runs one *pass* per 4-byte program word (``spec/neurotrainer/pe_program.py``). The
 rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 
 - BUF Input 1 and BUF Input 2 are each two halves. Their fill streams write block after
@@ -11,7 +11,7 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
   ``C = cnt1 + 1``, step ``s = 0 .. O*I - 1`` reads BUF1 address ``s`` (row-major sweep of
   the ``O x I`` block) or, with ``transpose``, ``(s % O) * I + s // O`` (its transpose),
   and BUF2 row ``s % C``; output row ``s // C`` closes at ``s % C == C - 1`` or the last step.
-- MAC: each output row is the NTMac recurrence over its steps, from 0 or (``accumulate``)
+- MAC: each output row is the NTMAC recurrence over its steps, from 0 or (``accumulate``)
   from one preload row ``a = 1.0, x = BUF Output[row]``; the k results of output row ``n``
   are written to BUF Output row ``n mod out_depth``. The MAC array's random state runs over
   every MAC row of every pass, preloads included.
@@ -28,7 +28,8 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 """
 import numpy as np
 
-from ...hw.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.pe import PARAMS
+from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
 from .mac import rounding_offsets, round_shift
 
 __all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]
@@ -122,8 +123,13 @@ class _FillStream:
         return self.banks[block % 2]
 
 
-def nt_pe(programs, blocks1, blocks2, *, lanes=4, in1_depth=512, in2_depth=128, out_depth=64, frac_bits=16,
-          frac_bits16=8, rounding="sr_lo", seed=0xA5, index_bits=8, out_buffer=None, **_):
+_DEFAULTS = PARAMS.defaults
+
+
+def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DEFAULTS["in1_depth"],
+          in2_depth=_DEFAULTS["in2_depth"], out_depth=_DEFAULTS["out_depth"], frac_bits=_DEFAULTS["frac_bits"],
+          frac_bits16=_DEFAULTS["frac_bits16"], rounding=_DEFAULTS["rounding"], seed=_DEFAULTS["seed"],
+          index_bits=_DEFAULTS["index_bits"], out_buffer=None, **_):
     """Results and result cycles of a sequence of passes.
 
     Parameters
@@ -135,7 +141,7 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=4, in1_depth=512, in2_depth=128, 
     blocks2 : sequence of array_like of int, each shape (rows, lanes)
         The BUF Input 2 fill stream, block by block.
     lanes, in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
-        Block parameters (see :class:`~trainforge.hw.neurotrainer.pe.NTPe`).
+        Block parameters (see :class:`~trainforge.hw.neurotrainer.pe.NTPE`).
     out_buffer : array_like of int, shape (out_depth, lanes), optional
         Initial BUF Output contents (zero, as after configuration, when not given).
 

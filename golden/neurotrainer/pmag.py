@@ -1,6 +1,6 @@
-"""Golden model of :class:`trainforge.hw.neurotrainer.pmag.NTPmag`: the PMAG address sequence, vectorised.
+"""Golden model of :class:`trainforge.hw.neurotrainer.pmag.NTPMAG`: the PMAG address sequence, vectorised.
 
-A PMAG program (a dict with the fields of ``NTPmag.program_layout``) describes
+A PMAG program (a dict with the fields of ``NTPMAG.program_layout``) describes
 
 - seven nested counters ``r1`` (outermost) .. ``r7`` (innermost), counter ``i``
   running ``0 .. max[i]`` ("R1 ~ R7: maximum value of r1 ~ r7 loop, minimum value
@@ -30,27 +30,12 @@ in the step after the last counter value. See :func:`transfer_cycles`.
 """
 import numpy as np
 
+from ...spec.neurotrainer.pmag import LATENCY, LEVELS, PARAMS, SOURCE_NAMES, WINDOW_MODES, end_mark
+
 __all__ = ["LEVELS", "SOURCE_NAMES", "WINDOW_MODES", "end_mark", "counter_values", "nt_pmag",
            "transfer_cycles", "default_program", "random_program"]
 
-#: Number of nested counters.
-LEVELS = 7
-
-#: Source codes of the decoders, by name.
-SOURCE_NAMES = {"0": 0, **{f"r{level}": level for level in range(1, LEVELS + 1)}, "const": 8, "p": 9, "q": 10}
-
-#: ``window`` field values.
-WINDOW_MODES = {"off": 0, "skip": 1, "pad": 2}
-
-#: Cycles from the acceptance of a program to its first request, without stalls.
-LATENCY = 2
-
 _MASK32 = (1 << 32) - 1
-
-
-def end_mark(wide):
-    """The END-MARK word: 0xFFFFFFFF for 32-bit data, 0xFFFF for 16-bit data."""
-    return _MASK32 if wide else 0xFFFF
 
 
 def default_program():
@@ -78,13 +63,13 @@ def _sources(counters, const, p=None, q=None):
     return table
 
 
-def nt_pmag(program, *, counter_bits=16, **_):
+def nt_pmag(program, *, counter_bits=PARAMS["counter_bits"].default, **_):
     """The request stream of one program.
 
     Parameters
     ----------
     program : dict
-        The program fields (see the module docstring and ``NTPmag.program_layout``).
+        The program fields (see the module docstring and ``NTPMAG.program_layout``).
     counter_bits : int
         Counter width; every ``max`` must fit (the hardware keeps ``counter_bits`` bits).
 
@@ -170,7 +155,7 @@ def transfer_cycles(issued, accept_cycle, ready, free_cycle=0):
     return np.array(transfers, dtype=np.int64)
 
 
-def random_program(rng, counter_bits=16, max_steps=200):
+def random_program(rng, counter_bits=PARAMS["counter_bits"].default, max_steps=200):
     """A random program of at most about ``max_steps`` counter steps (for tests).
 
     Every source code (including the unused ones), window mode, data width and direction

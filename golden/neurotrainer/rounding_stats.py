@@ -1,6 +1,7 @@
 """Rounding-error statistics of the MAC variants (mean bias, lane and cycle correlation of SR-LO)."""
 import numpy as np
 
+from ...spec.neurotrainer.mac import PARAMS
 from .mac import round_shift, rounding_offsets
 
 __all__ = ["sr_lo_predicted_bias", "rounding_error_statistics"]
@@ -16,7 +17,8 @@ def sr_lo_predicted_bias(frac_bits):
     return (1.0 - 2.0 ** -frac_bits) / 510.0
 
 
-def rounding_error_statistics(rounding, samples=100_000, frac_bits=16, seed=0xA5, data_seed=2024, lanes=2):
+def rounding_error_statistics(rounding, samples=100_000, frac_bits=PARAMS["frac_bits"].default,
+                              seed=PARAMS["seed"].default, data_seed=2024, lanes=2):
     """Round ``samples`` random exact sums per lane and measure the errors.
 
     The exact values are uniformly random 2F-fraction-bit sums (independent per lane);

@@ -8,10 +8,16 @@ plus ``latency``.
 """
 import numpy as np
 
+from ...spec.neurotrainer.vault import PARAMS
+
 __all__ = ["nt_vault"]
 
 
-def nt_vault(address, write, data, *, depth=1024, latency=4, interval=1, memory=None, **_):
+_DEFAULTS = PARAMS.defaults
+
+
+def nt_vault(address, write, data, *, depth=_DEFAULTS["depth"], latency=_DEFAULTS["latency"],
+             interval=_DEFAULTS["interval"], memory=None, **_):
     """Read data and their cycles for a request stream.
 
     Parameters

@@ -1,13 +1,13 @@
 """The NeuroTrainer family's registered blocks."""
 from ..registry import Block
 from .comparator import NTComparator
-from .lut import NTLut
-from .mac import NTMac
-from .pmag import NTPmag
-from .pe import NTPe
+from .lut import NTLUT
+from .mac import NTMAC
+from .pmag import NTPMAG
+from .pe import NTPE
 from .vault import NTVault
 from .bus import NTBus
-from .system import NTSystem
+from .integration import NTSystem
 
 BLOCKS = (
     Block(
@@ -41,7 +41,7 @@ BLOCKS = (
     ),
     Block(
         name="nt_pe",
-        component=NTPe,
+        component=NTPE,
         testbench="tb_nt_pe",
         summary="NeuroTrainer PE: k SR-LO MACs + k comparators, 3 double-buffered local buffers with CNT2/CNT1, 4-byte programs (Sec. 3.3, Fig. 9, Table 4)",
         test_params=({"lanes": 2, "in1_depth": 64, "in2_depth": 32, "out_depth": 16, "index_bits": 4},),
@@ -55,7 +55,7 @@ BLOCKS = (
     ),
     Block(
         name="nt_mac",
-        component=NTMac,
+        component=NTMAC,
         testbench="tb_nt_mac",
         summary="NeuroTrainer Fixed 32/16 MAC array with SR-LO / per-MAC SR / truncate / nearest rounding (Fig. 11, Table 1)",
         test_params=(
@@ -78,7 +78,7 @@ BLOCKS = (
     ),
     Block(
         name="nt_pmag",
-        component=NTPmag,
+        component=NTPMAG,
         testbench="tb_nt_pmag",
         summary="NeuroTrainer PMAG: 7 nested counters, decoders, base + strides address function, END-MARK request stream (Fig. 4, Tables 2-3)",
         test_params=({"counter_bits": 16},),
@@ -86,7 +86,7 @@ BLOCKS = (
     ),
     Block(
         name="nt_lut",
-        component=NTLut,
+        component=NTLUT,
         testbench="tb_nt_lut",
         summary="NeuroTrainer LUT unit: f(x) or f'(x) (ReLU, tanh, sigmoid, exp, log) by table + linear interpolation (Sec. 3.2)",
         test_params=({"function": "sigmoid_grad", "table_bits": 5, "frac_bits": 11, "out_frac_bits": 14},),

@@ -3,16 +3,10 @@ from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.bus import LATENCY
+from ...spec.neurotrainer import bus as spec
+from ...spec.neurotrainer.bus import LATENCY
 
 __all__ = ["NTBus"]
-
-
-def _check_width(values):
-    if values["width"] not in (16, 32):
-        raise ParameterError(f"parameter 'width' = {values['width']!r} is invalid; allowed: 16 or 32")
 
 
 class NTBus(wiring.Component):
@@ -83,17 +77,14 @@ class NTBus(wiring.Component):
         ``data`` (width), ``end`` (1), ``source`` (index of the sending PE).
     """
 
-    PARAMS = ParamSchema((
-        Param("pes", int, 4, "number of PEs on the bus", minimum=2, maximum=16),
-        Param("width", int, 32, "data width of a word (16 or 32)", minimum=16, maximum=32),
-    ), constraints=(_check_width,))
+    PARAMS = spec.PARAMS
 
     def __init__(self, *, pes=4, width=32):
         self.params = self.PARAMS.resolve(pes=pes, width=width)
         self.pes = pes
         self.width = width
-        self.word_layout = data.StructLayout({"data": unsigned(width), "end": 1})
-        self.merge_layout = data.StructLayout({"data": unsigned(width), "end": 1, "source": range(pes)})
+        self.word_layout = spec.word_layout(self.params)
+        self.merge_layout = spec.merge_layout(self.params)
         super().__init__({
             "i_broadcast": In(stream.Signature(self.word_layout)),
             "broadcast_mask": In(pes),

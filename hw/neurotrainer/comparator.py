@@ -1,9 +1,9 @@
 """Comparator unit for max pooling and its backward pass (NeuroTrainer, Section 3.3.3)."""
-from amaranth import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Module, Mux, Signal, signed
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
+from ...spec.neurotrainer import comparator as spec
 
 __all__ = ["NTComparator"]
 
@@ -42,28 +42,17 @@ class NTComparator(wiring.Component):
         ``value`` (``lanes`` signed 16-bit maxima) and ``index`` (``lanes`` indices).
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "comparators k", minimum=1, maximum=64),
-        Param("index_bits", int, 8, "argmax index width (window of up to 2**index_bits elements)",
-              minimum=1, maximum=16),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a ``last`` row to its result on ``o_max``, without stalls.
-    LATENCY = 1
+    LATENCY = spec.LATENCY
 
     def __init__(self, *, lanes=4, index_bits=8):
         self.params = self.PARAMS.resolve(lanes=lanes, index_bits=index_bits)
         self.lanes = lanes
         self.index_bits = index_bits
-        self.row_layout = data.StructLayout({
-            "x": data.ArrayLayout(signed(16), lanes),
-            "first": 1,
-            "last": 1,
-        })
-        self.result_layout = data.StructLayout({
-            "value": data.ArrayLayout(signed(16), lanes),
-            "index": data.ArrayLayout(unsigned(index_bits), lanes),
-        })
+        self.row_layout = spec.row_layout(self.params)
+        self.result_layout = spec.result_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_max": Out(stream.Signature(self.result_layout)),

@@ -4,13 +4,13 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.lut import FUNCTIONS, lut_table
+from ...spec.neurotrainer import lut as spec
+from ...spec.neurotrainer.lut import lut_table
 
-__all__ = ["NTLut"]
+__all__ = ["NTLUT"]
 
 
-class NTLut(wiring.Component):
+class NTLUT(wiring.Component):
     """One function of the PMAG's LUTs: a breakpoint table read twice and linearly interpolated.
 
     The 16-bit input is read as an offset-binary number ``u = x + 2**15``; its top
@@ -40,15 +40,10 @@ class NTLut(wiring.Component):
     o_y : Out(stream.Signature(signed(16)))
     """
 
-    PARAMS = ParamSchema((
-        Param("function", str, "tanh", "function held in the table", choices=FUNCTIONS),
-        Param("table_bits", int, 6, "log2 of the number of table segments", minimum=1, maximum=12),
-        Param("frac_bits", int, 12, "fraction bits of the 16-bit input", minimum=0, maximum=15),
-        Param("out_frac_bits", int, 12, "fraction bits of the 16-bit output", minimum=0, maximum=15),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def __init__(self, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12):
         self.params = self.PARAMS.resolve(function=function, table_bits=table_bits, frac_bits=frac_bits,

@@ -1,22 +1,15 @@
 """Fixed 32/16 MAC array with low-overhead stochastic rounding (NeuroTrainer, Section 3.3.2, Fig. 11, Table 1)."""
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.mac import ROUNDINGS, reset_state, xorshift_seeds
+from ...spec.neurotrainer import mac as spec
+from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
 
-__all__ = ["NTMac"]
-
-
-def _check_seed(values):
-    if values["rounding"] == "sr_lo" and values["seed"] > 255:
-        raise ParameterError(f"parameter 'seed' = {values['seed']!r} is invalid (the SR-LO LFSR has 8 stages); "
-                         "allowed: an integer in 1..255 when rounding is sr_lo")
+__all__ = ["NTMAC"]
 
 
-class NTMac(wiring.Component):
+class NTMAC(wiring.Component):
     """A row of k fixed-point MACs computing ``y = a * x + y`` in 32-bit or dual 16-bit mode.
 
     Each accepted row carries one broadcast word ``a`` (from input buffer 1) and
@@ -70,15 +63,7 @@ class NTMac(wiring.Component):
         ``lanes`` 32-bit accumulator words.
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "MAC lanes k", minimum=1, maximum=64),
-        Param("frac_bits", int, 16, "fraction bits of the 32-bit fixed-point format", minimum=0, maximum=30),
-        Param("frac_bits16", int, 8, "fraction bits of the 16-bit fixed-point format", minimum=0, maximum=14),
-        Param("rounding", str, "sr_lo", "32-bit rounding: SR-LO, per-MAC full-width SR, truncate or nearest",
-              choices=ROUNDINGS),
-        Param("seed", int, 0xA5, "random generator seed (LFSR state for sr_lo: 1..255)",
-              minimum=1, maximum=(1 << 32) - 1),
-    ), constraints=(_check_seed,))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
     LATENCY = 2
@@ -91,15 +76,8 @@ class NTMac(wiring.Component):
         self.frac_bits16 = frac_bits16
         self.rounding = rounding
         self.seed = seed
-        self.row_layout = data.StructLayout({
-            "a": unsigned(32),
-            "x": data.ArrayLayout(unsigned(32), lanes),
-            "wide": 1,
-            "sr": 1,
-            "clear": 1,
-            "read": 1,
-        })
-        self.result_layout = data.ArrayLayout(unsigned(32), lanes)
+        self.row_layout = spec.row_layout(self.params)
+        self.result_layout = spec.result_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_y": Out(stream.Signature(self.result_layout)),

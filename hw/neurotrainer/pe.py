@@ -4,25 +4,15 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.mac import ROUNDINGS
+from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
-from .mac import NTMac, _check_seed
-from .pe_program import PE_PROGRAM_LAYOUT
+from .mac import NTMAC
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, PEOp
 
-__all__ = ["NTPe"]
-
-
-def _check_depths(values):
-    for name in ("in1_depth", "in2_depth", "out_depth"):
-        depth = values[name]
-        if depth & (depth - 1):
-            raise ParameterError(f"parameter '{name}' = {depth!r} is invalid (not a power of two); "
-                             "allowed: a power of two in the parameter's range")
+__all__ = ["NTPE"]
 
 
-class NTPe(wiring.Component):
+class NTPE(wiring.Component):
     """A PE: k MACs, k comparators and three double-buffered local buffers, run by 4-byte programs.
 
     Buffers (``lib.memory.Memory``): BUF Input 1 (``in1_depth`` 32-bit words), BUF Input 2
@@ -31,7 +21,7 @@ class NTPe(wiring.Component):
     input stream, one word or row per transfer, a block closed by ``last``; a full half is not
     written again until a pass has released it.
 
-    A *pass* runs one program word (:data:`~trainforge.hw.neurotrainer.pe_program.PE_PROGRAM_LAYOUT`).
+    A *pass* runs one program word (:data:`~trainforge.spec.neurotrainer.pe_program.PE_PROGRAM_LAYOUT`).
     It starts when the program is offered, the PE is idle, and the half it reads of each buffer
     it uses (BUF Input 2 always, BUF Input 1 for MAC) holds a complete block. It then takes
     ``N = (cnt2_outer + 1) * (cnt2_inner + 1)`` steps, one per cycle: CNT2 sweeps the BUF1
@@ -55,7 +45,7 @@ class NTPe(wiring.Component):
     in1_depth, in2_depth, out_depth : int
         Buffer depths (powers of two): words of BUF Input 1, rows of BUF Input 2 and BUF Output.
     frac_bits, frac_bits16, rounding, seed : int, int, str, int
-        The MAC array's parameters (:class:`~trainforge.hw.neurotrainer.mac.NTMac`).
+        The MAC array's parameters (:class:`~trainforge.hw.neurotrainer.mac.NTMAC`).
     index_bits : int
         The comparators' argmax index width.
 
@@ -80,21 +70,10 @@ class NTPe(wiring.Component):
         ``y`` (``lanes`` x 32 bits), ``last`` (the pass's last result).
     """
 
-    PARAMS = ParamSchema((
-        Param("lanes", int, 4, "MACs and comparators k", minimum=1, maximum=64),
-        Param("in1_depth", int, 512, "BUF Input 1 depth in 32-bit words (two halves)", minimum=4, maximum=1 << 16),
-        Param("in2_depth", int, 128, "BUF Input 2 depth in rows of k words (two halves)", minimum=4, maximum=1 << 16),
-        Param("out_depth", int, 64, "BUF Output depth in rows of k partial sums", minimum=2, maximum=1 << 16),
-        Param("frac_bits", int, 16, "fraction bits of the 32-bit fixed-point format", minimum=0, maximum=30),
-        Param("frac_bits16", int, 8, "fraction bits of the 16-bit fixed-point format", minimum=0, maximum=14),
-        Param("rounding", str, "sr_lo", "32-bit rounding of the MACs", choices=ROUNDINGS),
-        Param("seed", int, 0xA5, "random generator seed of the MACs (1..255 for sr_lo)",
-              minimum=1, maximum=(1 << 32) - 1),
-        Param("index_bits", int, 8, "comparator argmax index width", minimum=1, maximum=16),
-    ), constraints=(_check_depths, _check_seed))
+    PARAMS = spec.PARAMS
 
     #: Cycles from a row entering the MAC array / the comparators to its result.
-    MAC_LATENCY = NTMac.LATENCY
+    MAC_LATENCY = NTMAC.LATENCY
     MAX_LATENCY = NTComparator.LATENCY
 
     def __init__(self, *, lanes=4, in1_depth=512, in2_depth=128, out_depth=64, frac_bits=16, frac_bits16=8,
@@ -164,7 +143,7 @@ class NTPe(wiring.Component):
         half2_bits = (self.in2_depth // 2).bit_length() - 1
         out_bits = self.out_depth.bit_length() - 1
 
-        m.submodules.mac = mac = NTMac(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
+        m.submodules.mac = mac = NTMAC(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
                                        rounding=self.rounding, seed=self.seed)
         m.submodules.comparator = comparator = NTComparator(lanes=lanes, index_bits=self.index_bits)
         m.submodules.buffer_in1 = buffer_in1 = Memory(shape=unsigned(32), depth=self.in1_depth, init=[])
@@ -221,7 +200,7 @@ class NTPe(wiring.Component):
         m.d.comb += [
             last_step.eq((outer == outer_max) & (inner == inner_max)),
             closing.eq((count1 == program.cnt1) | last_step),
-            preload.eq(program.accumulate & (program.op == 0) & (count1 == 0) & ~preloaded),
+            preload.eq(program.accumulate & (program.op == PEOp.MAC) & (count1 == 0) & ~preloaded),
             address2.eq(count1),
         ]
 
@@ -286,7 +265,7 @@ class NTPe(wiring.Component):
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
         m.d.comb += [
-            mac.i_row.valid.eq(stage_valid & (program.op == 0)),
+            mac.i_row.valid.eq(stage_valid & (program.op == PEOp.MAC)),
             mac_row.a.eq(Mux(stage_preload, one, read1.data)),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
@@ -328,7 +307,7 @@ class NTPe(wiring.Component):
         delivered = mac_done | max_done
         m.d.sync += pending.eq(pending + (issue & ~preload & closing) - delivered)
         m.d.comb += [
-            release1.eq(draining & (pending == 0) & (program.op == 0) & ~program.hold1),
+            release1.eq(draining & (pending == 0) & (program.op == PEOp.MAC) & ~program.hold1),
             release2.eq(draining & (pending == 0) & ~program.hold2),
         ]
         with m.If(draining & (pending == 0)):

@@ -1,15 +1,15 @@
 """Programmable memory address generator (NeuroTrainer, Section 3.2, Fig. 4, Tables 2 and 3)."""
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.pmag import LEVELS, WINDOW_MODES, end_mark
+from ...spec.neurotrainer import pmag as spec
+from ...spec.neurotrainer.pmag import LEVELS, WindowMode, end_mark
 
-__all__ = ["NTPmag"]
+__all__ = ["NTPMAG"]
 
 
-class NTPmag(wiring.Component):
+class NTPMAG(wiring.Component):
     """Seven nested counters, decoders and an address function issuing a vault request stream.
 
     A program is loaded with one transfer on ``i_program``; the PMAG then walks the counters
@@ -53,29 +53,16 @@ class NTPmag(wiring.Component):
         ``address`` (32), ``write``, ``pad``, ``end``.
     """
 
-    PARAMS = ParamSchema((
-        Param("counter_bits", int, 16, "width of the seven nested counters", minimum=2, maximum=16),
-    ))
+    PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a program to its first request, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def __init__(self, *, counter_bits=16):
         self.params = self.PARAMS.resolve(counter_bits=counter_bits)
         self.counter_bits = counter_bits
-        wide = counter_bits + 1
-        self.program_layout = data.StructLayout({
-            "max": data.ArrayLayout(unsigned(counter_bits), LEVELS),
-            **{name: unsigned(4) for name in ("s", "t", "u", "v", "a", "b", "c", "d", "h", "k")},
-            "const": unsigned(counter_bits),
-            "base": unsigned(32),
-            "stride": data.ArrayLayout(unsigned(32), 4),
-            **{name: unsigned(wide) for name in ("h_lo", "h_hi", "k_lo", "k_hi")},
-            "window": unsigned(2),
-            "write": 1,
-            "wide": 1,
-        })
-        self.request_layout = data.StructLayout({"address": unsigned(32), "write": 1, "pad": 1, "end": 1})
+        self.program_layout = spec.program_layout(self.params)
+        self.request_layout = spec.request_layout(self.params)
         super().__init__({
             "i_program": In(stream.Signature(self.program_layout)),
             "o_request": Out(stream.Signature(self.request_layout)),
@@ -110,8 +97,8 @@ class NTPmag(wiring.Component):
             h.eq(sources[program.h]),
             k.eq(sources[program.k]),
             in_window.eq((h >= program.h_lo) & (h < program.h_hi) & (k >= program.k_lo) & (k < program.k_hi)),
-            skip_mode.eq(program.window == WINDOW_MODES["skip"]),
-            pad_mode.eq(program.window == WINDOW_MODES["pad"]),
+            skip_mode.eq(program.window == WindowMode.SKIP),
+            pad_mode.eq(program.window == WindowMode.PAD),
             inside.eq(in_window | ~(skip_mode | pad_mode)),
         ]
 

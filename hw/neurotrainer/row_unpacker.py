@@ -4,7 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.pmag import end_mark
+from ...spec.neurotrainer.pmag import end_mark
 
 __all__ = ["NTRowUnpacker"]
 

@@ -1,20 +1,12 @@
-"""Vault memory model for simulation: a memory with a configurable read latency and bandwidth (issue 4)."""
+"""Vault memory model for simulation: a memory with a configurable read latency and bandwidth."""
 from amaranth import Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
+from ...spec.neurotrainer import vault as spec
 
 __all__ = ["NTVault"]
-
-
-def _check_depth(values):
-    depth = values["depth"]
-    if depth & (depth - 1):
-        raise ParameterError(f"parameter 'depth' = {depth!r} is invalid (not a power of two); "
-                         "allowed: a power of two in 2..65536")
 
 
 class NTVault(wiring.Component):
@@ -48,19 +40,14 @@ class NTVault(wiring.Component):
         ``address`` (32), ``write`` (1), ``data`` (32).
     """
 
-    PARAMS = ParamSchema((
-        Param("depth", int, 1024, "words of storage (power of two)", minimum=2, maximum=1 << 16),
-        Param("latency", int, 4, "read latency in cycles", minimum=1, maximum=64),
-        Param("interval", int, 1, "minimum cycles between accepted requests (bandwidth = 4 B / interval)",
-              minimum=1, maximum=16),
-    ), constraints=(_check_depth,))
+    PARAMS = spec.PARAMS
 
     def __init__(self, *, depth=1024, latency=4, interval=1):
         self.params = self.PARAMS.resolve(depth=depth, latency=latency, interval=interval)
         self.depth = depth
         self.latency = latency
         self.interval = interval
-        self.request_layout = data.StructLayout({"address": unsigned(32), "write": 1, "data": unsigned(32)})
+        self.request_layout = spec.request_layout(self.params)
         super().__init__({
             "i_request": In(stream.Signature(self.request_layout)),
             "o_data": Out(stream.Signature(unsigned(32))),

@@ -5,9 +5,10 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ...spec.params import Param, ParamSchema
-from ...golden.neurotrainer.pmag import end_mark
-from .pmag import NTPmag
-from .vault import NTVault, _check_depth
+from ...spec.neurotrainer.pmag import end_mark
+from .pmag import NTPMAG
+from ...spec.neurotrainer.vault import check_depth
+from .vault import NTVault
 
 __all__ = ["NTVaultController"]
 
@@ -62,7 +63,7 @@ class NTVaultController(wiring.Component):
     host_layout : data.StructLayout
         ``address`` (32), ``write`` (1), ``data`` (32).
     program_layout : data.StructLayout
-        :attr:`NTPmag.program_layout` with 16-bit counters.
+        :attr:`NTPMAG.program_layout` with 16-bit counters.
     word_layout : data.StructLayout
         ``data`` (32), ``end`` (1): the bus word.
     """
@@ -71,13 +72,13 @@ class NTVaultController(wiring.Component):
         Param("depth", int, 1024, "vault words (power of two)", minimum=2, maximum=1 << 16),
         Param("latency", int, 4, "vault read latency in cycles", minimum=1, maximum=64),
         Param("interval", int, 1, "minimum cycles between vault requests", minimum=1, maximum=16),
-    ), constraints=(_check_depth,))
+    ), constraints=(check_depth,))
 
     def __init__(self, *, depth=1024, latency=4, interval=1):
         self.params = self.PARAMS.resolve(depth=depth, latency=latency, interval=interval)
         self.vault = NTVault(depth=depth, latency=latency, interval=interval)
-        self.read_pmag = NTPmag(counter_bits=16)
-        self.write_pmag = NTPmag(counter_bits=16)
+        self.read_pmag = NTPMAG(counter_bits=16)
+        self.write_pmag = NTPMAG(counter_bits=16)
         self.host_layout = self.vault.request_layout
         self.program_layout = self.read_pmag.program_layout
         self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})

@@ -6,7 +6,7 @@ A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench c
   index map (vault word ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 =
   a zero padding word). Vault ``-1`` is the common data vault, vault ``i`` the independent
   vault of PE ``i``.
-- ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``hw/neurotrainer/pe_program.py``),
+- ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``spec/neurotrainer/pe_program.py``),
   the PMAG stream that fills BUF Input 1 (and its block sizes in words), the one that fills
   BUF Input 2 (block sizes in rows of ``lanes`` words; ``lanes`` consecutive stream words make
   one row) and the write stream that stores the PE's result words (rows of ``lanes`` words,
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
-from ...hw.neurotrainer.pe import NTPe
-from ...hw.neurotrainer.pe_program import OP_MAC, OP_MAX
+from ...hw.neurotrainer.pe import NTPE
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
 
@@ -182,7 +182,7 @@ class CompiledLayer:
     kind : str
     dims : dict
     pe : dict
-        The NTPe parameters the programs were compiled for (``lanes``, buffer depths, MAC format).
+        The NTPE parameters the programs were compiled for (``lanes``, buffer depths, MAC format).
     pes : int
     tensors : dict of str to (tuple, list of Placement)
         Per tensor its logical shape and placements.
@@ -707,7 +707,7 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     pes : int
         Processing elements (and independent vaults).
     pe : dict, optional
-        NTPe parameters (``lanes``, ``in1_depth``, ``in2_depth``, ``out_depth``, ``frac_bits``, ...).
+        NTPE parameters (``lanes``, ``in1_depth``, ``in2_depth``, ``out_depth``, ``frac_bits``, ...).
     sr : bool
         Stochastic rounding on in the 32-bit MAC passes.
     bits : int, optional
@@ -741,7 +741,7 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
             raise ValueError(f"{kind} dimension {key} = {value} must be positive")
     if pes < 1:
         raise ValueError(f"pes = {pes} must be >= 1")
-    pe = NTPe.PARAMS.resolve(**(pe or {}))
+    pe = NTPE.PARAMS.resolve(**(pe or {}))
     bits = TABLE4_BITS.get(kind, 32) if bits is None else bits
     if bits not in (16, 32) or (bits == 16 and kind not in ("conv_ff", "fc_ff")):
         raise ValueError(f"bits = {bits} is not available for {kind}; allowed: 16 or 32 for conv_ff and fc_ff, "

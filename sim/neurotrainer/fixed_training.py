@@ -26,7 +26,7 @@ import functools
 import numpy as np
 
 from trainforge.golden.neurotrainer.mac import sr_lo_words, xorshift_seeds
-from trainforge.hw.neurotrainer.mac import NTMac
+from trainforge.hw.neurotrainer.mac import NTMAC
 
 __all__ = ["FIXED_ROUNDINGS", "ROUNDINGS", "SR_LO_PERIOD", "LATE_EPOCHS", "to_fixed", "xorshift_skip",
            "xorshift_stream", "MacArray", "FloatArithmetic", "load_data", "Mlp", "ElmanRnn", "NETWORKS", "train",
@@ -146,7 +146,7 @@ class MacArray:
     ----------
     rounding : str
         One of :data:`FIXED_ROUNDINGS` (the ``nt_mac`` ``rounding`` parameter). The parameters
-        are checked by ``NTMac.PARAMS`` (``ParameterError`` naming the parameter if invalid).
+        are checked by ``NTMAC.PARAMS`` (``ParameterError`` naming the parameter if invalid).
     frac_bits : int
         F, the fraction bits of the 32-bit format (the ``nt_mac`` ``frac_bits`` parameter).
     lanes : int
@@ -161,7 +161,7 @@ class MacArray:
     """
 
     def __init__(self, rounding, frac_bits=16, lanes=32, seed=0xA5):
-        NTMac.PARAMS.resolve(rounding=rounding, frac_bits=frac_bits, lanes=lanes, seed=seed)  # ParameterError if invalid
+        NTMAC.PARAMS.resolve(rounding=rounding, frac_bits=frac_bits, lanes=lanes, seed=seed)  # ParameterError if invalid
         self.rounding, self.frac_bits, self.lanes, self.seed = rounding, frac_bits, lanes, seed
         self.rows = 0
         self.one = 1 << frac_bits

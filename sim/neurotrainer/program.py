@@ -6,11 +6,11 @@ model's ``max``) and the eight 4-bit routing codes of Fig. 4 / Table 2 (``s t u 
 What the paper does not count -- the comparator routing ``h k`` and window mode of Table 3,
 the constant ``r``, the base address, the four strides of ``f(a, b, c, d)`` and the window
 bounds -- is the 32-byte *descriptor*. Word + descriptor = exactly the fields of
-``NTPmag.program_layout`` (``counter_bits = 16``), so :func:`pmag_rtl_payload` gives the
+``NTPMAG.program_layout`` (``counter_bits = 16``), so :func:`pmag_rtl_payload` gives the
 ``i_program`` payload of the RTL and :func:`decode_pmag` gives back the dict the golden model
 :func:`~trainforge.golden.neurotrainer.pmag.nt_pmag` consumes.
 
-The PE word is :data:`~trainforge.hw.neurotrainer.pe_program.PE_PROGRAM_LAYOUT` (owned by the
+The PE word is :data:`~trainforge.spec.neurotrainer.pe_program.PE_PROGRAM_LAYOUT` (owned by the
 PE, reused here).
 
 All layouts are ``amaranth.lib.data`` layouts; bytes are the little-endian bytes of the
@@ -20,7 +20,7 @@ from amaranth import unsigned
 from amaranth.lib import data
 
 from ...golden.neurotrainer.pmag import LEVELS, default_program
-from ...hw.neurotrainer.pe_program import PE_PROGRAM_BYTES, decode_pe_program, encode_pe_program
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_BYTES, decode_pe_program, encode_pe_program
 
 __all__ = ["COUNTER_BITS", "BOUND_BITS", "PMAG_WORD_LAYOUT", "PMAG_DESCRIPTOR_LAYOUT", "PMAG_WORD_BYTES",
            "PMAG_DESCRIPTOR_BYTES", "PE_WORD_BYTES", "IBUFFER_BYTES", "ProgramError", "check_range",
@@ -42,7 +42,7 @@ PMAG_WORD_LAYOUT = data.StructLayout({
     **{name: unsigned(4) for name in _ROUTED},
 })
 
-#: The 32-byte descriptor: the rest of ``NTPmag.program_layout``.
+#: The 32-byte descriptor: the rest of ``NTPMAG.program_layout``.
 PMAG_DESCRIPTOR_LAYOUT = data.StructLayout({
     "h": unsigned(4),
     "k": unsigned(4),
@@ -145,13 +145,13 @@ def decode_pmag(word, descriptor):
 
 
 def pmag_rtl_payload(program, program_layout):
-    """The ``i_program`` payload bits of ``NTPmag`` (pass the instance's ``program_layout``)."""
+    """The ``i_program`` payload bits of ``NTPMAG`` (pass the instance's ``program_layout``)."""
     _check_pmag(program)
     return program_layout.const({**_word_fields(program), **_descriptor_fields(program)}).as_bits()
 
 
 def encode_pe(fields):
-    """The 4 bytes of a PE program word (fields as :func:`~trainforge.hw.neurotrainer.pe_program.encode_pe_program`).
+    """The 4 bytes of a PE program word (fields as :func:`~trainforge.spec.neurotrainer.pe_program.encode_pe_program`).
 
     Raises
     ------

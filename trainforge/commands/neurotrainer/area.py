@@ -11,7 +11,7 @@ their ratios are comparable with ours.
 import pathlib
 
 from trainforge.emit import emit
-from trainforge.hw.neurotrainer.mac import NTMac
+from trainforge.hw.neurotrainer.mac import NTMAC
 
 __all__ = ["PAPER_AREA_UM2", "VARIANTS", "mac_area"]
 
@@ -35,7 +35,7 @@ def mac_area(lanes=1, fpga=False):
         Also place and route each variant on the ULX3S ECP5-85F.
     """
     from trainforge.synth import synthesize
-    NTMac.PARAMS.resolve(lanes=lanes)
+    NTMAC.PARAMS.resolve(lanes=lanes)
     emitted = {variant: emit("nt_mac", lanes=lanes, rounding=variant) for variant in VARIANTS}
     rows = []
     for variant in VARIANTS:

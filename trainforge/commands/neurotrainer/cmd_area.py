@@ -1,7 +1,7 @@
 """``trainforge neurotrainer area``: Table 1, the MAC variants' area against the plain fixed MAC."""
 
 from trainforge.errors import UsageError
-from trainforge.hw.neurotrainer.mac import NTMac
+from trainforge.hw.neurotrainer.mac import NTMAC
 from trainforge.errors import ParameterError
 
 from trainforge.commands.neurotrainer.reports import REPORTS, save_report
@@ -9,7 +9,7 @@ from trainforge.commands.neurotrainer.reports import REPORTS, save_report
 def _area(args):
     from trainforge.commands.neurotrainer.area import mac_area
     try:
-        NTMac.PARAMS.resolve(lanes=args.lanes)
+        NTMAC.PARAMS.resolve(lanes=args.lanes)
     except ParameterError as error:
         raise UsageError(f"--lanes: {error}") from None
     report = mac_area(lanes=args.lanes, fpga=args.fpga)

@@ -63,7 +63,7 @@ def add_commands(commands):
     parser.add_argument("--dims", required=True,
                         help="dimensions, e.g. n=4,d=2,h=8,w=8,o=3,hk=3,wk=3 (see the layer kind's list)")
     parser.add_argument("--pes", type=int, default=1, help="processing elements / independent vaults")
-    parser.add_argument("--pe", default="", help="NTPe parameters, e.g. lanes=4,in1_depth=512")
+    parser.add_argument("--pe", default="", help="NTPE parameters, e.g. lanes=4,in1_depth=512")
     parser.add_argument("--sr", action="store_true", help="stochastic rounding in the 32-bit MAC passes")
     parser.add_argument("--ibuffer-bytes", type=int, default=16 * 1024, help="iBuffer size limit")
     parser.add_argument("--json", action="store_true", help="print the JSON summary")

@@ -26,7 +26,7 @@ def _top_losses(fractions, count=2):
 
 
 def _alexnet(args):
-    from trainforge.sim.neurotrainer.system import PAPER, network_report
+    from trainforge.sim.neurotrainer.system_report import PAPER, network_report
     batch = _batch(args.batch)
     report = network_report("alexnet", batch)
     report["paper"] = PAPER
@@ -77,7 +77,7 @@ def _plot_alexnet(report, path):
 
 
 def _scaling(args):
-    from trainforge.sim.neurotrainer.system import scaling_report
+    from trainforge.sim.neurotrainer.system_report import scaling_report
     batch = _batch(args.batch)
     counts = int_list(args.modules, "--modules", 1, 4096)
     if not args.link_gbps > 0:

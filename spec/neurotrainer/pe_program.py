@@ -26,9 +26,11 @@ cnt1       8    R - 1 of CNT1: steps per output row (``WK x HK``, ``L``, ``1``)
 Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
 ``R1 .. R7``, so every count from 1 to 256 is encodable.
 """
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
-__all__ = ["PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
+from ...errors import ProgramError
+
+__all__ = ["PEOp", "PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
            "encode_pe_program", "decode_pe_program"]
 
 #: Layout of the PE program word (the first field is the least significant bit).
@@ -49,9 +51,17 @@ PE_PROGRAM_LAYOUT = data.StructLayout({
 #: Size of the program word in bytes (the paper's "4Byte for PE").
 PE_PROGRAM_BYTES = PE_PROGRAM_LAYOUT.size // 8
 
-#: ``op`` values.
-OP_MAC = 0
-OP_MAX = 1
+class PEOp(enum.IntEnum, shape=1):
+    """The ``op`` field: the operation of a pass."""
+    #: ``y = a*x + y`` on the MAC array.
+    MAC = 0
+    #: ``y = max(x, y)`` with argmax on the comparators.
+    MAX = 1
+
+
+#: ``op`` values (aliases of :class:`PEOp`'s members).
+OP_MAC = PEOp.MAC
+OP_MAX = PEOp.MAX
 
 #: Largest count of a range field (its maximum value is ``RANGE_LIMIT - 1``).
 RANGE_LIMIT = 256
@@ -66,17 +76,17 @@ def encode_pe_program(*, op=OP_MAC, wide=1, sr=0, transpose=0, accumulate=0, emi
 
     Raises
     ------
-    ValueError
+    ProgramError
         A flag that is not 0 or 1, or a range outside ``0 .. RANGE_LIMIT - 1``, naming the field.
     """
     fields = dict(op=op, wide=wide, sr=sr, transpose=transpose, accumulate=accumulate, emit=emit,
                   hold1=hold1, hold2=hold2, cnt2_outer=cnt2_outer, cnt2_inner=cnt2_inner, cnt1=cnt1)
     for name in _FLAGS:
         if int(fields[name]) not in (0, 1):
-            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be 0 or 1")
+            raise ProgramError(f"PE program field '{name}' = {fields[name]!r} must be 0 or 1")
     for name in _RANGES:
         if not 0 <= int(fields[name]) < RANGE_LIMIT:
-            raise ValueError(f"PE program field '{name}' = {fields[name]!r} must be in 0..{RANGE_LIMIT - 1} "
+            raise ProgramError(f"PE program field '{name}' = {fields[name]!r} must be in 0..{RANGE_LIMIT - 1} "
                              f"(a count of 1..{RANGE_LIMIT}, stored as count - 1)")
     return PE_PROGRAM_LAYOUT.const({name: int(value) for name, value in fields.items()}).as_bits()
 

@@ -4,24 +4,14 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ...spec.params import Param, ParamSchema
-from ...errors import ParameterError
-from ...golden.neurotrainer.mac import ROUNDINGS
+from ...spec.neurotrainer import integration as spec
 from .bus import NTBus
-from .mac import _check_seed
-from .pe import NTPe
+from .pe import NTPE
 from .row_packer import NTRowPacker
 from .row_unpacker import NTRowUnpacker
 from .vault_controller import NTVaultController
 
 __all__ = ["NTSystem"]
-
-
-def _check_powers_of_two(values):
-    for name in ("vault_depth", "pe_vault_depth", "in1_depth", "in2_depth", "out_depth"):
-        if values[name] & (values[name] - 1):
-            raise ParameterError(f"parameter '{name}' = {values[name]!r} is invalid (not a power of two); "
-                             "allowed: a power of two in the parameter's range")
 
 
 class NTSystem(wiring.Component):
@@ -71,7 +61,7 @@ class NTSystem(wiring.Component):
     broadcast_credits : int
         Words of each PE's broadcast FIFO (the credits of the credit-gated broadcast).
     in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
-        The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPe`).
+        The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPE`).
 
     Members
     -------
@@ -93,25 +83,7 @@ class NTSystem(wiring.Component):
         ``out_rows`` (result rows per write program), 16 bits each.
     """
 
-    PARAMS = ParamSchema((
-        Param("pes", int, 2, "number of PEs (each with its own vault)", minimum=2, maximum=4),
-        Param("lanes", int, 2, "MACs and comparators per PE", minimum=1, maximum=8),
-        Param("vault_depth", int, 512, "common vault words (power of two)", minimum=16, maximum=1 << 16),
-        Param("pe_vault_depth", int, 256, "words of each PE's vault (power of two)", minimum=16, maximum=1 << 16),
-        Param("vault_latency", int, 4, "read latency of every vault in cycles", minimum=1, maximum=64),
-        Param("vault_interval", int, 1, "minimum cycles between requests of every vault", minimum=1, maximum=16),
-        Param("broadcast_credits", int, 8, "words of each PE's broadcast FIFO (broadcast credits)", minimum=2,
-              maximum=256),
-        Param("in1_depth", int, 128, "PE BUF Input 1 depth in words", minimum=4, maximum=1 << 16),
-        Param("in2_depth", int, 64, "PE BUF Input 2 depth in rows", minimum=4, maximum=1 << 16),
-        Param("out_depth", int, 16, "PE BUF Output depth in rows", minimum=2, maximum=1 << 16),
-        Param("frac_bits", int, 8, "fraction bits of the PEs' 32-bit format", minimum=0, maximum=30),
-        Param("frac_bits16", int, 0, "fraction bits of the PEs' 16-bit format", minimum=0, maximum=14),
-        Param("rounding", str, "sr_lo", "32-bit rounding of the PEs' MACs", choices=ROUNDINGS),
-        Param("seed", int, 0xA5, "the PEs' random generator seed (1..255 for sr_lo)", minimum=1,
-              maximum=(1 << 32) - 1),
-        Param("index_bits", int, 4, "the PEs' argmax index width", minimum=1, maximum=16),
-    ), constraints=(_check_powers_of_two, _check_seed))
+    PARAMS = spec.PARAMS
 
     def __init__(self, *, pes=2, lanes=2, vault_depth=512, pe_vault_depth=256, vault_latency=4, vault_interval=1,
                  broadcast_credits=8, in1_depth=128, in2_depth=64, out_depth=16, frac_bits=8, frac_bits16=0,
@@ -131,7 +103,7 @@ class NTSystem(wiring.Component):
             NTVaultController(depth=pe_vault_depth, latency=vault_latency, interval=vault_interval)
             for _ in range(pes)]
         self.bus = NTBus(pes=pes, width=32)
-        self.pe = [NTPe(**self.pe_params) for _ in range(pes)]
+        self.pe = [NTPE(**self.pe_params) for _ in range(pes)]
         self.packer1 = [NTRowPacker(lanes=1) for _ in range(pes)]
         self.packer2 = [NTRowPacker(lanes=lanes) for _ in range(pes)]
         self.unpacker = [NTRowUnpacker(lanes=lanes) for _ in range(pes)]

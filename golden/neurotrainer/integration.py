@@ -1,0 +1,100 @@
+"""Golden model of :class:`trainforge.hw.neurotrainer.integration.NTSystem`: layers run back to back.
+
+:func:`nt_system` runs a *sequence* of layers the way the system does between two resets:
+every layer's vault images are loaded by the host, its programs run, and each PE keeps its
+state from one layer to the next, in particular the MAC array's random generator (SR-LO's
+LFSR and shift register), which steps once per MAC row of every pass. The PE arithmetic is
+the PE golden model's (:func:`~trainforge.golden.neurotrainer.pe.nt_pe`, fed each PE's
+passes and buffer blocks of all the layers at once). The data movement is given as data: a
+layer is a dict made by the host side
+(:func:`trainforge.sim.neurotrainer.integration_layers.prepare_layer` from a compiled layer):
+
+- ``kind`` (str), ``bits`` (16 or 32);
+- ``vaults``: the images the host loads, by system vault number (0 = the common vault,
+  ``1 + i`` = PE ``i``'s vault), int64 arrays of 32-bit words;
+- ``jobs``: per PE job a dict with ``pe``, ``passes`` (program words), ``blocks1`` and
+  ``blocks2`` (the buffer blocks the PE receives), ``out_vault`` (system number),
+  ``out_address`` and ``out_pad`` (the write program's request stream, without END-MARK).
+
+Results are bit-exact; cycles are not modelled (the system's timing is the sum of its blocks'
+and depends on backpressure).
+"""
+import numpy as np
+
+from ...errors import ProgramError
+from ...spec.neurotrainer import integration as spec
+from ...spec.neurotrainer.pe_program import decode_pe_program
+from .pe import nt_pe, pass_shape
+
+__all__ = ["emitted_rows", "nt_system"]
+
+
+def _unpack(words, bits):
+    if bits == 32:
+        return words
+    return np.stack([words & 0xFFFF, (words >> 16) & 0xFFFF], axis=-1).reshape(-1)
+
+
+def emitted_rows(passes):
+    """Result rows a PE sends on its output stream for the program words ``passes``."""
+    rows = 0
+    for word in passes:
+        fields = decode_pe_program(word)
+        if fields["emit"]:
+            rows += pass_shape(fields)[2]
+    return rows
+
+
+def nt_system(layers, **params):
+    """The layers run one after the other from a reset, as the system runs them.
+
+    Parameters
+    ----------
+    layers : sequence of dict
+        The prepared layers (see the module docstring).
+    **params
+        The NTSystem parameters (:data:`trainforge.spec.neurotrainer.integration.PARAMS`; defaults
+        from there, other keys ignored).
+
+    Returns
+    -------
+    list of dict
+        Per layer: ``vaults`` (the images the host loads, by system vault number) and ``final``
+        (the vault images after the layer, 32-bit words as int64).
+
+    Raises
+    ------
+    ProgramError
+        A PE's results do not fill its write program's requests.
+    """
+    system = spec.PARAMS.resolve(**{name: value for name, value in params.items() if name in spec.PARAMS.names})
+    pes = system["pes"]
+    pe_params = {key: system[key] for key in spec.PE_KEYS}
+    per_pe = [{"passes": [], "blocks1": [], "blocks2": [], "rows": []} for _ in range(pes)]
+    for layer in layers:
+        for job in layer["jobs"]:
+            state = per_pe[job["pe"]]
+            state["passes"] += list(job["passes"])
+            state["blocks1"] += list(job["blocks1"])
+            state["blocks2"] += list(job["blocks2"])
+            state["rows"].append(emitted_rows(job["passes"]))
+    results = [nt_pe(state["passes"], state["blocks1"], state["blocks2"], **pe_params)["results"].astype(np.int64)
+               for state in per_pe]
+    outcome, first = [], [0] * pes
+    for number, layer in enumerate(layers):
+        final = {vault: words.copy() for vault, words in layer["vaults"].items()}
+        for job in layer["jobs"]:
+            pe = job["pe"]
+            rows = per_pe[pe]["rows"][number]
+            words = _unpack(results[pe][first[pe]:first[pe] + rows].reshape(-1), layer["bits"])
+            first[pe] += rows
+            address, pad = np.asarray(job["out_address"]), np.asarray(job["out_pad"], dtype=bool)
+            values = np.zeros(len(address), dtype=np.int64)
+            if np.count_nonzero(~pad) != len(words):
+                raise ProgramError(f"{layer['kind']}: PE {pe} wrote {len(words)} words for "
+                                   f"{np.count_nonzero(~pad)} requests")
+            values[~pad] = words
+            final[job["out_vault"]][address] = values
+        outcome.append({"vaults": layer["vaults"],
+                        "final": {vault: words & 0xFFFFFFFF for vault, words in final.items()}})
+    return outcome
