@@ -36,6 +36,14 @@ def _writable_folder(folder, path):
     os.unlink(probe)
 
 
+def _is_json_object(path):
+    try:
+        with open(path, "rb") as stream:
+            return isinstance(json.loads(stream.read(64 << 20)), dict)
+    except (OSError, ValueError):
+        return False
+
+
 def check_output(path, kind="file"):
     """Check, before any work, that ``path`` can be written.
 
@@ -62,6 +70,9 @@ def check_output(path, kind="file"):
         raise UsageError(f"cannot write {path}: it is a folder")
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"cannot write {path}: permission denied")
+    if path.exists() and not _is_json_object(path):
+        # A report replaces only a report: never a user's file that merely has the same name (--out /etc/passwd).
+        raise UsageError(f"will not replace {path}: it exists and is not a JSON report; remove it or choose another --out")
     _writable_folder(path.parent if str(path.parent) else pathlib.Path("."), path)
     return path
 

@@ -35,6 +35,9 @@ def test_every_error_class_has_the_one_base():
     ("FILE/report.json", "is not a folder"),
     ("FOLDER", "it is a folder"),
     ("/proc/x/report.json", "report.json"),
+    ("/proc/x", "cannot write /proc/x"),
+    ("/etc/passwd", "will not replace /etc/passwd: it exists and is not a JSON report"),
+    ("FILE", "will not replace FILE: it exists and is not a JSON report"),
 ])
 def test_unwritable_out_is_one_line_exit_2_before_any_work(tmp_path, out, needle):
     (tmp_path / "FILE").write_text("a file, not a folder\n")
@@ -45,6 +48,27 @@ def test_unwritable_out_is_one_line_exit_2_before_any_work(tmp_path, out, needle
     assert needle in _one_line(result.stderr)
     assert time.monotonic() - started < 60, "the benchmarks ran before the output path was checked"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["FILE", "FOLDER"]
+
+
+@pytest.mark.parametrize("manifest,needle", [
+    ("not json at all", "is not a trainforge manifest"),
+    ('{"blocks": 3}', "is not a trainforge manifest"),
+    ('{"blocks": [{"file": "x.v"}]}', "is not a trainforge manifest"),
+    ("[1, 2]", "is not a trainforge manifest"),
+    (None, "manifest.json"),
+])
+def test_bad_manifest_is_one_line_and_nothing_written(tmp_path, manifest, needle):
+    out = tmp_path / "verilog"
+    out.mkdir()
+    if manifest is None:
+        (out / "manifest.json").mkdir()
+    else:
+        (out / "manifest.json").write_text(manifest)
+    before = sorted(path.name for path in out.iterdir())
+    result = trainforge("verilog", "dense_pe", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 2
+    assert needle in _one_line(result.stderr)
+    assert sorted(path.name for path in out.iterdir()) == before, "a file was written beside a bad manifest"
 
 
 def test_verilog_out_that_is_a_file_is_refused(tmp_path):
