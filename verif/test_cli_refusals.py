@@ -36,3 +36,37 @@ def test_unreachable_dask_scheduler_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(executor, "CONNECT_TIMEOUT_S", 1)
     _refused(["dsm", "sweep", "training", "--values", "256", "--executor", "dask://127.0.0.1:9"], capsys,
              "no Dask scheduler answered at tcp://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["neurotrainer", "training", "--quick", "--epochs", "3"], "--quick sets --epochs itself"),
+    (["neurotrainer", "training", "--quick", "--seeds", "2", "--epochs", "3"], "--quick sets --epochs and --seeds"),
+    (["neurotrainer", "compile", "--layer", "fc_ff", "--dims", "h=100000000,k=6,n=1"], "would hold 600,000,000"),
+    (["neurotrainer", "compile", "--layer", "conv_ff", "--dims", "n=4,d=2,h=100000000,w=8,o=3,hk=3,wk=3"],
+     "the input tensor"),
+    (["neurotrainer", "compile", "--layer", "fc_ff", "--dims", "h=0,k=6,n=1"], "at least 1"),
+])
+def test_neurotrainer_refusals(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _refused(argv, capsys, needle) < 30
+    assert not any(tmp_path.iterdir())
+
+
+def _actions(parser, path=("trainforge",)):
+    """Every (command path, option) of the parser tree."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _actions(sub, (*path, name))
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield path, action
+
+
+def test_every_option_has_help_text():
+    from trainforge.cli import build_parser
+
+    missing = [f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}"
+               for path, action in _actions(build_parser()) if not action.help]
+    assert not missing, "options without help text:\n" + "\n".join(missing)

@@ -89,7 +89,9 @@ def register(subparsers):
     explore.add_argument("--json", action="store_true", help="print the whole result as JSON")
     explore.set_defaults(func=_explore)
     sweep = commands.add_parser("sweep", help="reproduce a paper figure (JSON + PNG)")
-    sweep.add_argument("figure", choices=("training", "inference", "layers", "scaling", "scratchpad"))
+    sweep.add_argument("figure", choices=("training", "inference", "layers", "scaling", "scratchpad"),
+                       help="the figure: training and inference (Fig. 11), layers (Figs. 12-13), scaling (Fig. 14), "
+                            "scratchpad (Fig. 15)")
     sweep.add_argument("--networks", default="vgg16,resnet50,gnmt",
                        help="comma list of built-in workloads (default: %(default)s)")
     sweep.add_argument("--values", help="comma list: minibatches, batches, chip counts or scratchpad MB")

@@ -19,6 +19,32 @@ def _assignments(text, option):
     return result
 
 
+#: Elements one tensor of a compiled layer may hold: the compiler and the reference executor keep
+#: every tensor in memory (int64, a few copies), so this bounds a run to a few GiB.
+MAX_TENSOR_ELEMENTS = 1 << 26
+
+#: The tensors of each layer kind, as products of its dimensions (upper bounds where padding adds a little).
+_TENSORS = {
+    "conv": (("input", ("n", "d", "h", "w")), ("weights", ("o", "d", "hk", "wk")), ("output", ("n", "o", "h", "w"))),
+    "fc": (("weights", ("h", "k")), ("input", ("k", "n")), ("output", ("h", "n"))),
+    "maxpool": (("input", ("n", "c", "h", "w")),),
+    "data": (("tensor", ("d", "h", "w")),),
+}
+
+
+def check_tensor_sizes(kind, dims):
+    """Refuse, before anything is allocated, a layer whose tensors would not fit in memory."""
+    family = kind.split("_")[0] if kind.startswith(("conv", "fc")) else ("maxpool" if kind == "maxpool" else "data")
+    for name, axes in _TENSORS[family]:
+        elements = 1
+        for axis in axes:
+            elements *= max(1, dims.get(axis, 1))
+        if elements > MAX_TENSOR_ELEMENTS:
+            shape = " x ".join(f"{axis}={dims.get(axis, 1)}" for axis in axes)
+            raise UsageError(f"--dims: the {name} tensor ({shape}) would hold {elements:,} elements; allowed: at "
+                             f"most {MAX_TENSOR_ELEMENTS:,} (the compiler and reference executor keep it in memory)")
+
+
 def _compile(args):
     from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
     from trainforge.sim.neurotrainer.program import ProgramError
@@ -27,6 +53,9 @@ def _compile(args):
     dims = _assignments(args.dims, "--dims")
     if any(not isinstance(value, int) for value in dims.values()):
         raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
+    if any(value < 1 for value in dims.values()):
+        raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1")
+    check_tensor_sizes(args.layer, dims)
     try:
         layer = compile_layer(args.layer, dims, pes=args.pes, pe=_assignments(args.pe, "--pe"), sr=args.sr,
                               ibuffer_limit=args.ibuffer_bytes)

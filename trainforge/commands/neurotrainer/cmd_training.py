@@ -56,7 +56,11 @@ def _training(args):
     frac_bits = int_list(args.frac_bits, "--frac-bits", 1, 30)
     roundings = _choices(args.roundings, "--roundings", ROUNDINGS)
     networks = _choices(args.networks, "--networks", tuple(NETWORKS))
-    epochs, seeds = (QUICK["epochs"], QUICK["seeds"]) if args.quick else (args.epochs, args.seeds)
+    if args.quick and (args.epochs is not None or args.seeds is not None):
+        given = [option for option, value in (("--epochs", args.epochs), ("--seeds", args.seeds)) if value is not None]
+        raise UsageError(f"--quick sets {' and '.join(given)} itself ({QUICK}); give either --quick or {' '.join(given)}")
+    epochs, seeds = ((QUICK["epochs"], QUICK["seeds"]) if args.quick
+                     else (8 if args.epochs is None else args.epochs, 3 if args.seeds is None else args.seeds))
     if epochs < 1 or seeds < 1:
         raise UsageError(f"--epochs = {epochs} and --seeds = {seeds} must be at least 1")
     if not 1 <= args.lanes <= 64:
@@ -87,8 +91,9 @@ def _training(args):
 def add_commands(commands):
     """Add ``trainforge neurotrainer training``."""
     parser = commands.add_parser("training", help="Fig. 10 analogue: digits MLP and RNN trained through the MAC roundings")
-    parser.add_argument("--epochs", type=int, default=8, help="training epochs")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per configuration (init, batch order, RNG seed)")
+    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default 8)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per configuration (init, batch order, RNG seed; default 3)")
     parser.add_argument("--frac-bits", default="16,8", help="comma-separated fraction bits F of the Q(31-F).F format")
     parser.add_argument("--roundings", default="float,truncate,sr_full,sr_lo",
                         help="comma-separated: float, truncate, nearest, sr_full, sr_lo")
