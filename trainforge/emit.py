@@ -19,7 +19,7 @@ from .hw.registry import BLOCKS, get_block
 from .outputs import write_text
 
 __all__ = ["Emitted", "ports", "payload_fields", "check_module_name", "emit", "elaborate_all", "write_outputs",
-           "instantiation_template"]
+           "instantiation_template", "testbench_skeleton"]
 
 #: Verilog-2005 keywords a module may not be named (the common ones a user could pick).
 _VERILOG_KEYWORDS = frozenset("""always and assign begin buf case casex casez cmos deassign default defparam disable
@@ -184,6 +184,72 @@ def instantiation_template(item):
     return "\n".join(lines) + "\n"
 
 
+_SKELETON = '''"""cocotb testbench skeleton for module {module} (block {block}), written by 'trainforge verilog'.
+
+It drives every input stream and takes every output stream with trainforge's stream drivers
+(random valid gaps and ready backpressure), and packs payloads through the block's own layouts.
+Run it with:  python {test_file}     (Icarus; or SIM=verilator python {test_file})
+Fill in the stimulus and the checks marked TODO.
+"""
+import os
+import pathlib
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from trainforge.cocotb_streams import Cycle, StreamSink, StreamSource
+from trainforge.hw.registry import get_block
+
+PARAMS = {params}
+COMPONENT = get_block("{block}").build(**PARAMS)  # for the payload layouts
+
+
+@cocotb.test()
+async def smoke(dut):
+    cocotb.start_soon(Clock(dut.clk, 10, units="ns").start())
+    rng = random.Random(cocotb.RANDOM_SEED)
+    cycle = Cycle(dut.clk)
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    dut.rst.value = 0
+{drivers}
+    # TODO: queue stimulus, e.g. source.send([layout.const({{...}}).as_bits(), ...]), then wait and check.
+    await ClockCycles(dut.clk, 100)
+
+
+if __name__ == "__main__":
+    from cocotb.runner import get_runner
+
+    here = pathlib.Path(__file__).resolve().parent
+    runner = get_runner(os.environ.get("SIM", "icarus"))
+    runner.build(verilog_sources=[here / "{module}.v"], hdl_toplevel="{module}", build_dir=here / "sim_build_{module}",
+                 timescale=("1ns", "1ps"))
+    runner.test(hdl_toplevel="{module}", test_module=pathlib.Path(__file__).stem, build_dir=here / "sim_build_{module}",
+                test_dir=here)
+'''
+
+
+def testbench_skeleton(item):
+    """A cocotb test module for ``item``'s module: clock, reset, a driver on every stream port, a runner."""
+    streams = {}
+    for port in item.ports:
+        name, _, field = port["name"].rpartition("__")
+        if field == "payload":
+            streams[name] = port["direction"]
+    drivers = []
+    for name, direction in streams.items():
+        if direction == "input":
+            drivers.append(f"    {name} = StreamSource(dut, \"{name}\", cycle, rng, valid_probability=0.8)"
+                           f"  # payload layout: COMPONENT.signature.members[\"{name}\"].signature.members[\"payload\"].shape")
+        else:
+            drivers.append(f"    {name} = StreamSink(dut, \"{name}\", cycle, rng, ready_probability=0.8)"
+                           f"  # {name}.received: (cycle, payload bits) of every transfer")
+    return _SKELETON.format(module=item.module, block=item.block.name, params=repr(item.params),
+                            test_file=f"test_{item.module}.py", drivers="\n".join(drivers) or "    pass")
+
+
 def _read_manifest(manifest_path):
     from .errors import UsageError
 
@@ -198,7 +264,7 @@ def _read_manifest(manifest_path):
 
 
 def write_outputs(emitted, out_dir):
-    """Write ``<module>.v`` and ``<module>_inst.v`` files and merge their entries into ``manifest.json``."""
+    """Write ``<module>.v``, ``<module>_inst.v`` and ``test_<module>.py`` and merge their entries into ``manifest.json``."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / "manifest.json"
@@ -207,6 +273,7 @@ def write_outputs(emitted, out_dir):
         path = out_dir / f"{item.module}.v"
         write_text(path, item.text)
         write_text(out_dir / f"{item.module}_inst.v", instantiation_template(item))
+        write_text(out_dir / f"test_{item.module}.py", testbench_skeleton(item))
         manifest[item.module] = item.manifest_entry(path)
     ordered = [manifest[name] for name in sorted(manifest)]
     write_text(manifest_path, json.dumps({"blocks": ordered}, indent=2) + "\n")

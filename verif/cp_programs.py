@@ -10,7 +10,7 @@ from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar.core import COMMAND_LATENCY
 
-from streams import StreamSink, StreamSource, pack, unpack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 
 __all__ = ["attach", "queue", "reset_and_check_idle", "run_and_check"]
 

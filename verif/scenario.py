@@ -180,7 +180,7 @@ async def run_table(bench, module, golden_cycles=True):
     packed through the port's own layout. Where the table's ``golden`` returns
     cycles (a golden cycle model), the RTL's output cycles must equal them.
     """
-    from streams import StreamSink, StreamSource
+    from trainforge.cocotb_streams import StreamSink, StreamSource
 
     shapes = payload_shapes(bench.component)
     sources = {port: StreamSource(bench.dut, port, bench.cycle, bench.rng)

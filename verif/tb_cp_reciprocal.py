@@ -8,7 +8,7 @@ from trainforge.golden.caterpillar import goldschmidt as golden
 
 import scenarios.cp_reciprocal as table
 from scenario import run_table
-from streams import StreamSink, StreamSource
+from trainforge.cocotb_streams import StreamSink, StreamSource
 from tbutil import start
 
 

@@ -7,7 +7,7 @@ from trainforge.golden.dense_pe import dense_pe, wrap
 
 import scenarios.dense_pe as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, check_no_ready_path, pack
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack
 from tbutil import start
 
 

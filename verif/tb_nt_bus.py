@@ -17,7 +17,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from trainforge.golden.neurotrainer.bus import LATENCY, nt_bus
 
-from streams import StreamSink, StreamSource, pack, unpack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.comparator import nt_comparator
 
 import scenarios.nt_comparator as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack, unpack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 

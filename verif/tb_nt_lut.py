@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.lut import nt_lut
 
 import scenarios.nt_lut as table
 from scenario import run_table
-from streams import StreamSink, StreamSource
+from trainforge.cocotb_streams import StreamSink, StreamSource
 from tbutil import start
 
 

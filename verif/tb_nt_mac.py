@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.mac import nt_mac
 
 import scenarios.nt_mac as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack, unpack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.pe import nt_pe, pass_shape
 from trainforge.spec.neurotrainer.pe_program import OP_MAC, OP_MAX, PE_PROGRAM_LAYOUT, decode_pe_program, \
     encode_pe_program
 
-from streams import StreamSink, StreamSource, pack, unpack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 

@@ -21,7 +21,7 @@ from trainforge.sim.neurotrainer.integration_layers import (compile_for_system, 
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.program import ProgramError, pmag_rtl_payload
 
-from streams import StreamSink, StreamSource, pack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 from tbutil import start
 
 KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool")

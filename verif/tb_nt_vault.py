@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.vault import nt_vault
 
 import scenarios.nt_vault as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 from tbutil import start
 
 

@@ -4,7 +4,7 @@ from cocotb.triggers import RisingEdge, Timer
 
 import scenarios.stream_stage as table
 from scenario import rng_for, run_table
-from streams import StreamSink, StreamSource
+from trainforge.cocotb_streams import StreamSink, StreamSource
 from tbutil import start
 
 

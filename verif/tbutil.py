@@ -9,7 +9,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from trainforge.hw.registry import get_block
 
-from streams import Cycle
+from trainforge.cocotb_streams import Cycle
 from trainforge.simulation import CLOCK_PERIOD_NS
 
 __all__ = ["Bench", "start"]

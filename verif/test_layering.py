@@ -183,7 +183,7 @@ def _copy_tree(tmp_path):
     ("golden/dense_pe.py", "from ..hw.dense_pe import DensePE", "golden module imports the hw module"),
     ("golden/dense_pe.py", "from ..sim import hypar", "golden module imports the sim module"),
     ("spec/dense_pe.py", "from ..hw import registry", "spec module imports the hw module"),
-    ("hw/registry.py", "import streams", "installed code imports the test module 'streams'"),
+    ("hw/registry.py", "import tbutil", "installed code imports the test module 'tbutil'"),
     ("sim/hypar/comm.py", "import sys\nsys.path.insert(0, 'verif')", "installed code edits or reads sys.path"),
 ])
 def test_injected_violation_is_named(tmp_path, victim, statement, expected):

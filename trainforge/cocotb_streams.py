@@ -1,4 +1,4 @@
-"""cocotb drivers for ``amaranth.lib.stream`` ports, with random backpressure.
+"""cocotb drivers for ``amaranth.lib.stream`` ports, with random backpressure (for the project's testbenches and yours).
 
 Amaranth flattens a stream member ``s`` into the ports ``s__payload``,
 ``s__valid`` and ``s__ready``. Payloads cross as integers; the testbench packs
