@@ -3,6 +3,7 @@ from concurrent.futures import ProcessPoolExecutor
 import os
 
 from trainforge.errors import UsageError
+from trainforge.progress import progress
 
 
 #: Seconds to wait for a Dask scheduler before the sweep gives up with one line.
@@ -41,10 +42,10 @@ def run_map(function, items, executor="local"):
     items = list(items)
     check_executor(executor)
     if executor == "serial" or (executor == "local" and (len(items) < 2 or (os.cpu_count() or 1) < 2)):
-        return [function(item) for item in items]
+        return [function(item) for item in progress(items, "sweep points", unit="point")]
     if executor == "local":
         with ProcessPoolExecutor(max_workers=min(len(items), os.cpu_count() or 1)) as pool:
-            return list(pool.map(function, items))
+            return list(progress(pool.map(function, items), "sweep points", total=len(items), unit="point"))
     if executor.startswith("dask://") or executor.startswith("tcp://"):
         try:
             from distributed import Client
@@ -58,4 +59,5 @@ def run_map(function, items, executor="local"):
             raise UsageError(f"--executor {executor}: no Dask scheduler answered at {address} within "
                              f"{CONNECT_TIMEOUT_S} s ({type(error).__name__})") from None
         with client:
-            return client.gather(client.map(function, items, pure=False))
+            futures = client.map(function, items, pure=False)
+            return [future.result() for future in progress(futures, "sweep points (Dask)", unit="point")]

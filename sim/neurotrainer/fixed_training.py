@@ -27,6 +27,7 @@ import numpy as np
 
 from trainforge.golden.neurotrainer.mac import sr_lo_words, xorshift_seeds
 from trainforge.hw.neurotrainer.mac import NTMAC
+from trainforge.progress import progress as progress_bar
 
 __all__ = ["FIXED_ROUNDINGS", "ROUNDINGS", "SR_LO_PERIOD", "LATE_EPOCHS", "to_fixed", "xorshift_skip",
            "xorshift_stream", "MacArray", "FloatArithmetic", "load_data", "Mlp", "ElmanRnn", "NETWORKS", "train",
@@ -501,7 +502,7 @@ def run_experiment(*, networks=("mlp", "rnn"), roundings=ROUNDINGS, frac_bits=(1
         network = NETWORKS[name](hidden=hidden)
         configurations = [("float", None)] if "float" in roundings else []
         configurations += [(rounding, bits) for bits in frac_bits for rounding in roundings if rounding != "float"]
-        for rounding, bits in configurations:
+        for rounding, bits in progress_bar(configurations, f"training {name}", unit="configuration"):
             runs = [train(network, rounding, data, epochs=epochs, seed=seed, frac_bits=bits or 0,
                           learning_rate=learning_rate, batch=batch, lanes=lanes) for seed in range(seeds)]
             final = np.array([run["accuracy"][-1] for run in runs])

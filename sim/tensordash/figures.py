@@ -14,6 +14,7 @@ import numpy as np
 from trainforge.golden.tensordash.core import pad_rows, run_cores
 from trainforge.spec.tensordash import resolve_pattern
 from trainforge.outputs import save_figure
+from trainforge.progress import progress
 
 __all__ = ["random_stream", "speedup", "ideal", "PAPER_FIG15", "PAPER_FIG12", "PAPER_FIG13", "PAPER_FIG14",
            "random_sparsity", "depth_sweep", "rows_sweep",
@@ -84,13 +85,11 @@ def wide_pe(levels=(0.3, 0.5, 0.62, 0.8, 0.9), **kwargs):
 
 def all_figures(samples=64, stream_rows=512):
     kwargs = {"samples": samples, "stream_rows": stream_rows}
-    return {
-        "sparsity_model": "synthetic: i.i.d. zeros in the targeted (B) operand; 'clustered' = per-row density",
-        "random_sparsity": random_sparsity(**kwargs),
-        "depth": depth_sweep(**kwargs),
-        "rows": rows_sweep(**kwargs),
-        "wide_pe": wide_pe(**kwargs),
-    }
+    sweeps = {"random_sparsity": random_sparsity, "depth": depth_sweep, "rows": rows_sweep, "wide_pe": wide_pe}
+    report = {"sparsity_model": "synthetic: i.i.d. zeros in the targeted (B) operand; 'clustered' = per-row density"}
+    for name, sweep in progress(list(sweeps.items()), "speedup figures", unit="figure"):
+        report[name] = sweep(**kwargs)
+    return report
 
 
 def _plot_rtl(axes, report, figure, colors, scale=1):

@@ -18,6 +18,7 @@ from trainforge.errors import UsageError
 from trainforge.golden.caterpillar import core
 from trainforge.outputs import save_figure, write_json
 from trainforge.sim.caterpillar import arch, training
+from trainforge.progress import progress
 
 REPORT_DIR = pathlib.Path("build/reports/caterpillar")
 
@@ -135,7 +136,7 @@ def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_e
     for network in networks:
         widths = arch.NETWORKS[network]
         scaled = _scaled_widths(widths, hidden_scale)
-        for method, batch in plan:
+        for method, batch in progress(list(plan), f"study {network}", unit="run"):
             curve = training.train(scaled, method, x[:split], labels[:split], x[split:], labels[split:],
                                    epochs=epochs, batch=batch, seed=seed,
                                    evaluations_per_epoch=evaluations_per_epoch)
@@ -231,7 +232,7 @@ def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per
     split = int(0.8 * len(x))
     widths = _scaled_widths(arch.NETWORKS[network], hidden_scale)
     rows, best = [], {}
-    for method, batch in plan:
+    for method, batch in progress(list(plan), "learning-rate sweep", unit="method"):
         for rate in rates:
             with np.errstate(all="ignore"):
                 curve = training.train(widths, method, x[:split], labels[:split], x[split:], labels[split:],

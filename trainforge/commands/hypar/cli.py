@@ -24,6 +24,7 @@ from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
 from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, TrainingSetup
 from trainforge.sim.hypar.network import load_network
 from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
+from trainforge.progress import progress
 
 REPORT_DIR = pathlib.Path("build/reports/hypar")
 
@@ -116,7 +117,8 @@ def figures_handler(args):
         raise UsageError(f"--only {','.join(unknown)}: unknown figure; allowed: {', '.join(FIGURES)}")
     setup, array = _configs(args)
     node = _node(args)
-    results = {name: FIGURES[name](setup, array, node_model=node) for name in selected}
+    results = {name: FIGURES[name](setup, array, node_model=node)
+               for name in progress(list(selected), "HyPar figures", unit="figure")}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, data in results.items():

@@ -39,6 +39,7 @@ from trainforge.hw.registry import get_block
 
 from trainforge.sim.tensordash import figures
 from trainforge.commands.tensordash.rtl import run_stream
+from trainforge.progress import progress as show_progress
 
 __all__ = ["FIGURES", "SPARSITIES", "SWEEP_SPARSITY", "DEPTHS", "ROWS", "rtl_points", "run_points"]
 
@@ -189,7 +190,7 @@ def run_points(points, samples=8, stream_rows=64, seed=0, simulator="verilator",
     groups = {}
     for point in points:
         groups.setdefault((point["block"], json.dumps(point["params"], sort_keys=True)), []).append(point)
-    for (block, params), members in groups.items():
+    for (block, params), members in show_progress(list(groups.items()), f"RTL points ({simulator})", unit="build"):
         if progress is not None:
             progress(f"{simulator}: {block} {params}, {len(members)} point(s)")
         _run_group(block, json.loads(params), members, samples, stream_rows, seed, simulator)
