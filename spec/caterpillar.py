@@ -20,7 +20,8 @@ __all__ = [
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
-    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "params_with_defaults",
+    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
+    "params_with_defaults",
 ]
 
 #: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``).
@@ -251,11 +252,21 @@ def unit_latency(iterations):
 
     One MAC ``Q = d * x0`` and then two MACs per iteration, but the last ``Q``
     update is skipped (only ``N`` is the result): ``2 * iterations`` MAC
-    cycles, one cycle that writes the output register and one to present it.
-    Without backpressure a new value is accepted in the cycle its predecessor's
-    result is taken, so the interval between values equals the latency.
+    cycles, one cycle that hands the denormalised ``N`` to the output stream
+    stage (:mod:`trainforge.spec.stream_stage`) and that stage's one cycle.
     """
     return 2 * iterations + 2
+
+
+def unit_interval(iterations):
+    """Cycles between two values accepted by ``cp_reciprocal`` without backpressure: ``2 * iterations + 1``.
+
+    The next value is accepted in the cycle the previous result is handed to
+    the output stage (that stage's ``ready`` is a register), one cycle before
+    the result is on ``o_result``: the interval is one less than
+    :func:`unit_latency`.
+    """
+    return 2 * iterations + 1
 
 
 def params_with_defaults(schema, given):
