@@ -20,6 +20,7 @@ import cp_programs
 import scenarios.cp_core as table
 from cp_programs import attach
 from scenario import run_table
+from streams import check_no_ready_path
 from tbutil import start
 
 
@@ -313,3 +314,10 @@ async def reset_mid_update(dut):
     assert len(commands.sent) == 2, f"the UPDATE finished before the reset {bench.where()}"
     await cp_programs.reset_and_check_idle(bench, ports, "core")
     await run_and_check(bench, program_with_update(), ports)
+
+
+@cocotb.test()
+async def no_ready_path(dut):
+    """No input's ``ready`` follows ``o_data.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)
