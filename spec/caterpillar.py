@@ -11,12 +11,13 @@ from amaranth import signed, unsigned
 from amaranth.lib import data, enum
 
 from ..errors import ParameterError
+from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
     "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
-    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES",
+    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
@@ -136,6 +137,8 @@ COMMAND_LATENCY = 1
 OUTPUT_LATENCY = 1
 #: ``cp_ring``: cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1
+#: ``cp_ring``: cycles of the shared stream stage that every result word crosses on its way to ``o_data``.
+RING_OUTPUT_LATENCY = stream_stage.LATENCY
 
 
 def addr_width(sram_depth):

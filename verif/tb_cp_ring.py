@@ -22,6 +22,7 @@ import cp_programs
 import scenarios.cp_ring as table
 from cp_programs import attach
 from scenario import run_table
+from streams import check_no_ready_path
 from tbutil import start
 
 
@@ -213,3 +214,10 @@ async def reset_mid_stream(dut):
         await RisingEdge(dut.clk)
     await cp_programs.reset_and_check_idle(bench, ports, "ring")
     await run_and_check(bench, random_program(bench, generator), ports)
+
+
+@cocotb.test()
+async def no_ready_path(dut):
+    """No input's ``ready`` follows ``o_data.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingOp, ring_buffer_depth, ring_cmd_layout,
                                  ring_word_layout)
+from ..stream_stage import StreamStage
 from .core import CPCore
 
 __all__ = ["RingOp", "CPRing"]
@@ -106,6 +107,11 @@ class CPRing(wiring.Component):
             owns.append(buffer.read_port())  # the core's own word added in a reduce-scatter
             landings.append(buffer.write_port())
 
+        # Every result word (READ, GEMV) leaves through the shared output stage; ``result`` is its input.
+        m.submodules.output_stage = output_stage = StreamStage(self.word_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_data))
+        result = output_stage.i_stream
+
         # ---- command register and flags ----
         cmd = Signal(self.cmd_layout)
         busy = Signal()
@@ -123,7 +129,7 @@ class CPRing(wiring.Component):
         m.d.comb += self.i_cmd.ready.eq(~busy)
         with m.If(accept):
             m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1)]
-        out_transfer = self.o_data.valid & self.o_data.ready
+        out_transfer = result.valid & result.ready
         in_transfer = self.i_data.valid & self.i_data.ready
         words = cmd.words
 
@@ -181,13 +187,16 @@ class CPRing(wiring.Component):
                 m.d.sync += feed_active[k].eq(0)
 
         # ---- GEMV backward: e to core 0 and over the hop to core 1 ----
-        e_hop_valid = Signal()
-        e_hop_word = Signal(core_units[1].data_layout)
-        hop_free = ~e_hop_valid | core_units[1].i_data.ready
-        with m.If(core_units[1].i_data.ready):
-            m.d.sync += e_hop_valid.eq(0)
-        with m.If(in_transfer & is_backward):
-            m.d.sync += [e_hop_valid.eq(1), e_hop_word.eq(_operands(self.i_data.payload, n_r, self.width))]
+        # The hop is the shared stream stage: core 1 takes e one cycle after core 0 at the earliest.
+        m.submodules.e_hop = e_hop = StreamStage(core_units[1].data_layout)
+        hop_free = e_hop.i_stream.ready  # a register
+        e_hop_valid = e_hop.o_stream.valid
+        e_hop_word = e_hop.o_stream.payload
+        m.d.comb += [
+            e_hop.i_stream.valid.eq(in_transfer & is_backward),
+            e_hop.i_stream.payload.eq(_operands(self.i_data.payload, n_r, self.width)),
+            e_hop.o_stream.ready.eq(busy & is_backward & core_units[1].i_data.ready),
+        ]
 
         for k, unit in enumerate(core_units):
             if k < 2:
@@ -205,24 +214,25 @@ class CPRing(wiring.Component):
             m.d.comb += [unit.i_data.valid.eq(busy & valid), unit.i_data.payload.eq(payload)]
 
         # ---- GEMV outputs: forward through the output hop and core 1's adder; backward alternating ----
-        out_hop_valid = Signal()
-        out_hop_word = Signal(self.word_layout)
+        # Forward: core 0's words cross the hop (the shared stream stage) and join core 1's in the adder.
+        m.submodules.out_hop = out_hop = StreamStage(self.word_layout)
+        out_hop_valid = out_hop.o_stream.valid
+        out_hop_word = out_hop.o_stream.payload
         forward_sum = Signal(self.word_layout)
         for lane in range(n_r):
             m.d.comb += forward_sum[lane].eq(out_hop_word[lane] + core_units[1].o_data.payload[lane])
         turn = Signal()  # backward: whose block leaves next
         forward_valid = out_hop_valid & core_units[1].o_data.valid
-        with m.If(out_transfer & is_forward):
-            m.d.sync += out_hop_valid.eq(0)
-        with m.If(core_units[0].o_data.valid & core_units[0].o_data.ready & is_forward):
-            m.d.sync += [out_hop_valid.eq(1), out_hop_word.eq(core_units[0].o_data.payload)]
         with m.If(out_transfer & is_backward):
             m.d.sync += turn.eq(~turn)
         m.d.comb += [
-            core_units[0].o_data.ready.eq(Mux(is_forward, ~out_hop_valid | (out_transfer & is_forward),
-                                              is_backward & ~turn & self.o_data.ready)),
-            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & self.o_data.ready,
-                                              is_backward & turn & self.o_data.ready)),
+            out_hop.i_stream.valid.eq(core_units[0].o_data.valid & is_forward),
+            out_hop.i_stream.payload.eq(core_units[0].o_data.payload),
+            out_hop.o_stream.ready.eq(out_transfer & is_forward),
+            core_units[0].o_data.ready.eq(Mux(is_forward, out_hop.i_stream.ready,
+                                              is_backward & ~turn & result.ready)),
+            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & result.ready,
+                                              is_backward & turn & result.ready)),
         ]
         for unit in core_units[2:]:
             m.d.comb += unit.o_data.ready.eq(0)  # only LOADs run on the other cores
@@ -242,7 +252,7 @@ class CPRing(wiring.Component):
         read_valid = Signal()
         read_core = Signal(range(cores))  # the core whose word is in the read registers
         read_done = Signal()  # every word has been read
-        read_advance = ~read_valid | self.o_data.ready
+        read_advance = ~read_valid | result.ready
         read_fetch = busy & is_read & ~read_done
         with m.If(read_advance):
             m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core)]
@@ -266,9 +276,9 @@ class CPRing(wiring.Component):
         backward_valid = Mux(turn, core_units[1].o_data.valid, core_units[0].o_data.valid)
         backward_word = Mux(turn, core_units[1].o_data.payload.as_value(), core_units[0].o_data.payload.as_value())
         m.d.comb += [
-            self.o_data.valid.eq(busy & Mux(is_read, read_valid,
+            result.valid.eq(busy & Mux(is_read, read_valid,
                                             Mux(is_forward, forward_valid, is_backward & backward_valid))),
-            self.o_data.payload.eq(Mux(is_read, read_word.as_value(),
+            result.payload.eq(Mux(is_read, read_word.as_value(),
                                        Mux(is_forward, forward_sum.as_value(), backward_word))),
             self.i_data.ready.eq(busy & Mux(is_write, 1,
                                             Mux(is_backward, core_units[0].i_data.ready & hop_free,
