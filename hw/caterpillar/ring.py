@@ -135,30 +135,40 @@ class CPRing(wiring.Component):
 
         # ---- commands to the cores: core 0 (or the LOAD target) first, core 1 one hop later ----
         sent = Signal()  # the command has been given to its first core
-        command_hop = Signal()  # the GEMV command in the register between core 0 and core 1
         core_op = Mux(is_forward, CoreOp.GEMV_FORWARD, Mux(is_backward, CoreOp.GEMV_BACKWARD, CoreOp.LOAD))
+        core_command = Signal(core_units[0].cmd_layout)
+        m.d.comb += [
+            core_command.op.eq(core_op),
+            core_command.overlap.eq(cmd.overlap),
+            core_command.mb.eq(cmd.mb),
+            core_command.nb.eq(cmd.nb),
+            core_command.qb.eq(1),
+            core_command.base.eq(cmd.base),
+        ]
+        # GEMV: the command goes to core 0 and, in the same cycle, into the command hop (the shared
+        # stream stage), from which core 1 takes it one cycle later at the earliest. Both readies are registers.
+        m.submodules.command_hop = command_hop = StreamStage(core_units[1].cmd_layout)
+        gemv_offer = busy & is_gemv & ~sent
+        m.d.comb += [
+            command_hop.i_stream.valid.eq(gemv_offer & core_units[0].i_cmd.ready),
+            command_hop.i_stream.payload.eq(core_command),
+            command_hop.o_stream.ready.eq(core_units[1].i_cmd.ready),
+        ]
         for k, unit in enumerate(core_units):
-            first_core = (is_gemv & (k == 0)) | (is_load & (cmd.core == k))
-            valid = busy & first_core & ~sent
+            valid = busy & is_load & (cmd.core == k) & ~sent
+            payload = core_command.as_value()
+            if k == 0:
+                valid = valid | (gemv_offer & command_hop.i_stream.ready)
             if k == 1:
-                valid = valid | command_hop
-            m.d.comb += [
-                unit.i_cmd.valid.eq(valid),
-                unit.i_cmd.payload.op.eq(core_op),
-                unit.i_cmd.payload.overlap.eq(cmd.overlap),
-                unit.i_cmd.payload.mb.eq(cmd.mb),
-                unit.i_cmd.payload.nb.eq(cmd.nb),
-                unit.i_cmd.payload.qb.eq(1),
-                unit.i_cmd.payload.base.eq(cmd.base),
-            ]
+                valid = valid | command_hop.o_stream.valid
+                payload = Mux(command_hop.o_stream.valid, command_hop.o_stream.payload.as_value(), payload)
+            m.d.comb += [unit.i_cmd.valid.eq(valid), unit.i_cmd.payload.eq(payload)]
         first_given = Signal()
         m.d.comb += first_given.eq(
             _bit([unit.i_cmd.valid & unit.i_cmd.ready for unit in core_units], Mux(is_load, cmd.core, 0)) & ~sent
             & (is_gemv | is_load) & busy)
         with m.If(first_given):
-            m.d.sync += [sent.eq(1), command_hop.eq(is_gemv)]
-        with m.If(core_units[1].i_cmd.valid & core_units[1].i_cmd.ready & command_hop):
-            m.d.sync += command_hop.eq(0)
+            m.d.sync += sent.eq(1)
         load_target_idle = _bit([unit.i_cmd.ready for unit in core_units], cmd.core)
         with m.If(busy & is_load & sent & load_target_idle):
             m.d.sync += busy.eq(0)
@@ -337,7 +347,7 @@ class CPRing(wiring.Component):
 
         # ---- per-command state back to idle ----
         with m.If(accept):
-            m.d.sync += [sent.eq(0), command_hop.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
+            m.d.sync += [sent.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
                          read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
         return m
 
