@@ -115,7 +115,10 @@ RING_PARAMS = ParamSchema((
     Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
     Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
     Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
-    Param("sram_depth", int, 8192, "words per PE local SRAM", minimum=2, maximum=65536),
+    Param("sram_depth", int, 4096,
+          "words per PE local SRAM (4096 x 16 bit = 8 KB, half the core's 16 KB: at 16 KB the two cores' 32 PE "
+          "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)",
+          minimum=2, maximum=65536),
     Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
           minimum=1, maximum=4096),
     Param("reduction", str, "bus", "GEMV reduction in each core", choices=REDUCTIONS),

@@ -70,8 +70,8 @@ class CPRing(wiring.Component):
 
     PARAMS = RING_PARAMS
 
-    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
-                 reduction="bus", mac="fixed"):
+    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=RING_PARAMS["sram_depth"].default,
+                 max_blocks=64, reduction="bus", mac="fixed"):
         self.params = self.PARAMS.resolve(cores=cores, n_r=n_r, width=width, acc_width=acc_width,
                                           sram_depth=sram_depth, max_blocks=max_blocks, reduction=reduction,
                                           mac=mac)
