@@ -11,16 +11,18 @@ from amaranth import signed, unsigned
 from amaranth.lib import data, enum
 
 from ..errors import ParameterError
+from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
     "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
-    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES",
+    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
-    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "params_with_defaults",
+    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
+    "params_with_defaults",
 ]
 
 #: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``).
@@ -113,7 +115,10 @@ RING_PARAMS = ParamSchema((
     Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
     Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
     Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
-    Param("sram_depth", int, 8192, "words per PE local SRAM", minimum=2, maximum=65536),
+    Param("sram_depth", int, 4096,
+          "words per PE local SRAM (4096 x 16 bit = 8 KB, half the core's 16 KB: at 16 KB the two cores' 32 PE "
+          "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)",
+          minimum=2, maximum=65536),
     Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
           minimum=1, maximum=4096),
     Param("reduction", str, "bus", "GEMV reduction in each core", choices=REDUCTIONS),
@@ -135,6 +140,8 @@ COMMAND_LATENCY = 1
 OUTPUT_LATENCY = 1
 #: ``cp_ring``: cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1
+#: ``cp_ring``: cycles of the shared stream stage that every result word crosses on its way to ``o_data``.
+RING_OUTPUT_LATENCY = stream_stage.LATENCY
 
 
 def addr_width(sram_depth):
@@ -251,11 +258,21 @@ def unit_latency(iterations):
 
     One MAC ``Q = d * x0`` and then two MACs per iteration, but the last ``Q``
     update is skipped (only ``N`` is the result): ``2 * iterations`` MAC
-    cycles, one cycle that writes the output register and one to present it.
-    Without backpressure a new value is accepted in the cycle its predecessor's
-    result is taken, so the interval between values equals the latency.
+    cycles, one cycle that hands the denormalised ``N`` to the output stream
+    stage (:mod:`trainforge.spec.stream_stage`) and that stage's one cycle.
     """
     return 2 * iterations + 2
+
+
+def unit_interval(iterations):
+    """Cycles between two values accepted by ``cp_reciprocal`` without backpressure: ``2 * iterations + 1``.
+
+    The next value is accepted in the cycle the previous result is handed to
+    the output stage (that stage's ``ready`` is a register), one cycle before
+    the result is on ``o_result``: the interval is one less than
+    :func:`unit_latency`.
+    """
+    return 2 * iterations + 1
 
 
 def params_with_defaults(schema, given):

@@ -1,14 +1,15 @@
-"""cocotb testbench of ``cp_core``: its scenario table, and programs checked against the golden model
-(:mod:`trainforge.golden.caterpillar.core`).
+"""cocotb testbench of ``cp_core``: its scenario table, resets, and the no-ready-path property.
 
-``scenario_table`` runs ``verif/scenarios/cp_core.py`` (LOAD, GEMV, GEMM and UPDATE
-programs with results from plain integer arithmetic; cycles of the unstalled
-program from the golden schedule). Every other test queues a program (commands on ``i_cmd``, their operands on
-``i_data``) and checks each ``o_data`` word against the golden model; the
-unstalled test also checks every word's cycle against the golden schedule.
-The in-place weight update (UPDATE) has no output of its own: a program
-checks it through the commands that follow it, a GEMV forward on the updated
-weights and a read-back of every weight (GEMM by the identity, ``C = W I``).
+``scenario_table`` runs ``verif/scenarios/cp_core.py``: every directed and
+random program (LOAD, GEMV, GEMM and UPDATE; random matrices under
+backpressure, edge shapes cycle exact, directed corners, UPDATE corners) with
+results from plain integer arithmetic and, unstalled, cycles from the golden
+schedule. The reset tests queue a program built with the golden model
+(:mod:`trainforge.golden.caterpillar.core`), reset the core in the middle of
+it and check a fresh program word by word. The in-place weight update
+(UPDATE) has no output of its own: a program checks it through the commands
+that follow it, a GEMV forward on the updated weights and a read-back of
+every weight (GEMM by the identity, ``C = W I``).
 """
 import cocotb
 import numpy as np
@@ -20,6 +21,7 @@ import cp_programs
 import scenarios.cp_core as table
 from cp_programs import attach
 from scenario import run_table
+from trainforge.cocotb_streams import check_no_ready_path
 from tbutil import start
 
 
@@ -92,15 +94,6 @@ def random_matrix(bench, generator, rows, cols):
     return generator.integers(low, high, size=(rows, cols), endpoint=True)
 
 
-def random_shape(bench, generator, max_blocks_product):
-    """Rows and columns up to ``max_blocks * n_r`` whose block grid fits ``max_blocks_product`` words."""
-    n_r, max_blocks = bench.params["n_r"], bench.params["max_blocks"]
-    while True:
-        rows, cols = generator.integers(1, max_blocks * n_r, size=2, endpoint=True)
-        if golden.blocks(rows, n_r) * golden.blocks(cols, n_r) <= max_blocks_product:
-            return int(rows), int(cols)
-
-
 def random_update(bench, generator, program, weights, base):
     """A random rank-``b`` UPDATE of resident ``weights`` (the largest ``b`` the buffers allow at most)."""
     width = bench.params["width"]
@@ -152,60 +145,6 @@ async def scenario_table(dut):
 
 
 @cocotb.test()
-async def random_matrices_with_backpressure(dut):
-    """Random non-square matrices of random sizes, every microprogram, random valid gaps and ready."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed)
-    depth = bench.params["sram_depth"]
-    matrices = []
-    for count in range(3):
-        rows, cols = random_shape(bench, generator, depth // 3)
-        matrices.append(random_matrix(bench, generator, rows, cols))
-    ports = attach(bench, valid_probability=0.7, ready_probability=0.6)
-    await run_and_check(bench, random_program(bench, generator, matrices), ports)
-
-
-@cocotb.test()
-async def cycle_exact_without_stalls(dut):
-    """No backpressure: every result word arrives at the cycle of the golden schedule."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    n_r, max_blocks = bench.params["n_r"], bench.params["max_blocks"]
-    shapes = [(n_r * 2 + 1, n_r * 3), (1, n_r + 1), (n_r * max_blocks, 1)]
-    matrices = [random_matrix(bench, generator, rows, cols) for rows, cols in shapes
-                if golden.blocks(rows, n_r) * golden.blocks(cols, n_r) <= bench.params["sram_depth"] // 3]
-    ports = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await run_and_check(bench, random_program(bench, generator, matrices), ports, check_cycles=True)
-
-
-@cocotb.test()
-async def directed_corners(dut):
-    """All zeros; most negative operands everywhere; a vector shorter than n_r; one row and one column."""
-    bench = await start(dut)
-    n_r = bench.params["n_r"]
-    low, high = operand_range(bench)
-    generator = np.random.default_rng(bench.seed + 2)
-    ports = attach(bench, valid_probability=0.8, ready_probability=0.7)
-    program = Program(bench)
-    zeros = np.zeros((n_r + 1, 2 * n_r), dtype=np.int64)
-    program.load(zeros, 0)
-    program.forward(zeros, 0, np.zeros(n_r + 1), overlap=True)
-    program.backward(zeros, 0, np.zeros(2 * n_r), overlap=False)
-    program.gemm(zeros, 0, np.zeros((2 * n_r, 3)))
-    extreme = np.full((2 * n_r, n_r), low, dtype=np.int64)
-    program.load(extreme, 8)
-    program.forward(extreme, 8, np.full(2 * n_r, low), overlap=False)
-    program.backward(extreme, 8, np.full(n_r, high), overlap=True)
-    program.gemm(extreme, 8, np.full((n_r, n_r), low))
-    short = random_matrix(bench, generator, n_r - 1, 1)  # vector shorter than n_r, one output
-    program.load(short, 16)
-    program.forward(short, 16, random_matrix(bench, generator, 1, n_r - 1), overlap=True)
-    program.backward(short, 16, random_matrix(bench, generator, 1, 1), overlap=True)
-    program.gemm(short, 16, random_matrix(bench, generator, 1, 1))
-    await run_and_check(bench, program, ports)
-
-
-@cocotb.test()
 async def reset_mid_stream(dut):
     """A reset in the middle of a program drops it; the core then runs a fresh program correctly."""
     bench = await start(dut)
@@ -218,68 +157,6 @@ async def reset_mid_stream(dut):
         await RisingEdge(dut.clk)
     await cp_programs.reset_and_check_idle(bench, ports, "core")
     await run_and_check(bench, random_program(bench, generator, [weights]), ports)
-
-
-@cocotb.test()
-async def update_corners(dut):
-    """UPDATE corners, each checked by a read-back: all zeros; vectors shorter than n_r; non-square and
-    uneven at the largest batch; saturation both ways; the largest batch of extreme products (a sum
-    that wraps); shift 0 and the largest shift; the overlap flag (ignored); back-to-back updates of
-    the same words."""
-    bench = await start(dut)
-    n_r, width, max_blocks = bench.params["n_r"], bench.params["width"], bench.params["max_blocks"]
-    max_shift = (1 << golden.shift_bits(bench.params["acc_width"])) - 1
-    assert bench.component.shift_bits == golden.shift_bits(bench.params["acc_width"]), \
-        f"shift field: RTL {bench.component.shift_bits} bits, golden {golden.shift_bits(bench.params['acc_width'])}"
-    low, high = operand_range(bench)
-    generator = np.random.default_rng(bench.seed + 4)
-    ports = attach(bench, valid_probability=0.8, ready_probability=0.7)
-    program = Program(bench)
-
-    free = [0]  # next free local address: the matrices are packed (14 words in all)
-
-    def fresh(rows, cols, values=None):
-        """LOAD a random (or constant) matrix at the next free address; returns it and its base."""
-        weights = random_matrix(bench, generator, rows, cols) if values is None else \
-            np.full((rows, cols), values, dtype=np.int64)
-        base = free[0]
-        free[0] += golden.blocks(rows, n_r) * golden.blocks(cols, n_r)
-        program.load(weights, base)
-        return weights, base
-
-    zeros, base = fresh(n_r + 1, 2 * n_r, 0)
-    zeros = program.update(zeros, base, np.zeros((1, n_r + 1)), np.zeros((1, 2 * n_r)), 0)
-    program.read_back(zeros, base)
-    short, base = fresh(n_r - 1, 1)  # vectors shorter than n_r: one block each way, padded lanes
-    short = program.update(short, base, random_matrix(bench, generator, 1, n_r - 1),
-                           random_matrix(bench, generator, 1, 1), width - 1)
-    program.forward(short, base, random_matrix(bench, generator, 1, n_r - 1), overlap=False)
-    program.read_back(short, base)
-    rows, cols = 2 * n_r + 1, n_r + 1  # 3 x 2 blocks, uneven both ways, at the largest batch
-    batch = max_blocks // 3
-    uneven, base = fresh(rows, cols)
-    uneven = program.update(uneven, base, random_matrix(bench, generator, batch, rows),
-                            random_matrix(bench, generator, batch, cols), width, overlap=True)
-    uneven = program.update(uneven, base, random_matrix(bench, generator, 1, rows),
-                            random_matrix(bench, generator, 1, cols), 0)  # back to back, shift 0
-    program.backward(uneven, base, random_matrix(bench, generator, 1, cols), overlap=True)
-    program.read_back(uneven, base)
-    down, base = fresh(n_r, n_r, high)  # P > 0, huge: saturates at the most negative weight
-    down = program.update(down, base, np.full((1, n_r), low), np.full((1, n_r), low), 0)
-    program.read_back(down, base)
-    up, base = fresh(n_r, n_r, low)  # P < 0, huge: saturates at the most positive weight
-    up = program.update(up, base, np.full((1, n_r), low), np.full((1, n_r), high), 1)
-    program.read_back(up, base)
-    # max_blocks samples of low * low = 2**(2 width - 2) each; the sum wraps modulo 2**acc_width
-    # (to exactly 0 for width 16, acc_width 32, max_blocks 8: 8 * 2**30 = 2**33).
-    wrapped, base = fresh(n_r, 1)
-    wrapped = program.update(wrapped, base, np.full((max_blocks, n_r), low), np.full((max_blocks, 1), low),
-                             width - 1)
-    wrapped = program.update(wrapped, base, random_matrix(bench, generator, max_blocks, n_r),
-                             random_matrix(bench, generator, max_blocks, 1), max_shift)
-    program.forward(wrapped, base, random_matrix(bench, generator, 1, n_r), overlap=True)
-    program.read_back(wrapped, base)
-    await run_and_check(bench, program, ports)
 
 
 @cocotb.test()
@@ -313,3 +190,10 @@ async def reset_mid_update(dut):
     assert len(commands.sent) == 2, f"the UPDATE finished before the reset {bench.where()}"
     await cp_programs.reset_and_check_idle(bench, ports, "core")
     await run_and_check(bench, program_with_update(), ports)
+
+
+@cocotb.test()
+async def no_ready_path(dut):
+    """No input's ``ready`` follows ``o_data.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

@@ -8,7 +8,7 @@ from trainforge.golden.caterpillar import goldschmidt as golden
 
 import scenarios.cp_reciprocal as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 from tbutil import start
 
 
@@ -67,3 +67,10 @@ async def reset_mid_stream(dut):
     assert dut.o_result__valid.value == 0, f"o_result still valid after reset {bench.where()}"
     assert dut.i_value__ready.value == 1, f"not ready for a value after reset {bench.where()}"
     await run_and_check(bench, random_values(bench, generator, 30), ports)
+
+
+@cocotb.test()
+async def no_ready_path(dut):
+    """``i_value.ready`` never follows ``o_result.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

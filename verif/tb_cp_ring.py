@@ -1,15 +1,12 @@
-"""cocotb testbench of ``cp_ring``: its scenario table, and programs checked against the golden model
-(:mod:`trainforge.golden.caterpillar.ring`).
+"""cocotb testbench of ``cp_ring``: its scenario table, a reset mid-stream, and the no-ready-path property.
 
-``scenario_table`` runs ``verif/scenarios/cp_ring.py`` (WRITE, READ and
-collective programs with results from a hop-by-hop reference; cycles of the
-unstalled program from the golden schedule). Every other test queues a
-program of ring commands (with their ``i_data`` words), keeps a model of
-every core's ring buffer (:func:`~ring.all_gather_buffers`,
-:func:`~ring.reduce_scatter_buffers`), reads the buffers back with ``READ``
-and checks each ``o_data`` word bit-exactly; the unstalled test also checks
-every word's cycle and every command-to-command spacing against
-:func:`~ring.ring_schedule`.
+``scenario_table`` runs ``verif/scenarios/cp_ring.py``: every directed and
+random program (WRITE, READ, ALL_GATHER, REDUCE_SCATTER, LOAD and the
+two-core GEMVs; under backpressure and, unstalled, cycle exact against the
+golden :func:`~trainforge.golden.caterpillar.ring.ring_schedule`) with results
+from a plain-integer reference. ``reset_mid_stream`` queues a program built
+with the golden model (:mod:`trainforge.golden.caterpillar.ring`), resets the
+ring in the middle of it and checks a fresh program word by word.
 """
 import cocotb
 import numpy as np
@@ -22,6 +19,7 @@ import cp_programs
 import scenarios.cp_ring as table
 from cp_programs import attach
 from scenario import run_table
+from trainforge.cocotb_streams import check_no_ready_path
 from tbutil import start
 
 
@@ -148,57 +146,9 @@ async def run_and_check(bench, program, ports, check_cycles=False):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of the table: WRITE, READ, ALL_GATHER, REDUCE_SCATTER; full rate (cycle exact) and stalled."""
+    """Every scenario of the table: WRITE, READ, collectives, LOAD, two-core GEMVs; cycle exact and stalled."""
     bench = await start(dut)
     await run_table(bench, table)
-
-
-@cocotb.test()
-async def random_vectors_with_backpressure(dut):
-    """Reduce-scatter, all-gather and two-core GEMV on random data and sizes, random valid gaps and ready."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed)
-    ports = attach(bench, valid_probability=0.7, ready_probability=0.6)
-    await run_and_check(bench, random_program(bench, generator), ports)
-
-
-@cocotb.test()
-async def cycle_exact_without_stalls(dut):
-    """No backpressure: every result word and every next command at the cycle of the golden schedule."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 1)
-    ports = attach(bench, valid_probability=1.0, ready_probability=1.0)
-    await run_and_check(bench, random_program(bench, generator), ports, check_cycles=True)
-
-
-@cocotb.test()
-async def directed_corners(dut):
-    """All zeros; a vector shorter than n_r; a length not divisible by cores x n_r; extreme values;
-    a one-row and a one-column GEMV."""
-    bench = await start(dut)
-    generator = np.random.default_rng(bench.seed + 2)
-    program = RingProgram(bench)
-    n_r, cores, width = program.n_r, program.cores, bench.params["width"]
-    collectives(program, generator, 2 * cores * n_r, zeros=True)
-    collectives(program, generator, n_r - 1)
-    collectives(program, generator, cores * n_r + 1)
-    low, high = value_range(program.acc_width)
-    extreme = np.full((cores, cores * n_r), low, dtype=np.int64)
-    extreme[::2] = high
-    program.write(np.stack([golden.vector_words(partial, cores, n_r) for partial in extreme]))
-    program.reduce_scatter(1)
-    program.read(cores)
-    zeros = np.zeros((n_r + 1, 2 * n_r), dtype=np.int64)
-    program.two_core_gemv(zeros, 0, np.zeros(n_r + 1), np.zeros(2 * n_r), overlap=True)
-    low, high = value_range(width)
-    program.two_core_gemv(np.full((3 * n_r, n_r), low), 0, np.full(3 * n_r, low), np.full(n_r, high),
-                          overlap=False)
-    program.two_core_gemv(random_values(generator, width, (1, n_r - 1)), 4, random_values(generator, width, 1),
-                          random_values(generator, width, n_r - 1), overlap=True)
-    program.two_core_gemv(random_values(generator, width, (n_r + 1, 1)), 4, random_values(generator, width, n_r + 1),
-                          random_values(generator, width, 1), overlap=False)
-    ports = attach(bench, valid_probability=0.8, ready_probability=0.7)
-    await run_and_check(bench, program, ports)
 
 
 @cocotb.test()
@@ -213,3 +163,10 @@ async def reset_mid_stream(dut):
         await RisingEdge(dut.clk)
     await cp_programs.reset_and_check_idle(bench, ports, "ring")
     await run_and_check(bench, random_program(bench, generator), ports)
+
+
+@cocotb.test()
+async def no_ready_path(dut):
+    """No input's ``ready`` follows ``o_data.ready`` within a cycle (the output stage's ready is a register)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

@@ -297,3 +297,5 @@ def test_reciprocal_unit_saturates_zero_and_matches_goldschmidt(seed):
     assert abs(int(result[2]) - (1 << 16)) <= 2, f"1/1.0: expected about {1 << 16} got {result[2]}"
     assert result.max() < 1 << goldschmidt.result_width(16), "a result overflows the output width"
     assert [goldschmidt.unit_latency(k) for k in (0, 1, 2)] == [2, 4, 6]
+    assert [goldschmidt.unit_interval(k) for k in (0, 1, 2)] == [1, 3, 5]
+    assert goldschmidt.result_cycles(3, iterations=1) == [4, 7, 10]

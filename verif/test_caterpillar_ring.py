@@ -40,4 +40,5 @@ def test_two_core_gemv_cycles_are_one_hop_after_one_core(seed):
     _, backward = ring.two_core_gemv_backward(weights, np.ones(5), n_r=2)
     for op, cycles in ((core.OP_GEMV_FORWARD, forward), (core.OP_GEMV_BACKWARD, backward)):
         single = core.schedule(op, 3, 3, n_r=2)
-        assert cycles == core.COMMAND_LATENCY + single.output_offsets[-1] + ring.HOP_CYCLES, (op, cycles)
+        assert cycles == (core.COMMAND_LATENCY + single.output_offsets[-1] + ring.HOP_CYCLES
+                          + ring.RING_OUTPUT_LATENCY), (op, cycles)

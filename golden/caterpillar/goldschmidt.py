@@ -15,9 +15,11 @@ shifts, as a MAC followed by a right shift computes them):
 import numpy as np
 
 from ...errors import ParameterError, ProgramError
-from ...spec.caterpillar import RECIPROCAL_PARAMS, params_with_defaults, reciprocal_table, result_width, unit_latency
+from ...spec.caterpillar import (RECIPROCAL_PARAMS, params_with_defaults, reciprocal_table, result_width,
+                                 unit_interval, unit_latency)
 
-__all__ = ["reciprocal_table", "goldschmidt_reciprocal", "result_width", "unit_latency", "reciprocal_unit"]
+__all__ = ["reciprocal_table", "goldschmidt_reciprocal", "result_width", "unit_latency", "unit_interval",
+           "reciprocal_unit", "result_cycles"]
 
 
 def goldschmidt_reciprocal(values, **params):
@@ -79,3 +81,24 @@ def reciprocal_unit(values, **params):
     positive = np.where(values > 0, values, 1)
     results = goldschmidt_reciprocal(positive, **params)
     return np.where(values > 0, results, saturated)
+
+
+def result_cycles(count, **params):
+    """Cycles of ``cp_reciprocal``'s results for ``count`` values offered from cycle 0 on, without backpressure.
+
+    Value ``k`` is accepted at ``k * unit_interval`` and its result is on
+    ``o_result`` ``unit_latency`` cycles later.
+
+    Parameters
+    ----------
+    count : int
+        Values offered back to back.
+    **params
+        ``cp_reciprocal`` parameters (``iterations``; defaults from the schema).
+
+    Returns
+    -------
+    list of int
+    """
+    iterations = params_with_defaults(RECIPROCAL_PARAMS, params)["iterations"]
+    return [index * unit_interval(iterations) + unit_latency(iterations) for index in range(count)]

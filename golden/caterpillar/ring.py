@@ -20,11 +20,12 @@ Without the hop latency and the rounding this is the paper's
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import HOP_CYCLES, RING_PARAMS, RingOp, params_with_defaults
+from ...spec.caterpillar import HOP_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingOp, params_with_defaults
 from ..dense_pe import wrap
 from . import core
 
-__all__ = ["HOP_CYCLES", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD", "RING_WRITE", "RING_READ",
+__all__ = ["HOP_CYCLES", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
+           "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
            "reduce_scatter_buffers", "two_core_panels", "two_core_gemv_forward", "two_core_gemv_backward",
@@ -246,26 +247,29 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     command's; ``output_offsets`` are the cycles from acceptance to each ``o_data`` transfer.
 
     - ``RING_WRITE`` (``words`` per core): ``cores * words`` input words, one per cycle.
-    - ``RING_READ``: ``cores * words`` output words (core-major), the first two cycles after acceptance
-      (one cycle to read the buffers).
+    - ``RING_READ``: ``cores * words`` output words (core-major), the first three cycles after acceptance
+      (one cycle to read the buffers, one in the output stage).
     - ``RING_ALL_GATHER``, ``RING_REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
       ``(cores - 1) * (cw + HOP_CYCLES)``: each step reads ``cw`` words in every core, each written in the
       neighbour one cycle later (the hop), then the next step starts.
     - ``RING_GEMV_FORWARD``, ``RING_GEMV_BACKWARD``: cores 0 and 1 run the core's GEMV
       (:func:`~.core.schedule`), core 0 from the cycle after acceptance and core 1 one hop later (the command,
       and backward the vector ``e``, travel the ring). Forward, each word of core 0 crosses the hop and leaves
-      added to core 1's word; backward, core 0's word of block ``b`` leaves, then core 1's.
+      added to core 1's word; backward, core 0's word of block ``b`` leaves, then core 1's. Both then cross
+      the output stage (``RING_OUTPUT_LATENCY``).
     - ``RING_LOAD``: the core's LOAD (:func:`~.core.schedule`) on one core, plus one cycle to pass the command
       and one to see the core idle again.
-    The ring accepts the next command the cycle after its last output word.
+    Every result word crosses the ring's output stream stage (``RING_OUTPUT_LATENCY`` cycles); the ring
+    accepts the next command the cycle after its last result word has entered that stage, which is the
+    cycle that word is on ``o_data``.
     """
     cores, n_r, reduction = _ring_params(params, "cores", "n_r", "reduction")
     latency = core.COMMAND_LATENCY
     if op == RING_WRITE:
         return core.Schedule(cores * words, [], 0)
     if op == RING_READ:
-        offsets = latency + 1 + np.arange(cores * words)
-        return core.Schedule(offsets[-1], offsets, 0)
+        offsets = latency + 1 + np.arange(cores * words) + RING_OUTPUT_LATENCY
+        return core.Schedule(offsets[-1] - RING_OUTPUT_LATENCY, offsets, 0)
     if op in (RING_ALL_GATHER, RING_REDUCE_SCATTER):
         return core.Schedule((cores - 1) * (words + HOP_CYCLES), [], 0)
     if op == RING_LOAD:
@@ -279,5 +283,5 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
             offsets = first + HOP_CYCLES
         else:
             offsets = np.stack([first, first + HOP_CYCLES], axis=1).reshape(-1)
-        return core.Schedule(offsets[-1], offsets, 2 * single.mac_cycles)
+        return core.Schedule(offsets[-1], offsets + RING_OUTPUT_LATENCY, 2 * single.mac_cycles)
     raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, CoreOp, MacOp, addr_width, core_cmd_layout, core_data_layout,
                                  core_result_layout, reduction_cycles, shift_bits)
+from ..stream_stage import StreamStage
 from .pe import CPPE
 
 __all__ = ["CoreOp", "CPCore"]
@@ -59,10 +60,19 @@ class CPCore(wiring.Component):
       Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
       buffers); ``overlap`` is ignored.
 
-    A command is accepted only when the previous one has drained. The whole
-    pipeline stalls while ``o_data`` holds an untaken word or a needed
-    ``i_data`` word is missing; without stalls the cycle schedule is
-    :func:`trainforge.golden.caterpillar.core.schedule`.
+    A command is accepted only when the previous one has drained. Results
+    leave through the shared :class:`~trainforge.hw.stream_stage.StreamStage`
+    (``o_data`` is its output): the execute stage offers a result word to the
+    stage in the cycle the reduction or the GEMM read-out produces it, and
+    holds it (the whole pipeline stalls) until the stage's registered
+    ``ready`` takes it. The stage holds up to two words, so a consumer that
+    stalls ``o_data`` stops the pipeline only once the stage is full, and no
+    ``ready`` of ``i_cmd`` or ``i_data`` depends combinationally on
+    ``o_data.ready``. The pipeline also stalls while a needed ``i_data`` word
+    is missing; without stalls the cycle schedule is
+    :func:`trainforge.golden.caterpillar.core.schedule`, a result word on
+    ``o_data`` one cycle after the cycle it is offered to the stage
+    (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
 
     Parameters
     ----------
@@ -178,10 +188,16 @@ class CPCore(wiring.Component):
         # first phase, e during the first row block of the MAC phase.
         first_pass = block_a == 0
         needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
-        stalled = self.o_data.valid & ~self.o_data.ready
+        # The execute stage's result word (GEMV: after the reduction; GEMM: a read-out row), offered
+        # to the output stage; the pipeline waits on the stage's ready, a register.
+        m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_data))
+        output_now = Signal()
+        stalled = output_now & ~output_stage.i_stream.ready
+        input_present = ~needs_input | self.i_data.valid
         go = Signal()
         m.d.comb += [
-            go.eq(~stalled & (~needs_input | self.i_data.valid)),
+            go.eq(~stalled & input_present),
             self.i_data.ready.eq(~stalled & needs_input),
             self.i_cmd.ready.eq(~busy & ~stalled),
         ]
@@ -362,16 +378,18 @@ class CPCore(wiring.Component):
                 ]
                 self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus)
 
-        # ---- output register ----
+        # ---- output stage ----
         # GEMV: the diagonal PEs send their sums after the reduction; GEMM: one row per read-out cycle.
+        # The offer is held until the stage takes it (the pipeline is frozen meanwhile); it waits for a
+        # needed i_data word too, as the pipeline advances only with both.
         reading_gemm = red_kind == CoreOp.GEMM
-        output_now = red_active & (reading_gemm | (red_step == reduction_cycles))
-        with m.If(self.o_data.ready):
-            m.d.sync += self.o_data.valid.eq(0)
-        with m.If(go & output_now):
-            m.d.sync += self.o_data.valid.eq(1)
-            for lane in range(n_r):
-                m.d.sync += self.o_data.payload[lane].eq(Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
+        m.d.comb += [
+            output_now.eq(red_active & (reading_gemm | (red_step == reduction_cycles))),
+            output_stage.i_stream.valid.eq(output_now & input_present),
+        ]
+        for lane in range(n_r):
+            m.d.comb += output_stage.i_stream.payload[lane].eq(
+                Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
         return m
 
     def _updated_weight(self, m, pe, shift, suffix):

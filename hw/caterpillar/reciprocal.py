@@ -4,6 +4,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import RECIPROCAL_PARAMS, reciprocal_operand_bits, reciprocal_table, result_width
+from ..stream_stage import StreamStage
 from .mac import MAC_UNITS
 
 __all__ = ["CPReciprocal"]
@@ -24,11 +25,18 @@ class CPReciprocal(wiring.Component):
        operands of ``frac + 3`` bits): ``Q = (d * N) >> frac``; then for each
        iteration ``F = 2 - Q``, ``N = (N * F) >> frac`` and, except after the
        last, ``Q = (Q * F) >> frac``: ``2 * iterations`` MAC cycles.
-    3. **Denormalise** into the output register: ``N >> (L - frac)`` (or
-       ``<<``); a zero value gives all ones.
+    3. **Denormalise** in the cycle of the last MAC step: ``N >> (L - frac)``
+       (or ``<<``), offered to the shared output stage
+       (:class:`~trainforge.hw.stream_stage.StreamStage`); a zero value gives
+       all ones.
 
-    A new value is accepted in the cycle the previous result leaves
-    (:func:`~trainforge.spec.caterpillar.unit_latency` cycles apart).
+    The result is on ``o_result`` :func:`~trainforge.spec.caterpillar.unit_latency`
+    cycles after its value was accepted. The next value is accepted in the
+    cycle the last MAC step hands the result to the output stage, so without
+    backpressure values are taken :func:`~trainforge.spec.caterpillar.unit_interval`
+    cycles apart. ``i_value.ready`` depends only on registers (the unit's own
+    state and the stage's registered ``ready``), never on ``o_result.ready``;
+    the stage holds up to two results while the consumer stalls.
 
     Parameters
     ----------
@@ -99,10 +107,18 @@ class CPReciprocal(wiring.Component):
         busy = Signal()
         step = Signal(range(2 * self.iterations + 2))  # at least one bit, also for 0 iterations
 
-        output_free = ~self.o_result.valid | self.o_result.ready
-        m.d.comb += self.i_value.ready.eq(~busy & output_free)
-        with m.If(self.o_result.ready):
-            m.d.sync += self.o_result.valid.eq(0)
+        m.submodules.output_stage = output_stage = StreamStage(unsigned(result_width(frac)))
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_result))
+        last_step = Signal()
+        handoff = Signal()
+        m.d.comb += [
+            last_step.eq(busy & (step == 2 * self.iterations)),
+            handoff.eq(last_step & output_stage.i_stream.ready),
+            # Registers only: busy, step and the stage's registered ready.
+            self.i_value.ready.eq(~busy | handoff),
+        ]
+        with m.If(handoff):
+            m.d.sync += busy.eq(0)
         with m.If(self.i_value.valid & self.i_value.ready):
             m.d.sync += [d.eq(normalised), n.eq(lookup), shift_right.eq(right), shift_left.eq(left),
                          zero.eq(length == 0), step.eq(0), busy.eq(1)]
@@ -122,19 +138,15 @@ class CPReciprocal(wiring.Component):
         ]
         scaled = product[frac:frac + operand_bits]
         saturated = (1 << result_width(frac)) - 1
-        with m.If(busy):
-            with m.If(step == 2 * self.iterations):
-                with m.If(output_free):
-                    m.d.sync += [
-                        busy.eq(0),
-                        self.o_result.valid.eq(1),
-                        self.o_result.payload.eq(Mux(zero, saturated, (n >> shift_right) << shift_left)),
-                    ]
+        m.d.comb += [
+            output_stage.i_stream.valid.eq(last_step),
+            output_stage.i_stream.payload.eq(Mux(zero, saturated, (n >> shift_right) << shift_left)),
+        ]
+        with m.If(busy & ~last_step):
+            m.d.sync += step.eq(step + 1)
+            with m.If((step == 0) | ~step[0]):
+                m.d.sync += q.eq(scaled)
             with m.Else():
-                m.d.sync += step.eq(step + 1)
-                with m.If((step == 0) | ~step[0]):
-                    m.d.sync += q.eq(scaled)
-                with m.Else():
-                    m.d.sync += n.eq(scaled)
+                m.d.sync += n.eq(scaled)
         return m
 

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingOp, ring_buffer_depth, ring_cmd_layout,
                                  ring_word_layout)
+from ..stream_stage import StreamStage
 from .core import CPCore
 
 __all__ = ["RingOp", "CPRing"]
@@ -69,8 +70,8 @@ class CPRing(wiring.Component):
 
     PARAMS = RING_PARAMS
 
-    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
-                 reduction="bus", mac="fixed"):
+    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=RING_PARAMS["sram_depth"].default,
+                 max_blocks=64, reduction="bus", mac="fixed"):
         self.params = self.PARAMS.resolve(cores=cores, n_r=n_r, width=width, acc_width=acc_width,
                                           sram_depth=sram_depth, max_blocks=max_blocks, reduction=reduction,
                                           mac=mac)
@@ -106,6 +107,11 @@ class CPRing(wiring.Component):
             owns.append(buffer.read_port())  # the core's own word added in a reduce-scatter
             landings.append(buffer.write_port())
 
+        # Every result word (READ, GEMV) leaves through the shared output stage; ``result`` is its input.
+        m.submodules.output_stage = output_stage = StreamStage(self.word_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_data))
+        result = output_stage.i_stream
+
         # ---- command register and flags ----
         cmd = Signal(self.cmd_layout)
         busy = Signal()
@@ -123,36 +129,46 @@ class CPRing(wiring.Component):
         m.d.comb += self.i_cmd.ready.eq(~busy)
         with m.If(accept):
             m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1)]
-        out_transfer = self.o_data.valid & self.o_data.ready
+        out_transfer = result.valid & result.ready
         in_transfer = self.i_data.valid & self.i_data.ready
         words = cmd.words
 
         # ---- commands to the cores: core 0 (or the LOAD target) first, core 1 one hop later ----
         sent = Signal()  # the command has been given to its first core
-        command_hop = Signal()  # the GEMV command in the register between core 0 and core 1
         core_op = Mux(is_forward, CoreOp.GEMV_FORWARD, Mux(is_backward, CoreOp.GEMV_BACKWARD, CoreOp.LOAD))
+        core_command = Signal(core_units[0].cmd_layout)
+        m.d.comb += [
+            core_command.op.eq(core_op),
+            core_command.overlap.eq(cmd.overlap),
+            core_command.mb.eq(cmd.mb),
+            core_command.nb.eq(cmd.nb),
+            core_command.qb.eq(1),
+            core_command.base.eq(cmd.base),
+        ]
+        # GEMV: the command goes to core 0 and, in the same cycle, into the command hop (the shared
+        # stream stage), from which core 1 takes it one cycle later at the earliest. Both readies are registers.
+        m.submodules.command_hop = command_hop = StreamStage(core_units[1].cmd_layout)
+        gemv_offer = busy & is_gemv & ~sent
+        m.d.comb += [
+            command_hop.i_stream.valid.eq(gemv_offer & core_units[0].i_cmd.ready),
+            command_hop.i_stream.payload.eq(core_command),
+            command_hop.o_stream.ready.eq(core_units[1].i_cmd.ready),
+        ]
         for k, unit in enumerate(core_units):
-            first_core = (is_gemv & (k == 0)) | (is_load & (cmd.core == k))
-            valid = busy & first_core & ~sent
+            valid = busy & is_load & (cmd.core == k) & ~sent
+            payload = core_command.as_value()
+            if k == 0:
+                valid = valid | (gemv_offer & command_hop.i_stream.ready)
             if k == 1:
-                valid = valid | command_hop
-            m.d.comb += [
-                unit.i_cmd.valid.eq(valid),
-                unit.i_cmd.payload.op.eq(core_op),
-                unit.i_cmd.payload.overlap.eq(cmd.overlap),
-                unit.i_cmd.payload.mb.eq(cmd.mb),
-                unit.i_cmd.payload.nb.eq(cmd.nb),
-                unit.i_cmd.payload.qb.eq(1),
-                unit.i_cmd.payload.base.eq(cmd.base),
-            ]
+                valid = valid | command_hop.o_stream.valid
+                payload = Mux(command_hop.o_stream.valid, command_hop.o_stream.payload.as_value(), payload)
+            m.d.comb += [unit.i_cmd.valid.eq(valid), unit.i_cmd.payload.eq(payload)]
         first_given = Signal()
         m.d.comb += first_given.eq(
             _bit([unit.i_cmd.valid & unit.i_cmd.ready for unit in core_units], Mux(is_load, cmd.core, 0)) & ~sent
             & (is_gemv | is_load) & busy)
         with m.If(first_given):
-            m.d.sync += [sent.eq(1), command_hop.eq(is_gemv)]
-        with m.If(core_units[1].i_cmd.valid & core_units[1].i_cmd.ready & command_hop):
-            m.d.sync += command_hop.eq(0)
+            m.d.sync += sent.eq(1)
         load_target_idle = _bit([unit.i_cmd.ready for unit in core_units], cmd.core)
         with m.If(busy & is_load & sent & load_target_idle):
             m.d.sync += busy.eq(0)
@@ -181,13 +197,16 @@ class CPRing(wiring.Component):
                 m.d.sync += feed_active[k].eq(0)
 
         # ---- GEMV backward: e to core 0 and over the hop to core 1 ----
-        e_hop_valid = Signal()
-        e_hop_word = Signal(core_units[1].data_layout)
-        hop_free = ~e_hop_valid | core_units[1].i_data.ready
-        with m.If(core_units[1].i_data.ready):
-            m.d.sync += e_hop_valid.eq(0)
-        with m.If(in_transfer & is_backward):
-            m.d.sync += [e_hop_valid.eq(1), e_hop_word.eq(_operands(self.i_data.payload, n_r, self.width))]
+        # The hop is the shared stream stage: core 1 takes e one cycle after core 0 at the earliest.
+        m.submodules.e_hop = e_hop = StreamStage(core_units[1].data_layout)
+        hop_free = e_hop.i_stream.ready  # a register
+        e_hop_valid = e_hop.o_stream.valid
+        e_hop_word = e_hop.o_stream.payload
+        m.d.comb += [
+            e_hop.i_stream.valid.eq(in_transfer & is_backward),
+            e_hop.i_stream.payload.eq(_operands(self.i_data.payload, n_r, self.width)),
+            e_hop.o_stream.ready.eq(busy & is_backward & core_units[1].i_data.ready),
+        ]
 
         for k, unit in enumerate(core_units):
             if k < 2:
@@ -205,24 +224,25 @@ class CPRing(wiring.Component):
             m.d.comb += [unit.i_data.valid.eq(busy & valid), unit.i_data.payload.eq(payload)]
 
         # ---- GEMV outputs: forward through the output hop and core 1's adder; backward alternating ----
-        out_hop_valid = Signal()
-        out_hop_word = Signal(self.word_layout)
+        # Forward: core 0's words cross the hop (the shared stream stage) and join core 1's in the adder.
+        m.submodules.out_hop = out_hop = StreamStage(self.word_layout)
+        out_hop_valid = out_hop.o_stream.valid
+        out_hop_word = out_hop.o_stream.payload
         forward_sum = Signal(self.word_layout)
         for lane in range(n_r):
             m.d.comb += forward_sum[lane].eq(out_hop_word[lane] + core_units[1].o_data.payload[lane])
         turn = Signal()  # backward: whose block leaves next
         forward_valid = out_hop_valid & core_units[1].o_data.valid
-        with m.If(out_transfer & is_forward):
-            m.d.sync += out_hop_valid.eq(0)
-        with m.If(core_units[0].o_data.valid & core_units[0].o_data.ready & is_forward):
-            m.d.sync += [out_hop_valid.eq(1), out_hop_word.eq(core_units[0].o_data.payload)]
         with m.If(out_transfer & is_backward):
             m.d.sync += turn.eq(~turn)
         m.d.comb += [
-            core_units[0].o_data.ready.eq(Mux(is_forward, ~out_hop_valid | (out_transfer & is_forward),
-                                              is_backward & ~turn & self.o_data.ready)),
-            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & self.o_data.ready,
-                                              is_backward & turn & self.o_data.ready)),
+            out_hop.i_stream.valid.eq(core_units[0].o_data.valid & is_forward),
+            out_hop.i_stream.payload.eq(core_units[0].o_data.payload),
+            out_hop.o_stream.ready.eq(out_transfer & is_forward),
+            core_units[0].o_data.ready.eq(Mux(is_forward, out_hop.i_stream.ready,
+                                              is_backward & ~turn & result.ready)),
+            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & result.ready,
+                                              is_backward & turn & result.ready)),
         ]
         for unit in core_units[2:]:
             m.d.comb += unit.o_data.ready.eq(0)  # only LOADs run on the other cores
@@ -242,7 +262,7 @@ class CPRing(wiring.Component):
         read_valid = Signal()
         read_core = Signal(range(cores))  # the core whose word is in the read registers
         read_done = Signal()  # every word has been read
-        read_advance = ~read_valid | self.o_data.ready
+        read_advance = ~read_valid | result.ready
         read_fetch = busy & is_read & ~read_done
         with m.If(read_advance):
             m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core)]
@@ -266,9 +286,9 @@ class CPRing(wiring.Component):
         backward_valid = Mux(turn, core_units[1].o_data.valid, core_units[0].o_data.valid)
         backward_word = Mux(turn, core_units[1].o_data.payload.as_value(), core_units[0].o_data.payload.as_value())
         m.d.comb += [
-            self.o_data.valid.eq(busy & Mux(is_read, read_valid,
+            result.valid.eq(busy & Mux(is_read, read_valid,
                                             Mux(is_forward, forward_valid, is_backward & backward_valid))),
-            self.o_data.payload.eq(Mux(is_read, read_word.as_value(),
+            result.payload.eq(Mux(is_read, read_word.as_value(),
                                        Mux(is_forward, forward_sum.as_value(), backward_word))),
             self.i_data.ready.eq(busy & Mux(is_write, 1,
                                             Mux(is_backward, core_units[0].i_data.ready & hop_free,
@@ -327,7 +347,7 @@ class CPRing(wiring.Component):
 
         # ---- per-command state back to idle ----
         with m.If(accept):
-            m.d.sync += [sent.eq(0), command_hop.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
+            m.d.sync += [sent.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
                          read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
         return m
 

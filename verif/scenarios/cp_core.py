@@ -91,13 +91,13 @@ class _Program:
                                          for c in range(n_r)])
 
 
-    def update(self, padded, mb, nb, xs, es, shift, base, width):
-        """Rank-``len(xs)`` update in place of ``padded`` (returned), then its read-back by a GEMM by the identity."""
+    def update(self, padded, mb, nb, xs, es, shift, base, width, read_back=True, overlap=0):
+        """Rank-``len(xs)`` update in place of ``padded`` (returned), then (``read_back``) its read-back."""
         n_r, acc = self.n_r, self.acc_width
         batch = len(xs)
         xs = [[x[i] if i < len(x) else 0 for i in range(mb * n_r)] for x in xs]
         es = [[e[j] if j < len(e) else 0 for j in range(nb * n_r)] for e in es]
-        self.commands.append(_command(CoreOp.UPDATE, mb, nb, batch, base=base, shift=shift))
+        self.commands.append(_command(CoreOp.UPDATE, mb, nb, batch, base=base, overlap=overlap, shift=shift))
         for ib in range(mb):
             self.inputs += [xs[s][ib * n_r:(ib + 1) * n_r] for s in range(batch)]
         for jb in range(nb):
@@ -111,9 +111,14 @@ class _Program:
                 delta = (product + (1 << (shift - 1))) >> shift if shift else product
                 new_row.append(min(high, max(low, weight - delta)))
             updated.append(new_row)
-        identity = [[int(p == q) for q in range(nb * n_r)] for p in range(nb * n_r)]
-        self.gemm(updated, mb, nb, identity, base)
+        if read_back:
+            self.read_back(updated, mb, nb, base)
         return updated
+
+    def read_back(self, padded, mb, nb, base):
+        """Every weight of the resident ``padded`` matrix, by the GEMM ``C = W I``."""
+        identity = [[int(p == q) for q in range(nb * self.n_r)] for p in range(nb * self.n_r)]
+        self.gemm(padded, mb, nb, identity, base)
 
 
 def _matrix(rng, rows, cols, low, high):
@@ -150,8 +155,154 @@ def _program(params, rng, extreme=False):
     return program
 
 
+def _operand_range(params):
+    half = 1 << (params["width"] - 1)
+    return -half, half - 1
+
+
+def _random_vector(rng, params, size):
+    low, high = _operand_range(params)
+    return [rng.randint(low, high) for _ in range(size)]
+
+
+def _random_shape(rng, params, most_words):
+    """Rows and columns up to ``max_blocks * n_r`` whose block grid fits ``most_words`` local words."""
+    n_r, largest = params["n_r"], params["max_blocks"] * params["n_r"]
+    while True:
+        rows, cols = rng.randint(1, largest), rng.randint(1, largest)
+        if _blocks(rows, n_r) * _blocks(cols, n_r) <= most_words:
+            return rows, cols
+
+
+def _matrices_program(params, rng, matrices):
+    """LOAD of each matrix; forward, backward (opposite overlap settings) and GEMM on each; then a random
+    rank-``b`` UPDATE of each (``b`` up to what the buffers allow), a forward on the updated weights and a
+    read-back of them."""
+    n_r, width, acc_width, max_blocks = params["n_r"], params["width"], params["acc_width"], params["max_blocks"]
+    low, high = _operand_range(params)
+    program = _Program(params)
+    placed, base = [], 0
+    for weights in matrices:
+        mb, nb, padded = program.load(weights, base)
+        placed.append((len(weights), len(weights[0]), mb, nb, padded, base))
+        base += mb * nb
+    for rows, cols, mb, nb, padded, base in placed:
+        overlap = rng.randrange(2)
+        program.gemv(padded, mb, nb, _random_vector(rng, params, rows), base, True, overlap)
+        program.gemv(padded, mb, nb, _random_vector(rng, params, cols), base, False, 1 - overlap)
+        columns = rng.randint(1, 2 * n_r)
+        program.gemm(padded, mb, nb, _matrix(rng, cols, columns, low, high), base)
+    shifts = max_shift(acc_width)
+    for rows, cols, mb, nb, padded, base in placed:
+        batch = rng.randint(1, max_blocks // max(mb, nb))
+        shift = rng.randint(min(width - 1, shifts), min(2 * width - 1, shifts))
+        xs = [_random_vector(rng, params, rows) for _ in range(batch)]
+        es = [_random_vector(rng, params, cols) for _ in range(batch)]
+        updated = program.update(padded, mb, nb, xs, es, shift, base, width, read_back=False)
+        program.gemv(updated, mb, nb, _random_vector(rng, params, rows), base, True, rng.randrange(2))
+        program.read_back(updated, mb, nb, base)
+    return program
+
+
+def _random_matrices(params, rng):
+    """Three random non-square matrices of random sizes, each in a third of the local memory."""
+    low, high = _operand_range(params)
+    shapes = [_random_shape(rng, params, params["sram_depth"] // 3) for _ in range(3)]
+    return _matrices_program(params, rng, [_matrix(rng, rows, cols, low, high) for rows, cols in shapes])
+
+
+def _edge_shapes(params, rng):
+    """An uneven 3 x 2 block matrix, one row, one column of ``max_blocks`` blocks (where they fit)."""
+    n_r, low, high = params["n_r"], *_operand_range(params)
+    shapes = [(n_r * 2 + 1, n_r * 3), (1, n_r + 1), (n_r * params["max_blocks"], 1)]
+    matrices = [_matrix(rng, rows, cols, low, high) for rows, cols in shapes
+                if _blocks(rows, n_r) * _blocks(cols, n_r) <= params["sram_depth"] // 3]
+    return _matrices_program(params, rng, matrices)
+
+
+def _directed_corners(params, rng):
+    """All zeros; most negative operands everywhere; a matrix of one column shorter than ``n_r``."""
+    n_r, low, high = params["n_r"], *_operand_range(params)
+    program = _Program(params)
+    zeros = [[0] * (2 * n_r) for _ in range(n_r + 1)]
+    mb, nb, padded = program.load(zeros, 0)
+    program.gemv(padded, mb, nb, [0] * (n_r + 1), 0, True, 1)
+    program.gemv(padded, mb, nb, [0] * (2 * n_r), 0, False, 0)
+    program.gemm(padded, mb, nb, [[0] * 3 for _ in range(2 * n_r)], 0)
+    extreme = [[low] * n_r for _ in range(2 * n_r)]
+    mb, nb, padded = program.load(extreme, 8)
+    program.gemv(padded, mb, nb, [low] * (2 * n_r), 8, True, 0)
+    program.gemv(padded, mb, nb, [high] * n_r, 8, False, 1)
+    program.gemm(padded, mb, nb, [[low] * n_r for _ in range(n_r)], 8)
+    short = _matrix(rng, n_r - 1, 1, low, high)  # one output; vectors shorter than n_r
+    mb, nb, padded = program.load(short, 16)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r - 1), 16, True, 1)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, 1), 16, False, 1)
+    program.gemm(padded, mb, nb, _matrix(rng, 1, 1, low, high), 16)
+    return program
+
+
+def _update_corners(params, rng):
+    """UPDATE corners, each checked by a read-back: all zeros; vectors shorter than ``n_r``; non-square and
+    uneven at the largest batch; back-to-back updates of the same words; saturation both ways; the largest
+    batch of extreme products (a sum that wraps); shift 0 and the largest shift; the overlap flag (ignored)."""
+    n_r, width, max_blocks = params["n_r"], params["width"], params["max_blocks"]
+    low, high = _operand_range(params)
+    program = _Program(params)
+    free = [0]
+
+    def fresh(rows, cols, value=None):
+        weights = _matrix(rng, rows, cols, low, high) if value is None else [[value] * cols for _ in range(rows)]
+        base = free[0]
+        mb, nb, padded = program.load(weights, base)
+        free[0] += mb * nb
+        return mb, nb, padded, base
+
+    def update(matrix, xs, es, shift, read_back=True, overlap=0):
+        mb, nb, padded, base = matrix
+        return mb, nb, program.update(padded, mb, nb, xs, es, shift, base, width, read_back, overlap), base
+
+    def vectors(count, size):
+        return [_random_vector(rng, params, size) for _ in range(count)]
+
+    update(fresh(n_r + 1, 2 * n_r, 0), [[0] * (n_r + 1)], [[0] * (2 * n_r)], 0)
+    mb, nb, padded, base = update(fresh(n_r - 1, 1), vectors(1, n_r - 1), vectors(1, 1), width - 1, read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r - 1), base, True, 0)
+    program.read_back(padded, mb, nb, base)
+    rows, cols, batch = 2 * n_r + 1, n_r + 1, max_blocks // 3  # 3 x 2 blocks at the largest batch
+    matrix = update(fresh(rows, cols), vectors(batch, rows), vectors(batch, cols), width, read_back=False, overlap=1)
+    mb, nb, padded, base = update(matrix, vectors(1, rows), vectors(1, cols), 0, read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, cols), base, False, 1)
+    program.read_back(padded, mb, nb, base)
+    update(fresh(n_r, n_r, high), [[low] * n_r], [[low] * n_r], 0)  # P > 0, huge: saturates low
+    update(fresh(n_r, n_r, low), [[low] * n_r], [[high] * n_r], 1)  # P < 0, huge: saturates high
+    # max_blocks samples of low * low = 2**(2 width - 2) each: the sum wraps modulo 2**acc_width.
+    matrix = update(fresh(n_r, 1), [[low] * n_r] * max_blocks, [[low]] * max_blocks, width - 1, read_back=False)
+    mb, nb, padded, base = update(matrix, vectors(max_blocks, n_r), vectors(max_blocks, 1),
+                                  max_shift(params["acc_width"]), read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r), base, True, 1)
+    program.read_back(padded, mb, nb, base)
+    return program
+
+
+def _scenario(name, program, rng=None, valid=None, ready=None):
+    handshake = {}
+    if valid is not None:
+        handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
+                     "ready": {"o_data": random_pattern(rng, ready)}}
+    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs}, {"o_data": program.outputs},
+                    **handshake)
+
+
 def scenarios(params, seed):
     table = []
+    for name, build, valid, ready in (("random matrices with backpressure", _random_matrices, 0.7, 0.6),
+                                      ("edge shapes, cycle exact", _edge_shapes, None, None),
+                                      ("directed corners", _directed_corners, 0.8, 0.7),
+                                      ("update corners", _update_corners, 0.8, 0.7)):
+        rng = rng_for(seed, "cp_core", name)
+        program = build(params, rng)
+        table.append(_scenario(name, program, rng, valid, ready))
     for name, valid, ready, extreme in (("full rate, cycle exact", None, None, False),
                                         ("operand gaps, result stalls", 0.6, 0.5, False),
                                         ("most negative operands", 0.8, 0.8, True)):

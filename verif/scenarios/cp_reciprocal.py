@@ -12,9 +12,10 @@ with the lookup table from exact rational arithmetic:
   ``Q = (Q F) >> frac`` (truncating shifts);
 - the result ``N`` shifted back by ``L - frac``; a zero value gives all ones in ``2 frac + 2`` bits.
 
-Timing: without stalls a value is taken every ``2 * iterations + 2`` cycles and its result leaves
-that many cycles after it was taken (one MAC for ``Q = d x0``, two per iteration less the last ``Q``,
-one cycle into the output register and one to present it).
+Timing: without stalls a value is taken every ``2 * iterations + 1`` cycles and its result leaves
+``2 * iterations + 2`` cycles after it was taken (one MAC for ``Q = d x0``, two per iteration less the
+last ``Q``, one cycle that hands the result to the output stream stage and that stage's one cycle); the
+next value is taken in the hand-off cycle.
 """
 from trainforge.golden.caterpillar import goldschmidt as golden_model
 
@@ -66,6 +67,7 @@ def _corners(width, frac, table_bits):
 def scenarios(params, seed):
     width = params["width"]
     latency = 2 * params["iterations"] + 2
+    interval = latency - 1
 
     def scenario(name, values, **handshake):
         return Scenario(name, {"i_value": values}, {"o_result": [reference(value, **params) for value in values]},
@@ -75,7 +77,7 @@ def scenarios(params, seed):
     rng = rng_for(seed, "cp_reciprocal", "full rate")
     values = _values_of_every_magnitude(rng, width, 40)
     table.append(scenario("full rate, cycle exact", values,
-                          timing={"o_result": [(index + 1) * latency for index in range(len(values))]}))
+                          timing={"o_result": [index * interval + latency for index in range(len(values))]}))
     rng = rng_for(seed, "cp_reciprocal", "corners")
     table.append(scenario("directed corners", _corners(width, params["frac"], params["table_bits"]),
                           valid={"i_value": random_pattern(rng, 0.8)}, ready={"o_result": random_pattern(rng, 0.7)}))
@@ -92,6 +94,5 @@ def golden(params, scenario):
     results = [int(result) for result in golden_model.reciprocal_unit(values, **params)]
     cycles = {}
     if not scenario.valid and not scenario.ready:  # the golden latency holds without stalls
-        latency = golden_model.unit_latency(params["iterations"])
-        cycles["o_result"] = [(index + 1) * latency for index in range(len(values))]
+        cycles["o_result"] = golden_model.result_cycles(len(values), **params)
     return Transactions({"o_result": results}, cycles)

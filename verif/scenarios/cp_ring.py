@@ -1,4 +1,4 @@
-"""Scenario table of ``cp_ring``: ring-buffer programs of WRITE, READ, ALL_GATHER and REDUCE_SCATTER commands.
+"""Scenario table of ``cp_ring``: programs of WRITE, READ, ALL_GATHER, REDUCE_SCATTER, LOAD and two-core GEMV commands.
 
 A scenario's stimulus is a program (command words on ``i_cmd``, their words on
 ``i_data``); the expected ``o_data`` words are what its READ commands return.
@@ -11,7 +11,15 @@ wrapped to ``acc_width`` bits:
 - ALL_GATHER (``cw``): at step ``s`` (``0 .. P - 2``) core ``k`` sends its chunk ``(k - s) % P`` and
   core ``k + 1`` overwrites its copy of that chunk;
 - REDUCE_SCATTER (``cw``): at step ``s`` core ``k`` sends its chunk ``(k - s - 1) % P`` and core
-  ``k + 1`` adds it to its own copy of that chunk (both read before the step's writes).
+  ``k + 1`` adds it to its own copy of that chunk (both read before the step's writes);
+- LOAD (``core``, ``mb``, ``nb``, ``base``): the core's LOAD words, word ``a * n_r + r``
+  (``a = jb * Mb + ib``) carrying ``W[ib * n_r + r, jb * n_r + c]`` on lane ``c``;
+- two-core GEMV (Fig. 4): ``W`` (``Mb x Nb`` blocks) split in two row panels of ``mb = ceil(Mb / 2)`` blocks
+  (core 1's zero-padded), LOADed into cores 0 and 1 at ``base``; forward, core ``k`` takes its part of
+  ``x`` from its ring-buffer words ``k * mb ..`` (the low ``width`` bits of each lane, signed) and
+  ``o_data`` carries the ``nb`` words of ``y = x^T W``; backward, ``e`` comes as ``nb`` ``i_data`` words and
+  ``o_data`` alternates word ``b`` of core 0's part of ``d = W e`` and word ``b`` of core 1's. Sums wrap to
+  ``acc_width`` bits.
 """
 import numpy as np
 
@@ -26,13 +34,18 @@ def _signed(value, bits):
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def _command(op, words):
-    return {"op": int(op), "core": 0, "overlap": 0, "mb": 1, "nb": 1, "base": 0, "words": words}
+def _command(op, words=1, core=0, overlap=0, mb=1, nb=1, base=0):
+    return {"op": int(op), "core": core, "overlap": int(overlap), "mb": mb, "nb": nb, "base": base, "words": words}
+
+
+def _blocks(size, n_r):
+    return max(1, -(-size // n_r))
 
 
 class _Program:
     def __init__(self, params):
         self.cores, self.n_r, self.acc_width = params["cores"], params["n_r"], params["acc_width"]
+        self.width = params["width"]
         depth = params["cores"] * params["max_blocks"]
         self.buffers = [[[0] * self.n_r for _ in range(depth)] for _ in range(self.cores)]
         self.commands, self.inputs, self.outputs = [], [], []
@@ -71,6 +84,115 @@ class _Program:
         self.commands.append(_command(RingOp.REDUCE_SCATTER, cw))
         self._step_chunks(cw, 1, lambda mine, theirs: _signed(mine + theirs, self.acc_width))
 
+    def load(self, core, panel, mb, nb, base):
+        """LOAD of a zero-padded ``mb * n_r x nb * n_r`` panel into ``core``."""
+        n_r = self.n_r
+        self.commands.append(_command(RingOp.LOAD, core=core, mb=mb, nb=nb, base=base))
+        for jb in range(nb):
+            for ib in range(mb):
+                self.inputs += [[panel[ib * n_r + r][jb * n_r + c] for c in range(n_r)] for r in range(n_r)]
+
+    def two_core_gemv(self, weights, base, x, e, overlap):
+        """LOAD both panels, put ``x`` in the ring buffers by a WRITE of each core's part and an all-gather,
+        then the GEMV forward (``overlap``) and backward (the other ``overlap``)."""
+        n_r, acc, width = self.n_r, self.acc_width, self.width
+        rows, cols = len(weights), len(weights[0])
+        mb, nb = -(-_blocks(rows, n_r) // 2), _blocks(cols, n_r)
+        padded = [[weights[i][j] if i < rows and j < cols else 0 for j in range(nb * n_r)]
+                  for i in range(2 * mb * n_r)]
+        for core in range(2):
+            self.load(core, padded[core * mb * n_r:(core + 1) * mb * n_r], mb, nb, base)
+        x = [x[i] if i < rows else 0 for i in range(2 * mb * n_r)]
+        parts = [[[0] * n_r for _ in range(self.cores * mb)] for _ in range(self.cores)]
+        for core in range(2):  # core k starts with its part of x as its chunk k
+            for word in range(mb):
+                parts[core][core * mb + word] = x[(core * mb + word) * n_r:(core * mb + word + 1) * n_r]
+        self.write(parts)
+        self.all_gather(mb)
+        # Forward: each core's operands are the low width bits of its buffer words k * mb ..
+        operands = []
+        for core in range(2):
+            for word in self.buffers[core][core * mb:(core + 1) * mb]:
+                operands += [_signed(lane, width) for lane in word]
+        self.commands.append(_command(RingOp.GEMV_FORWARD, overlap=overlap, mb=mb, nb=nb, base=base))
+        y = [_signed(sum(operands[i] * padded[i][j] for i in range(2 * mb * n_r)), acc) for j in range(nb * n_r)]
+        self.outputs += [y[b * n_r:(b + 1) * n_r] for b in range(nb)]
+        # Backward: e on i_data, d = W e, core 0's word b then core 1's.
+        e = [e[j] if j < cols else 0 for j in range(nb * n_r)]
+        self.commands.append(_command(RingOp.GEMV_BACKWARD, overlap=not overlap, mb=mb, nb=nb, base=base))
+        self.inputs += [e[b * n_r:(b + 1) * n_r] for b in range(nb)]
+        d = [_signed(sum(padded[i][j] * e[j] for j in range(nb * n_r)), acc) for i in range(2 * mb * n_r)]
+        for b in range(mb):
+            self.outputs += [d[b * n_r:(b + 1) * n_r], d[(mb + b) * n_r:(mb + b + 1) * n_r]]
+
+    def collectives(self, partials):
+        """Reduce-scatter of the partial vectors (one per core), read-back, all-gather, read-back."""
+        cores, n_r = self.cores, self.n_r
+        size = len(partials[0])
+        cw = -(-size // (cores * n_r))
+        padded = [list(partial) + [0] * (cores * cw * n_r - size) for partial in partials]
+        self.write([[partial[w * n_r:(w + 1) * n_r] for w in range(cores * cw)] for partial in padded])
+        self.reduce_scatter(cw)
+        self.read(cores * cw)
+        self.all_gather(cw)
+        self.read(cores * cw)
+
+
+def _random_weights(params, rng, rows_most, cols_most, base=0):
+    """A random ``rows x cols`` matrix whose two panels fit the PEs' memories above ``base``."""
+    n_r, low, high = params["n_r"], -(1 << (params["width"] - 1)), (1 << (params["width"] - 1)) - 1
+    rows, cols = rng.randint(1, rows_most), rng.randint(1, cols_most)
+    while -(-_blocks(rows, n_r) // 2) * _blocks(cols, n_r) > params["sram_depth"] - base:
+        rows = max(1, rows // 2)
+    return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
+
+
+def _random_vector(params, rng, size, bits=None):
+    bits = bits or params["width"]
+    return [rng.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for _ in range(size)]
+
+
+def _gemvs(params, rng, program, count):
+    """``count`` random two-core GEMVs of random shapes (panels up to ``max_blocks`` blocks each way)."""
+    n_r, max_blocks = params["n_r"], params["max_blocks"]
+    for _ in range(count):
+        weights = _random_weights(params, rng, 2 * max_blocks * n_r, max_blocks * n_r)
+        program.two_core_gemv(weights, 0, _random_vector(params, rng, len(weights)),
+                              _random_vector(params, rng, len(weights[0])), rng.randrange(2))
+
+
+def _random_vectors(params, rng):
+    """Collectives on random partial vectors of random sizes, then random two-core GEMVs."""
+    cores, n_r, max_blocks = params["cores"], params["n_r"], params["max_blocks"]
+    program = _Program(params)
+    for _ in range(2):
+        size = rng.randint(1, cores * n_r * max_blocks)
+        program.collectives([_random_vector(params, rng, size, params["acc_width"]) for _ in range(cores)])
+    _gemvs(params, rng, program, 2)
+    return program
+
+
+def _directed_corners(params, rng):
+    """All zeros; a vector shorter than ``n_r``; a length not divisible by ``cores * n_r``; extreme sums;
+    zero, extreme, one-row and one-column GEMVs."""
+    cores, n_r, width, acc = params["cores"], params["n_r"], params["width"], params["acc_width"]
+    program = _Program(params)
+    program.collectives([[0] * (2 * cores * n_r) for _ in range(cores)])
+    for size in (n_r - 1, cores * n_r + 1):
+        program.collectives([_random_vector(params, rng, size, acc) for _ in range(cores)])
+    low, high = -(1 << (acc - 1)), (1 << (acc - 1)) - 1
+    program.write([[[high if core % 2 == 0 else low] * n_r for _ in range(cores)] for core in range(cores)])
+    program.reduce_scatter(1)
+    program.read(cores)
+    program.two_core_gemv([[0] * (2 * n_r) for _ in range(n_r + 1)], 0, [0] * (n_r + 1), [0] * (2 * n_r), 1)
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    program.two_core_gemv([[low] * n_r for _ in range(3 * n_r)], 0, [low] * (3 * n_r), [high] * n_r, 0)
+    program.two_core_gemv([_random_vector(params, rng, n_r - 1)], 4, _random_vector(params, rng, 1),
+                          _random_vector(params, rng, n_r - 1), 1)
+    program.two_core_gemv([[value] for value in _random_vector(params, rng, n_r + 1)], 4,
+                          _random_vector(params, rng, n_r + 1), _random_vector(params, rng, 1), 0)
+    return program
+
 
 def _program(params, rng, extreme):
     cores, n_r, acc = params["cores"], params["n_r"], params["acc_width"]
@@ -92,7 +214,17 @@ def _program(params, rng, extreme):
     program.reduce_scatter(cw)
     program.all_gather(cw)
     program.read(rng.randint(1, cores * cw))
+    _gemvs(params, rng, program, 1)
     return program
+
+
+def _scenario(name, program, rng, valid=None, ready=None):
+    handshake = {}
+    if valid is not None:
+        handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
+                     "ready": {"o_data": random_pattern(rng, ready)}}
+    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs}, {"o_data": program.outputs},
+                    **handshake)
 
 
 def scenarios(params, seed):
@@ -101,33 +233,64 @@ def scenarios(params, seed):
                                         ("input gaps, output stalls", 0.6, 0.5, False),
                                         ("most negative words (sums wrap)", 0.8, 0.7, True)):
         rng = rng_for(seed, "cp_ring", name)
-        program = _program(params, rng, extreme)
-        handshake = {}
-        if valid is not None:
-            handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
-                         "ready": {"o_data": random_pattern(rng, ready)}}
-        table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
-                              {"o_data": program.outputs}, **handshake))
+        table.append(_scenario(name, _program(params, rng, extreme), rng, valid, ready))
+    for name, build, valid, ready in (("random vectors with backpressure", _random_vectors, 0.7, 0.6),
+                                      ("random vectors, cycle exact", _random_vectors, None, None),
+                                      ("directed corners", _directed_corners, 0.8, 0.7)):
+        rng = rng_for(seed, "cp_ring", name)
+        table.append(_scenario(name, build(params, rng), rng, valid, ready))
     return table
 
 
+def _low_bits(words, width):
+    """The low ``width`` bits of each lane, signed: what a core takes from a ring word."""
+    words = np.asarray(words, dtype=np.int64) & ((1 << width) - 1)
+    return np.where(words >> (width - 1), words - (1 << width), words)
+
+
 def golden(params, scenario):
-    """Run the golden ring-buffer functions command by command; cycles from :func:`ring_schedule`."""
-    cores, n_r = params["cores"], params["n_r"]
+    """Run the golden ring-buffer and two-core GEMV functions command by command on the ring buffers and a
+    local-memory image of cores 0 and 1 (``image[core, r, c, address]``); cycles from :func:`ring_schedule`."""
+    cores, n_r, width = params["cores"], params["n_r"], params["width"]
     buffers = np.zeros((cores, cores * params["max_blocks"], n_r), dtype=np.int64)
+    image = np.zeros((cores, n_r, n_r, params["sram_depth"]), dtype=np.int64)
     words = iter(scenario.stimulus["i_data"])
     outputs, cycles, accepted = [], [], 0
+
+    def take(count):
+        return np.array([next(words) for _ in range(count)], dtype=np.int64).reshape(count, n_r)
+
+    def resident(core, mb, nb, base):
+        """``W[ib * n_r + r, jb * n_r + c] = image[core, r, c, base + jb * mb + ib]``."""
+        region = image[core, :, :, base:base + mb * nb].reshape(n_r, n_r, nb, mb)
+        return region.transpose(3, 0, 2, 1).reshape(mb * n_r, nb * n_r)
+
     for command in scenario.stimulus["i_cmd"]:
         op, count = command["op"], command["words"]
+        mb, nb, base, overlap = command["mb"], command["nb"], command["base"], bool(command["overlap"])
         if op == RingOp.WRITE:
-            buffers[:, :count] = np.array([next(words) for _ in range(cores * count)]).reshape(cores, count, n_r)
+            buffers[:, :count] = take(cores * count).reshape(cores, count, n_r)
         elif op == RingOp.READ:
             outputs += buffers[:, :count].reshape(-1, n_r).tolist()
         elif op == RingOp.ALL_GATHER:
             buffers = golden_ring.all_gather_buffers(buffers, count)
         elif op == RingOp.REDUCE_SCATTER:
             buffers = golden_ring.reduce_scatter_buffers(buffers, count, acc_width=params["acc_width"])
-        schedule = golden_ring.ring_schedule(op, words=count, **params)
+        elif op == RingOp.LOAD:
+            loaded = _low_bits(take(mb * nb * n_r), width).reshape(mb * nb, n_r, n_r)
+            image[command["core"], :, :, base:base + mb * nb] = loaded.transpose(1, 2, 0)
+        else:
+            weights = np.concatenate([resident(core, mb, nb, base) for core in range(2)])
+            if op == RingOp.GEMV_FORWARD:
+                x = np.concatenate([_low_bits(buffers[core, core * mb:(core + 1) * mb], width).reshape(-1)
+                                    for core in range(2)])
+                y, _ = golden_ring.two_core_gemv_forward(weights, x, overlap=overlap, **params)
+                outputs += golden_ring.vector_words(y, nb, n_r).tolist()
+            else:
+                e = _low_bits(take(nb), width).reshape(-1)
+                d, _ = golden_ring.two_core_gemv_backward(weights, e, overlap=overlap, **params)
+                outputs += golden_ring.two_core_backward_words(d, mb, n_r).tolist()
+        schedule = golden_ring.ring_schedule(op, words=count, mb=mb, nb=nb, overlap=overlap, **params)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
         accepted += schedule.issue_cycles + COMMAND_LATENCY
     timed = not scenario.valid and not scenario.ready
