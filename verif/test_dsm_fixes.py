@@ -1,4 +1,4 @@
-"""Regression tests for modelling bugs found while reproducing Figs. 12-15 (issue 6)."""
+"""Regression tests for modelling bugs found while reproducing Figs. 12-15 of DeepSpatialMatrix."""
 import subprocess
 import sys
 

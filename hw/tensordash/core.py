@@ -13,10 +13,10 @@ from ..stream_stage import StreamStage
 from .mac import MAC_UNITS
 from .scheduler import schedule_logic
 
-__all__ = ["SparseCore"]
+__all__ = ["TDSparseCore"]
 
 
-class SparseCore(wiring.Component):
+class TDSparseCore(wiring.Component):
     """``rows`` x ``cols`` PEs behind one staging buffer of ``2 * depth`` rows and ``rows`` schedulers.
 
     Staging buffer: rows enter ``depth`` at a time from ``i_group`` (one

@@ -1,18 +1,18 @@
 """TensorDash processing element (paper, Section III-A, Fig. 4)."""
 from ...spec import tensordash as spec
-from .core import SparseCore
+from .core import TDSparseCore
 
 __all__ = ["TDPE"]
 
 
-class TDPE(SparseCore):
+class TDPE(TDSparseCore):
     """A dense PE (:class:`~trainforge.hw.dense_pe.DensePE`) extended with TensorDash.
 
     Staging buffers of ``depth`` rows for A and B (stored as one buffer of
     row pairs), per-value zero detectors, one sparse multiplexer per lane and
     operand driven by the same select ``MS_i``, the hierarchical scheduler,
     ``lanes`` multipliers and one accumulator (see
-    :class:`~trainforge.hw.tensordash.core.SparseCore`). Results are those of
+    :class:`~trainforge.hw.tensordash.core.TDSparseCore`). Results are those of
     the dense PE on the same rows; only the cycle count changes.
 
     Rows carry the dense PE's ``clear`` and ``read`` flags; they travel in

@@ -1,11 +1,11 @@
 """TensorDash tile of R x C PEs (paper, Section III-A, "Composing TensorDash Cores", Fig. 7)."""
 from ...spec import tensordash as spec
-from .core import SparseCore
+from .core import TDSparseCore
 
 __all__ = ["TDTile"]
 
 
-class TDTile(SparseCore):
+class TDTile(TDSparseCore):
     """``rows`` x ``cols`` TensorDash PEs that skip zeros of the B operand only.
 
     PE ``(r, c)`` accumulates the dot product of B stream ``r`` with A stream

@@ -1,1 +1,1 @@
-"""DeepSpatialMatrix: mapping DNN training onto peta-scale accelerator systems (issue 6)."""
+"""DeepSpatialMatrix: mapping DNN training onto peta-scale accelerator systems."""
