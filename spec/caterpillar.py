@@ -5,8 +5,10 @@ One place for the blocks' parameter schemas (``cp_pe``, ``cp_core``,
 layouts and latencies, and the widths derived from the parameters.
 """
 import math
+from dataclasses import replace
 
 import numpy as np
+
 from amaranth import signed, unsigned
 from amaranth.lib import data, enum
 
@@ -75,14 +77,20 @@ def _check_table_bits(values):
                              f"in 1..{values['frac'] - 2}")
 
 
+# The parameters that the PE, the core and the ring share, declared once.
+_WIDTH = Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32)
+_ACC_WIDTH = Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64)
+_SRAM_DEPTH = Param("sram_depth", int, 8192, "words per PE local SRAM (8192 x 16 bit = the paper's 16 KB)",
+                    minimum=2, maximum=65536)
+_N_R = Param("n_r", int, 4, "PEs per row and per column of the core", minimum=2, maximum=16)
+_MAX_BLOCKS = Param("max_blocks", int, 64, "largest block count of a command (vector buffer depth)",
+                    minimum=1, maximum=4096)
+_REDUCTION = Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
+                   choices=REDUCTIONS)
+_MAC = Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES)
+
 #: The parameters of ``cp_pe``.
-PE_PARAMS = ParamSchema((
-    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-    Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
-    Param("sram_depth", int, 8192, "words in the local SRAM (8192 x 16 bit = the paper's 16 KB)",
-          minimum=2, maximum=65536),
-    Param("mac", str, "fixed", "MAC unit", choices=MAC_UNIT_NAMES),
-), constraints=(_check_acc_width,))
+PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAC), constraints=(_check_acc_width,))
 
 
 def _check_pe_params(values):
@@ -91,17 +99,8 @@ def _check_pe_params(values):
 
 
 #: The parameters of ``cp_core``.
-CORE_PARAMS = ParamSchema((
-    Param("n_r", int, 4, "PEs per row and per column of the core", minimum=2, maximum=16),
-    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-    Param("acc_width", int, 32, "accumulator and bus width in bits (wraps around)", minimum=4, maximum=64),
-    Param("sram_depth", int, 8192, "words per PE local SRAM (8192 x 16 bit = 16 KB)", minimum=2, maximum=65536),
-    Param("max_blocks", int, 64, "largest block count of a command (vector buffer depth)",
-          minimum=1, maximum=4096),
-    Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
-          choices=REDUCTIONS),
-    Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES),
-), constraints=(_check_pe_params,))
+CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _MAC),
+                          constraints=(_check_pe_params,))
 
 
 def _check_core_params(values):
@@ -112,17 +111,15 @@ def _check_core_params(values):
 #: The parameters of ``cp_ring``.
 RING_PARAMS = ParamSchema((
     Param("cores", int, 2, "cores on the ring (2 x C)", minimum=2, maximum=4),
-    Param("n_r", int, 4, "PEs per row and per column of each core", minimum=2, maximum=16),
-    Param("width", int, 16, "operand width in bits (fixed point)", minimum=2, maximum=32),
-    Param("acc_width", int, 32, "accumulator, bus and ring width in bits (wraps around)", minimum=4, maximum=64),
-    Param("sram_depth", int, 4096,
-          "words per PE local SRAM (4096 x 16 bit = 8 KB, half the core's 16 KB: at 16 KB the two cores' 32 PE "
-          "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)",
-          minimum=2, maximum=65536),
-    Param("max_blocks", int, 64, "largest block count of a core command; ring buffers hold cores x max_blocks",
-          minimum=1, maximum=4096),
-    Param("reduction", str, "bus", "GEMV reduction in each core", choices=REDUCTIONS),
-    Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES),
+    replace(_N_R, doc="PEs per row and per column of each core"),
+    _WIDTH,
+    replace(_ACC_WIDTH, doc="accumulator, bus and ring width in bits (wraps around)"),
+    replace(_SRAM_DEPTH, default=4096,
+            doc="words per PE local SRAM (4096 x 16 bit = 8 KB, half the core's 16 KB: at 16 KB the two cores' 32 PE "
+                "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)"),
+    replace(_MAX_BLOCKS, doc="largest block count of a core command; ring buffers hold cores x max_blocks"),
+    replace(_REDUCTION, doc="GEMV reduction in each core"),
+    _MAC,
 ), constraints=(_check_core_params,))
 
 #: The parameters of ``cp_reciprocal``.
