@@ -158,3 +158,126 @@ def test_kind_of_paths():
     assert schemas.kind_of("x/hypar/unknown.json") is None
     with pytest.raises(LookupError):
         schemas.validate("x/hypar/unknown.json")
+
+
+# --- make report: build/reports/index.md ------------------------------------------------------------------------
+
+import re  # noqa: E402
+import shutil  # noqa: E402
+
+from trainforge.report import deviation  # noqa: E402
+
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+@pytest.fixture(scope="module")
+def index(made, tmp_path_factory):
+    """The index of a copy of the reports folder made by :func:`made` (its links point to this checkout)."""
+    folder, _ = made
+    reports = tmp_path_factory.mktemp("index") / "build" / "reports"
+    shutil.copytree(folder / "build" / "reports", reports)
+    assert cli.main(["report", "--reports", str(reports)]) == 0
+    return reports, (reports / "index.md").read_text()
+
+
+def _rows(text, source):
+    return [line for line in text.splitlines() if line.startswith(f"| [{source.split('/')[-1]}]({source})")]
+
+
+def test_deviation_by_hand():
+    assert deviation(201.5, 177) == "+13.8 %"
+    assert deviation(1.48, 4.97) == "-70.2 %"
+    assert deviation(4.4, [4.2, 4.7]) == "within"
+    assert deviation(3.0, [4.2, 4.7]) == "-28.6 %"
+    assert deviation(5.17, [4.2, 4.7]) == "+10.0 %"
+    assert deviation(1.0, 0) == "" and deviation("0000", "0011") == "" and deviation(None, 2.0) == ""
+
+
+def test_index_has_a_section_per_family(index):
+    _, text = index
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["hardware flow", "caterpillar", "dsm", "hypar", "neurotrainer", "tensordash"]
+    assert "```json" not in text, "no JSON dumps any more"
+
+
+def test_table2_rows_against_the_paper(index):
+    reports, text = index
+    table2 = json.loads((reports / "caterpillar" / "table2.json").read_text())
+    rows = _rows(text, "caterpillar/table2.json")
+    for case in table2["rows"]:
+        label = f"{case['network']} on {case['config']}, {case['method']} b={case['batch']}: GFLOPS/W"
+        (line,) = [row for row in rows if f"| {label} |" in row]
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert float(cells[2]) == case["paper_gflops_per_w"] and float(cells[3]) == pytest.approx(case["gflops_per_w"],
+                                                                                                 rel=1e-3)
+        # The caterpillar command computes its own deviation: the index's column must agree with it.
+        assert float(cells[4].rstrip(" %")) == pytest.approx(case["deviation"] * 100, abs=0.11)
+        assert "hw/caterpillar/README.md#figures-trainforge-caterpillar-table2" in cells[5]
+
+
+def test_paper_pairs_of_each_family(index):
+    _, text = index
+    (dsm,) = [row for row in _rows(text, "dsm/fig11_training.json") if "best utilization" in row]
+    assert "| 0.79 |" in dsm and "sim/dsm/README.md#paper-vs-ours)" in dsm
+    (fig12,) = [row for row in _rows(text, "hypar/fig12.json") if "Gmean on the htree" in row]
+    assert "| 3.39 |" in fig12 and "sim/hypar/README.md#paper-vs-ours" in fig12
+    (c1,) = [row for row in _rows(text, "neurotrainer/alexnet.json") if "| C1 FF TOPS |" in row]
+    assert "| 4.2 to 4.7 |" in c1 and "hw/neurotrainer/README.md#alexnet-minibatch-32" in c1
+    (overall,) = [row for row in _rows(text, "tensordash/training.json") if "overall speedup" in row]
+    assert "| 1.95 |" in overall and "hw/tensordash/README.md#real-tensors" in overall
+
+
+def test_report_without_paper_values_lists_its_figures(index):
+    reports, text = index
+    utilization = json.loads((reports / "caterpillar" / "gemv_utilization.json").read_text())
+    rows = _rows(text, "caterpillar/gemv_utilization.json")
+    assert len(rows) == len(utilization["rows"])
+    for line in rows:
+        assert len(line.strip("|").split("|")) == 4, "report | figure | ours | explained in: no paper column"
+    first = utilization["rows"][0]
+    assert any(f"n_r={first['n_r']}, {first['reduction']}: utilization | {first['utilization']:.4g} |" in line
+               for line in rows)
+
+
+def test_links_and_images_resolve(index):
+    reports, text = index
+    links = _LINK.findall(text)
+    images = {target for bang, _, target in links if bang}
+    assert images == {p.relative_to(reports).as_posix() for p in reports.rglob("*.png")}, "every plot, as an image"
+    readmes = 0
+    for _, _, target in links:
+        path, _, anchor = target.partition("#")
+        if not path:
+            assert f"## {anchor.replace('-', ' ')}" in text, f"no section for #{anchor}"
+            continue
+        assert (reports / path).is_file(), f"broken link {target}"
+        if anchor:
+            readmes += 1
+            headings = [line.lstrip("#").strip().lower() for line in (reports / path).read_text().splitlines()
+                        if line.startswith("#")]
+            words = anchor.replace("-", " ").split()
+            assert any(words == re.sub(r"[^\w\- ]", "", h).replace("-", " ").split() for h in headings), \
+                f"{target}: no such heading"
+    assert readmes > 20
+    for report in reports.rglob("*.json"):
+        relative = report.relative_to(reports).as_posix()
+        assert f"- [{relative}]({relative}): {schemas.kind_of(report)}, matches its schema" in text
+
+
+def test_index_survives_a_broken_and_an_unknown_report(tmp_path):
+    reports = tmp_path / "reports"
+    (reports / "hypar").mkdir(parents=True)
+    (reports / "hypar" / "fig12.json").write_text('{"ours": {"Gmean": {"torus": "fast"}}, "paper": 3}\n')
+    (reports / "hypar" / "fig9.json").write_text("{not json\n")
+    (reports / "hypar" / "mine.json").write_text('{"a": 1}\n')
+    assert cli.main(["report", "--reports", str(reports)]) == 0
+    text = (reports / "index.md").read_text()
+    assert "- [hypar/fig12.json](hypar/fig12.json): hypar_fig12, unreadable" in text \
+        or "- [hypar/fig12.json](hypar/fig12.json): hypar_fig12, DOES NOT match its schema" in text
+    assert "- [hypar/fig9.json](hypar/fig9.json): hypar_fig9, unreadable" in text
+    assert "- [hypar/mine.json](hypar/mine.json): unknown kind, no schema" in text
+
+
+def test_empty_reports_folder(tmp_path):
+    assert cli.main(["report", "--reports", str(tmp_path / "none")]) == 0
+    assert "No reports yet" in (tmp_path / "none" / "index.md").read_text()
