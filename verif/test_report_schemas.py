@@ -281,3 +281,18 @@ def test_index_survives_a_broken_and_an_unknown_report(tmp_path):
 def test_empty_reports_folder(tmp_path):
     assert cli.main(["report", "--reports", str(tmp_path / "none")]) == 0
     assert "No reports yet" in (tmp_path / "none" / "index.md").read_text()
+
+
+def test_index_without_jsonschema_says_not_checked(tmp_path, monkeypatch):
+    import sys
+
+    reports = tmp_path / "reports"
+    (reports / "hypar").mkdir(parents=True)
+    (reports / "hypar" / "fig12.json").write_text(json.dumps(
+        {"ours": {"Gmean": {"torus": 2.0, "htree": 3.0}}, "paper": {"Gmean": {"torus": 2.5, "htree": 3.0}}}))
+    monkeypatch.setattr(schemas, "_validator", schemas._validator.__wrapped__)  # no cached validator
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import jsonschema raises ImportError
+    assert cli.main(["report", "--reports", str(reports)]) == 0
+    text = (reports / "index.md").read_text()
+    assert "hypar_fig12, schema not checked (jsonschema not installed)" in text
+    assert "| Gmean on the torus | 2.5 | 2 | -20.0 % |" in text and "| Gmean on the htree | 3 | 3 | +0.0 % |" in text
