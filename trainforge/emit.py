@@ -16,7 +16,7 @@ from amaranth.hdl import Shape, ShapeCastable, Value
 from amaranth.lib import data, stream, wiring
 
 from .hw.registry import BLOCKS, get_block
-from .outputs import write_text
+from .outputs import write_json, write_text
 
 __all__ = ["Emitted", "ports", "payload_fields", "check_module_name", "emit", "elaborate_all", "write_outputs",
            "instantiation_template", "testbench_skeleton"]
@@ -276,5 +276,5 @@ def write_outputs(emitted, out_dir):
         write_text(out_dir / f"test_{item.module}.py", testbench_skeleton(item))
         manifest[item.module] = item.manifest_entry(path)
     ordered = [manifest[name] for name in sorted(manifest)]
-    write_text(manifest_path, json.dumps({"blocks": ordered}, indent=2) + "\n")
+    write_json(manifest_path, {"blocks": ordered})  # + the provenance of the trainforge command writing it
     return manifest_path
