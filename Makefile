@@ -54,7 +54,7 @@ fpga: $(VENV)/.installed-fpga
 bench: $(VENV)/.installed
 	$(TRAINFORGE) bench $(ARGS)
 
-report: $(VENV)/.installed
+report: $(VENV)/.installed-test
 	$(TRAINFORGE) report
 
 clean:

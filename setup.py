@@ -23,8 +23,6 @@ def discover():
     for package, folder in ROOTS.items():
         for init in sorted(pathlib.Path(folder).rglob("__init__.py")):
             parts = init.parent.relative_to(folder).parts
-            if package == "trainforge" and parts:
-                continue
             packages.append(".".join((package, *parts)))
     return packages
 
