@@ -9,7 +9,7 @@ from cocotb.triggers import RisingEdge
 
 import scenarios.nt_pe as table
 from scenario import Scenario, payload_shapes, run_on_rtl, to_bits
-from streams import StreamSink, StreamSource
+from streams import StreamSink, StreamSource, check_no_ready_path
 from tbutil import start
 
 
@@ -73,3 +73,10 @@ async def reset_mid_stream(dut):
     await RisingEdge(dut.clk)
     assert dut.o_result__valid.value == 0, f"o_result still valid after reset {bench.where()}"
     await run_scenario(bench, shapes, sources, sinks, table.scenarios(bench.params, bench.seed + 4)[1])
+
+
+@cocotb.test()
+async def no_combinational_ready_path(dut):
+    """No input's ``ready`` follows ``o_result.ready`` within a cycle (fill and program ready are registers)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)
