@@ -18,6 +18,7 @@ from trainforge.sim.neurotrainer.integration_layers import compile_for_system, l
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 
 import scenarios.nt_system as table
+from nt_ready_paths import check_no_ready_path_on_ports, stream_ports
 from scenario import Transactions, check_transactions
 from streams import StreamSink, StreamSource, pack
 from tbutil import start
@@ -210,3 +211,18 @@ async def reset_mid_layer(dut):
     assert dut.idle.value == 1, f"system not idle after a reset in the middle of {layer['kind']} {bench.where()}"
     await RisingEdge(dut.clk)
     await play(harness, scenarios[2])
+
+
+@cocotb.test()
+async def no_combinational_ready_path(dut):
+    """No input stream's ``ready`` (host, PMAG programs, PE passes) follows an ``o_host_data`` ``ready`` within a cycle.
+
+    Random host requests (reads and writes) and random program words; what the system does with
+    them does not matter here, only that every input's ``ready`` is settled by the clock edge.
+    """
+    bench = await start(dut)
+    vaults, pes = bench.component.pes + 1, bench.component.pes
+    inputs = [*stream_ports(dut, "i_host", vaults), *stream_ports(dut, "i_read_program", vaults),
+              *stream_ports(dut, "i_write_program", vaults), *stream_ports(dut, "i_pe_program", pes)]
+    assert len(inputs) == 3 * vaults + pes, f"stream ports not found: {inputs} {bench.where()}"
+    await check_no_ready_path_on_ports(bench, inputs, stream_ports(dut, "o_host_data", vaults))
