@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.comparator import nt_comparator
 
 import scenarios.nt_comparator as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack, unpack, check_no_ready_path
+from streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 from tbutil import start
 
 

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.mac import nt_mac
 
 import scenarios.nt_mac as table
 from scenario import run_table
-from streams import StreamSink, StreamSource, pack, unpack, check_no_ready_path
+from streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 from tbutil import start
 
 

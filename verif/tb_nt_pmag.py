@@ -12,7 +12,7 @@ from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program, transfe
 
 import scenarios.nt_pmag as table
 from scenario import run_table
-from streams import StreamSource, pack, unpack, check_no_ready_path
+from streams import StreamSource, check_no_ready_path, pack, unpack
 from tbutil import start
 
 
