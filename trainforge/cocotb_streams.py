@@ -162,37 +162,72 @@ class StreamSink(_StreamPorts):
                 self.received.append((self.cycle.now, int(self.payload.value)))
 
 
-async def check_no_ready_path(bench, cycles=40, valid_probability=0.8):
-    """Fail if any input stream's ``ready`` changes within a cycle when an output stream's ``ready`` does.
+def stream_ports(bench):
+    """``(inputs, outputs)``: the port names of every stream member of the component, array members included.
 
-    Random payloads are offered on every input with random ``valid``; in each
-    cycle every output ``ready`` is toggled between edges, and every input's
-    ``ready`` is read after each toggle. A registered ``ready`` (the shared
-    stream stage's) never moves then; a combinational path from an output's
-    ``ready`` would. The inputs are idle again afterwards.
+    A member ``s`` is ``s``; a ``.array(n)`` member is ``s__0`` .. ``s__<n-1>`` (Amaranth's port names).
     """
-    from cocotb.triggers import Timer
+    from amaranth.lib import wiring
 
     inputs, outputs = [], []
     for name, member in bench.component.signature.members.items():
-        if member.is_signature and hasattr(bench.dut, f"{name}__ready"):
-            (inputs if member.flow.name == "In" else outputs).append(name)
-    width = {name: len(getattr(bench.dut, f"{name}__payload")) for name in inputs}
-    for _ in range(cycles):
+        if not member.is_signature:
+            continue
+        names = [name] if not member.dimensions else [f"{name}__{index}" for index in range(member.dimensions[0])]
+        for port in names:
+            if hasattr(bench.dut, f"{port}__ready") and hasattr(bench.dut, f"{port}__valid"):
+                (inputs if member.flow == wiring.In else outputs).append(port)
+    return inputs, outputs
+
+
+async def check_no_ready_path(bench, inputs=None, outputs=None, cycles=40, valid_probability=0.8, ready_period=None,
+                              before_each_cycle=None):
+    """Fail if any input stream's ``ready`` changes within a cycle when an output stream's ``ready`` does.
+
+    Every input offers random payloads with random ``valid``; outputs are ready once in
+    ``ready_period`` cycles (never, by default), so that they fill up. In each cycle every output's
+    ``ready`` is toggled 1, 0, 1, 100 ps apart (all inside one clock period), and every input's
+    ``ready`` must keep the value it had after the clock edge. A registered ``ready`` (the shared
+    stream stage's) never moves then; a combinational path from an output's ``ready`` would. The
+    inputs are idle again afterwards.
+
+    Parameters
+    ----------
+    bench : tbutil.Bench
+    inputs, outputs : list of str, optional
+        Stream port names (``i_row``, ``i_merge__0``); by default every stream of the component
+        (:func:`stream_ports`).
+    valid_probability : float or dict
+        Per input port, or one for all.
+    before_each_cycle : callable, optional
+        ``before_each_cycle(cycle)`` drives the block's other inputs.
+    """
+    from cocotb.triggers import Timer
+
+    dut = bench.dut
+    found_inputs, found_outputs = stream_ports(bench)
+    inputs = found_inputs if inputs is None else inputs
+    outputs = found_outputs if outputs is None else outputs
+    probability = valid_probability if isinstance(valid_probability, dict) else \
+        {name: valid_probability for name in inputs}
+    width = {name: len(getattr(dut, f"{name}__payload")) for name in inputs}
+    for cycle in range(cycles):
+        if before_each_cycle is not None:
+            before_each_cycle(cycle)
         for name in inputs:
-            getattr(bench.dut, f"{name}__valid").value = int(bench.rng.random() < valid_probability)
-            getattr(bench.dut, f"{name}__payload").value = bench.rng.getrandbits(width[name])
+            getattr(dut, f"{name}__valid").value = int(bench.rng.random() < probability[name])
+            getattr(dut, f"{name}__payload").value = bench.rng.getrandbits(width[name])
         for name in outputs:
-            getattr(bench.dut, f"{name}__ready").value = 0
-        await RisingEdge(bench.dut.clk)
+            getattr(dut, f"{name}__ready").value = int(ready_period is not None and cycle % ready_period == 0)
+        await RisingEdge(dut.clk)
         await Timer(1, units="ns")
-        held = {name: int(getattr(bench.dut, f"{name}__ready").value) for name in inputs}
+        held = {name: int(getattr(dut, f"{name}__ready").value) for name in inputs}
         for output in outputs:
             for level in (1, 0, 1):
-                getattr(bench.dut, f"{output}__ready").value = level
-                await Timer(1, units="ns")
-                now = {name: int(getattr(bench.dut, f"{name}__ready").value) for name in inputs}
+                getattr(dut, f"{output}__ready").value = level
+                await Timer(100, units="ps")
+                now = {name: int(getattr(dut, f"{name}__ready").value) for name in inputs}
                 assert now == held, (f"input ready {held} -> {now} within a cycle when {output}.ready went to "
                                      f"{level}: a combinational path from an output's ready {bench.where()}")
     for name in inputs:
-        getattr(bench.dut, f"{name}__valid").value = 0
+        getattr(dut, f"{name}__valid").value = 0

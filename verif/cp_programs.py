@@ -9,8 +9,8 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar.core import COMMAND_LATENCY
-
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
+
 
 __all__ = ["attach", "queue", "reset_and_check_idle", "run_and_check"]
 

@@ -16,12 +16,12 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar import core as golden
+from trainforge.cocotb_streams import check_no_ready_path
 
 import cp_programs
 import scenarios.cp_core as table
 from cp_programs import attach
 from scenario import run_table
-from trainforge.cocotb_streams import check_no_ready_path
 from tbutil import start
 
 

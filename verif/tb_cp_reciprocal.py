@@ -5,10 +5,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar import goldschmidt as golden
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 
 import scenarios.cp_reciprocal as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 from tbutil import start
 
 

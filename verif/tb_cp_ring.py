@@ -14,12 +14,12 @@ from cocotb.triggers import RisingEdge
 
 from trainforge.golden.caterpillar import core as core_golden
 from trainforge.golden.caterpillar import ring as golden
+from trainforge.cocotb_streams import check_no_ready_path
 
 import cp_programs
 import scenarios.cp_ring as table
 from cp_programs import attach
 from scenario import run_table
-from trainforge.cocotb_streams import check_no_ready_path
 from tbutil import start
 
 

@@ -4,10 +4,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.dense_pe import dense_pe, wrap
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack
 
 import scenarios.dense_pe as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack
 from tbutil import start
 
 

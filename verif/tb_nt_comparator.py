@@ -4,10 +4,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.comparator import nt_comparator
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 
 import scenarios.nt_comparator as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 
@@ -82,3 +82,10 @@ async def reset_mid_stream(dut):
     x, first, last = windows(bench, 40)
     first[0] = False  # the reset window: maximum 0 at index 0
     await stream_and_check(bench, source, sink, (x, first, last), "after reset")
+
+
+@cocotb.test()
+async def no_combinational_ready_path(dut):
+    """The input's ``ready`` never follows the output's ``ready`` within a cycle (the output is a StreamStage)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

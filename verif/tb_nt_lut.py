@@ -4,10 +4,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.lut import nt_lut
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 
 import scenarios.nt_lut as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource
 from tbutil import start
 
 
@@ -56,3 +56,10 @@ async def reset_mid_stream(dut):
     await RisingEdge(dut.clk)
     assert dut.o_y__valid.value == 0, f"o_y still valid after reset {bench.where()}"
     await stream_and_check(bench, source, sink, generator.integers(-(1 << 15), 1 << 15, size=100), "after reset")
+
+
+@cocotb.test()
+async def no_combinational_ready_path(dut):
+    """The input's ``ready`` never follows the output's ``ready`` within a cycle (the output is a StreamStage)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

@@ -4,10 +4,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.mac import nt_mac
+from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 
 import scenarios.nt_mac as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from tbutil import start
 
 
@@ -92,3 +92,10 @@ async def reset_mid_stream(dut):
     rows = random_rows(bench, 120)
     rows[4][0] = False  # no clear: the accumulators must be zero after reset
     await stream_and_check(bench, source, sink, rows, "after reset")
+
+
+@cocotb.test()
+async def no_combinational_ready_path(dut):
+    """The input's ``ready`` never follows the output's ``ready`` within a cycle (the output is a StreamStage)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)

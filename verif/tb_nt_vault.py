@@ -4,10 +4,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.neurotrainer.vault import nt_vault
+from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 
 import scenarios.nt_vault as table
 from scenario import run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 from tbutil import start
 
 

@@ -2,9 +2,9 @@
 import cocotb
 from cocotb.triggers import RisingEdge, Timer
 
+from trainforge.cocotb_streams import StreamSink, StreamSource
 import scenarios.stream_stage as table
 from scenario import rng_for, run_table
-from trainforge.cocotb_streams import StreamSink, StreamSource
 from tbutil import start
 
 

@@ -15,8 +15,8 @@ from trainforge.golden.dense_pe import wrap
 from trainforge.golden.tensordash.core import LATENCY
 from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_tile, td_tile_cycles
 from trainforge.hw.tensordash.tile import TDTile
-
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
+
 from scenario import run_table
 import scenarios.td_pe as table
 from tbutil import start

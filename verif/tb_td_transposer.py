@@ -7,8 +7,8 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.tensordash.transposer import transpose_blocks
-
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
+
 from scenario import run_table
 import scenarios.td_transposer as table
 from tbutil import start

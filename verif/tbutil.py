@@ -9,8 +9,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from trainforge.hw.registry import get_block
 
-from trainforge.cocotb_streams import Cycle
 from trainforge.simulation import CLOCK_PERIOD_NS
+from trainforge.cocotb_streams import Cycle
 
 __all__ = ["Bench", "start"]
 

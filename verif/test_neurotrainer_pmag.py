@@ -90,8 +90,23 @@ def test_timing_without_backpressure_is_one_step_per_cycle(seed):
 def test_timing_waits_for_ready():
     issued = np.array([True, False, True])
     ready = np.array([1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
-    # Step 0 in cycle 1, waits to cycle 4; step 1 (skipped) in 4; step 2 in 5 -> out 6; mark in 6 -> out 8.
-    assert transfer_cycles(issued, 0, ready).tolist() == [4, 6, 8]
+    # Through the two-entry stream stage: step 0 enters the stage in cycle 1 (out from 2, taken in 4);
+    # step 1 (skipped) in 2; step 2 enters in 3 into the skid register (the output is stalled); the
+    # END-MARK waits in 4 (skid full), enters in 5; out: step 0 in 4, step 2 in 5, the END-MARK in 6.
+    assert transfer_cycles(issued, 0, ready).tolist() == [4, 5, 6]
+
+
+def test_timing_of_programs_back_to_back():
+    # Two programs of one issued step each; the second is accepted in cycle 3, the cycle after the first
+    # END-MARK entered the stage (cycle 2). Consumer never ready until cycle 6.
+    ready = np.array([0] * 6 + [1] * 10, dtype=bool)
+    first, second = transfer_cycles([[True], [True]], [0, 3], ready)
+    # Program 0: request enters in 1 (output), END-MARK in 2 (skid); both leave in 6 and 7.
+    assert first.tolist() == [6, 7]
+    # Program 1 steps from cycle 4 but waits for the skid register to empty (cycle 7): in 7, 8; out 8, 9.
+    assert second.tolist() == [8, 9]
+    with pytest.raises(ValueError, match="still stepping"):
+        transfer_cycles([[True], [True]], [0, 2], ready)
 
 
 def test_golden_is_vectorised_for_large_programs():

@@ -22,15 +22,17 @@ A PMAG program (a dict with the fields of ``NTPMAG.program_layout``) describes
 Source codes (4 bits): 0 zero, 1..7 ``r1..r7``, 8 ``const``, 9 ``p``, 10 ``q``; any
 other code reads zero, and ``s, t, u, v`` read zero for 9 and 10 as well (no loop).
 
-Timing (cycle-exact with the hardware): the PMAG takes one counter step per cycle in
-which its one-entry output register is empty or being emptied. A program accepted in
-cycle ``c`` takes its first step in cycle ``c + 1``; an issued step is on the output
-from the next cycle; a skipped step leaves the register empty; the END-MARK is loaded
-in the step after the last counter value. See :func:`transfer_cycles`.
+Timing (cycle-exact with the hardware): the requests leave through the shared stream
+stage (a skid buffer with a registered ``ready``). A program accepted in cycle ``c`` takes
+its first step in cycle ``c + 1``; an issued step waits for the stage's ``ready`` and is
+on the output from the next cycle; a skipped step takes one cycle and issues nothing; the
+END-MARK is issued in the step after the last counter value. See :func:`transfer_cycles`.
 """
 import numpy as np
 
 from ...spec.neurotrainer.pmag import LATENCY, LEVELS, PARAMS, SOURCE_NAMES, WINDOW_MODES, end_mark
+from ..stream_stage import StageState
+from ..stream_stage import step as stage_step
 
 __all__ = ["LEVELS", "SOURCE_NAMES", "WINDOW_MODES", "end_mark", "counter_values", "nt_pmag",
            "transfer_cycles", "default_program", "random_program"]
@@ -112,47 +114,75 @@ def nt_pmag(program, *, counter_bits=PARAMS["counter_bits"].default, **_):
     }
 
 
-def transfer_cycles(issued, accept_cycle, ready, free_cycle=0):
-    """Cycles at which the requests of one program leave the PMAG, given the consumer's ``ready``.
+def transfer_cycles(issued, accept_cycle, ready):
+    """Cycles at which the requests of a sequence of programs leave the PMAG, given the consumer's ``ready``.
 
     Parameters
     ----------
-    issued : array_like of bool
-        Per counter step, whether it issues a request (``nt_pmag(...)["issued"]``).
-    accept_cycle : int
-        Cycle in which the program was accepted.
+    issued : array_like of bool, or sequence of them
+        Per counter step, whether it issues a request (``nt_pmag(...)["issued"]``); one array
+        per program for a sequence of programs.
+    accept_cycle : int, or sequence of int
+        Cycle in which each program was accepted (``i_program`` transfer).
     ready : array_like of bool
         ``ready`` of the request stream in every cycle from 0 on (long enough to cover the run).
-    free_cycle : int
-        First cycle in which the output register may take a request: the transfer cycle of the
-        previous program's END-MARK (0 if none).
 
     Returns
     -------
-    numpy.ndarray of int64
-        The transfer cycle of every request, the END-MARK last.
+    numpy.ndarray of int64, or list of them
+        The transfer cycle of every request of each program, its END-MARK last.
+
+    Raises
+    ------
+    ValueError
+        A program accepted while the previous one is still stepping, or ``ready`` too short.
 
     Notes
     -----
-    Without backpressure (all ``ready``) this is ``accept_cycle + LATENCY + step index``. With
-    it, a step happens in cycle ``t`` when the output register is empty or is emptied in ``t``:
-    after an issued step in ``t`` the request waits for the first ready cycle ``>= t + 1``, and
-    the next step is in that cycle; after a skipped step the next step is in ``t + 1``.
+    The requests leave through the shared stream stage (a skid buffer,
+    :mod:`trainforge.golden.stream_stage`, stepped here cycle by cycle): a program accepted
+    in cycle ``c`` steps first in ``c + 1``; an issued step (a request or the END-MARK)
+    happens in a cycle in which the stage's registered ``ready`` is high (its skid register
+    is empty), a skipped step in any cycle. The stage holds up to two requests, so under
+    backpressure the counters run up to one request further ahead than with a one-entry
+    output register; without backpressure request ``i`` still leaves in
+    ``c + LATENCY + step index``. The next program can be accepted from the cycle after
+    the END-MARK entered the stage.
     """
+    single = np.ndim(accept_cycle) == 0
+    programs = [issued] if single else list(issued)
+    accepts = [int(accept_cycle)] if single else [int(cycle) for cycle in accept_cycle]
+    steps = [[*np.asarray(flags, dtype=bool).tolist(), True] for flags in programs]  # the END-MARK is the last step
     ready = np.asarray(ready, dtype=bool)
-    cycles = np.arange(len(ready))
-    # next_ready[t]: first cycle >= t with ready (len(ready) if none).
-    next_ready = np.minimum.accumulate(np.where(ready, cycles, len(ready))[::-1])[::-1]
-    next_ready = np.append(next_ready, len(ready))
-    step = max(accept_cycle + 1, free_cycle)
-    transfers = []
-    for issues in (*np.asarray(issued, dtype=bool), True):  # the END-MARK is the last step
-        if issues:
-            step = int(next_ready[min(step + 1, len(ready))])
-            transfers.append(step)
-        else:
-            step += 1
-    return np.array(transfers, dtype=np.int64)
+    stage = StageState()
+    transfers = [[] for _ in programs]
+    current, step_index, next_program = None, 0, 0
+    delivered_count, wanted = 0, sum(int(np.count_nonzero(flags)) for flags in steps)
+    for cycle in range(len(ready)):
+        busy = current is not None
+        offered = (current, step_index) if busy and steps[current][step_index] else None
+        accepted, out = stage_step(stage, offered, bool(ready[cycle]))
+        if out is not None:
+            transfers[out[0]].append(cycle)
+            delivered_count += 1
+        if busy and (accepted or offered is None):
+            step_index += 1
+            if step_index == len(steps[current]):
+                current = None
+        if next_program < len(accepts) and accepts[next_program] == cycle:
+            if busy:
+                raise ValueError(f"program {next_program} accepted in cycle {cycle} while program {current} "
+                                 "is still stepping")
+            current, step_index, next_program = next_program, 0, next_program + 1
+        elif next_program < len(accepts) and accepts[next_program] < cycle:
+            raise ValueError(f"program {next_program} accepted in cycle {accepts[next_program]}, before the "
+                             "previous one ended")
+        if delivered_count == wanted and next_program == len(accepts) and current is None:
+            break
+    if delivered_count < wanted:
+        raise ValueError(f"the ready trace ({len(ready)} cycles) ends before every request has left")
+    result = [np.array(cycles, dtype=np.int64) for cycles in transfers]
+    return result[0] if single else result
 
 
 def random_program(rng, counter_bits=PARAMS["counter_bits"].default, max_steps=200):

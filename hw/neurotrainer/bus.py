@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import bus as spec
 from ...spec.neurotrainer.bus import LATENCY
+from ..stream_stage import StreamStage
 
 __all__ = ["NTBus"]
 
@@ -40,8 +41,11 @@ class NTBus(wiring.Component):
        is the earliest cycle of the next arbitration. REQ is not looked at while a PE holds
        the grant.
     4. The pipeline has :data:`LATENCY` = 4 register stages: a word accepted in cycle ``c``
-       is at the output in cycle ``c + 4``. The whole pipeline stalls while its output word is
-       not retired, so throughput is one word per cycle without backpressure.
+       is at the output in cycle ``c + 4``. The last one is a
+       :class:`~trainforge.hw.stream_stage.StreamStage` per output stream (registered
+       ``ready``: no input's ``ready`` depends on an output's ``ready`` within a cycle). The
+       whole pipeline stalls while its third register's word is not taken by the stages it
+       goes to, so throughput is one word per cycle without backpressure.
 
     Reset clears the pipeline, the per-PE delivery flags and the grant.
 
@@ -105,39 +109,48 @@ class NTBus(wiring.Component):
             "mask": unsigned(self.pes),
             "source": range(self.pes),
         })
-        stages = [Signal(stage_layout, name=f"stage_{index + 1}") for index in range(LATENCY)]
-        output = stages[-1]
+        # LATENCY - 1 pipeline registers, then the shared stream stages (the last of the LATENCY stages).
+        stages = [Signal(stage_layout, name=f"stage_{index + 1}") for index in range(LATENCY - 1)]
+        last = stages[-1]
 
-        # Output stage: per-PE delivery of a broadcast word, or one merge transfer.
-        delivered = Signal(self.pes)   # PEs that already accepted the output broadcast word
+        # Output stages: per-PE delivery of a broadcast word, or one merge transfer. Their ready
+        # is a register, so nothing here depends on an output's ready within a cycle.
+        broadcast_stages = []
+        for pe in range(self.pes):
+            m.submodules[f"broadcast_stage_{pe}"] = broadcast_stage = StreamStage(self.word_layout)
+            wiring.connect(m, broadcast_stage.o_stream, wiring.flipped(self.o_broadcast[pe]))
+            broadcast_stages.append(broadcast_stage.i_stream)
+        m.submodules.merge_stage = merge_stage = StreamStage(self.merge_layout)
+        wiring.connect(m, merge_stage.o_stream, wiring.flipped(self.o_merge))
+        delivered = Signal(self.pes)   # PEs whose stage already took the last register's broadcast word
         pending = Signal(self.pes)
         done = Signal(self.pes)
         accepted = Signal(self.pes)
-        m.d.comb += pending.eq(output.mask & ~delivered)
-        for pe in range(self.pes):
-            port = self.o_broadcast[pe]
+        m.d.comb += pending.eq(last.mask & ~delivered)
+        for pe, port in enumerate(broadcast_stages):
             m.d.comb += [
-                port.valid.eq(output.valid & output.broadcast & pending[pe]),
-                port.payload.data.eq(output.data),
-                port.payload.end.eq(output.end),
+                port.valid.eq(last.valid & last.broadcast & pending[pe]),
+                port.payload.data.eq(last.data),
+                port.payload.end.eq(last.end),
                 accepted[pe].eq(port.valid & port.ready),
                 done[pe].eq(~pending[pe] | port.ready),
             ]
+        merge_port = merge_stage.i_stream
         m.d.comb += [
-            self.o_merge.valid.eq(output.valid & ~output.broadcast),
-            self.o_merge.payload.data.eq(output.data),
-            self.o_merge.payload.end.eq(output.end),
-            self.o_merge.payload.source.eq(output.source),
+            merge_port.valid.eq(last.valid & ~last.broadcast),
+            merge_port.payload.data.eq(last.data),
+            merge_port.payload.end.eq(last.end),
+            merge_port.payload.source.eq(last.source),
         ]
         retire = Signal()
-        m.d.comb += retire.eq(output.valid & Mux(output.broadcast, done.all(), self.o_merge.ready))
+        m.d.comb += retire.eq(last.valid & Mux(last.broadcast, done.all(), merge_port.ready))
         with m.If(retire):
             m.d.sync += delivered.eq(0)
         with m.Else():
             m.d.sync += delivered.eq(delivered | accepted)
 
         advance = Signal()
-        m.d.comb += advance.eq(~output.valid | retire)
+        m.d.comb += advance.eq(~last.valid | retire)
 
         # Input stage: the broadcast word first, else the granted PE's word.
         grant = self.merge_grant

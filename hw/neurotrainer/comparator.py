@@ -4,6 +4,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import comparator as spec
+from ..stream_stage import StreamStage
 
 __all__ = ["NTComparator"]
 
@@ -19,8 +20,10 @@ class NTComparator(wiring.Component):
     and wrapping modulo ``2**index_bits``. After a ``last`` row the k maxima and
     their indices are sent on ``o_max``; a row with both flags is a one-element window.
 
-    One stage: a row per cycle unless a ``last`` row finds ``o_max`` occupied; the
-    result is valid :attr:`LATENCY` cycle after the ``last`` row was accepted.
+    One stage: a row per cycle unless a ``last`` row finds the output stage full; the
+    result is valid :attr:`LATENCY` cycle after the ``last`` row was accepted. The result
+    leaves through a :class:`~trainforge.hw.stream_stage.StreamStage` (it holds up to two
+    results), so ``i_row.ready`` does not depend on ``o_max.ready`` within a cycle.
 
     Parameters
     ----------
@@ -61,22 +64,21 @@ class NTComparator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         row = self.i_row.payload
-        result_slot_free = ~self.o_max.valid | self.o_max.ready
+        m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_max))
         accept = Signal()
         m.d.comb += [
-            self.i_row.ready.eq(~row.last | result_slot_free),
+            # A closing row hands its result to the stage; the stage's ready is a register.
+            output_stage.i_stream.valid.eq(self.i_row.valid & row.last),
+            self.i_row.ready.eq(~row.last | output_stage.i_stream.ready),
             accept.eq(self.i_row.valid & self.i_row.ready),
         ]
-        with m.If(self.o_max.ready):
-            m.d.sync += self.o_max.valid.eq(0)
 
         position = Signal(self.index_bits)
         current = Signal(self.index_bits)
         m.d.comb += current.eq(Mux(row.first, 0, position))
         with m.If(accept):
             m.d.sync += position.eq(current + 1)
-            with m.If(row.last):
-                m.d.sync += self.o_max.valid.eq(1)
 
         for lane in range(self.lanes):
             best = Signal(signed(16), name=f"best_{lane}")
@@ -89,11 +91,10 @@ class NTComparator(wiring.Component):
                 new_best.eq(Mux(take, row.x[lane], best)),
                 new_index.eq(Mux(take, current, best_index)),
             ]
+            m.d.comb += [
+                output_stage.i_stream.payload.value[lane].eq(new_best),
+                output_stage.i_stream.payload.index[lane].eq(new_index),
+            ]
             with m.If(accept):
                 m.d.sync += [best.eq(new_best), best_index.eq(new_index)]
-                with m.If(row.last):
-                    m.d.sync += [
-                        self.o_max.payload.value[lane].eq(new_best),
-                        self.o_max.payload.index[lane].eq(new_index),
-                    ]
         return m

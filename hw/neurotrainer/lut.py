@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import lut as spec
 from ...spec.neurotrainer.lut import lut_table
+from ..stream_stage import StreamStage
 
 __all__ = ["NTLUT"]
 
@@ -21,7 +22,9 @@ class NTLUT(wiring.Component):
     and the output is ``T[i] + floor((T[i+1] - T[i]) * j / 2**G)``.
 
     Two stages (table read, interpolate), one input per cycle unless ``o_y`` stalls; a
-    result is valid :attr:`LATENCY` cycles after its input was accepted.
+    result is valid :attr:`LATENCY` cycles after its input was accepted. The interpolated
+    value leaves through a :class:`~trainforge.hw.stream_stage.StreamStage` (it holds up to
+    two values), so ``i_x.ready`` does not depend on ``o_y.ready`` within a cycle.
 
     Parameters
     ----------
@@ -68,12 +71,14 @@ class NTLUT(wiring.Component):
         offset = Signal(16)
         m.d.comb += offset.eq(self.i_x.payload.as_unsigned() ^ 0x8000)
 
+        m.submodules.output_stage = output_stage = StreamStage(signed(16))
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_y))
         stage_valid = Signal()
         stage_position = Signal(unsigned(gap_bits))
-        output_free = ~self.o_y.valid | self.o_y.ready
         advance = Signal()
         m.d.comb += [
-            advance.eq(~stage_valid | output_free),
+            # The table stage moves on when the output stage takes its value (a registered ready).
+            advance.eq(~stage_valid | output_stage.i_stream.ready),
             self.i_x.ready.eq(advance),
             low_port.en.eq(advance),
             high_port.en.eq(advance),
@@ -83,14 +88,11 @@ class NTLUT(wiring.Component):
         with m.If(advance):
             m.d.sync += [stage_valid.eq(self.i_x.valid), stage_position.eq(offset[:gap_bits])]
 
-        with m.If(self.o_y.ready):
-            m.d.sync += self.o_y.valid.eq(0)
         difference = Signal(signed(17))
         interpolated = Signal(signed(16))
         m.d.comb += [
             difference.eq(high_port.data - low_port.data),
             interpolated.eq(low_port.data + ((difference * stage_position) >> gap_bits)),
         ]
-        with m.If(stage_valid & output_free):
-            m.d.sync += [self.o_y.payload.eq(interpolated), self.o_y.valid.eq(1)]
+        m.d.comb += [output_stage.i_stream.valid.eq(stage_valid), output_stage.i_stream.payload.eq(interpolated)]
         return m

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import mac as spec
 from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
+from ..stream_stage import StreamStage
 
 __all__ = ["NTMAC"]
 
@@ -32,8 +33,10 @@ class NTMAC(wiring.Component):
       random number per MAC).
 
     Two-stage pipeline (multiply, then add/round/saturate); one row per cycle unless a
-    ``read`` row finds ``o_y`` still occupied. A ``read`` row's result is valid
-    :attr:`LATENCY` cycles after its acceptance.
+    ``read`` row finds the output stage full. A ``read`` row's result is valid
+    :attr:`LATENCY` cycles after its acceptance. Results leave through a
+    :class:`~trainforge.hw.stream_stage.StreamStage` (it holds up to two), so ``i_row.ready``
+    does not depend on ``o_y.ready`` within a cycle.
 
     Parameters
     ----------
@@ -128,19 +131,19 @@ class NTMAC(wiring.Component):
         stage_clear = Signal()
         stage_read = Signal()
 
-        # Stage 2: add, round, crop, saturate into the accumulators; results to the o_y register.
+        # Stage 2: add, round, crop, saturate into the accumulators; results to the output stage.
         accumulators = [Signal(32, name=f"y_{lane}") for lane in range(self.lanes)]
-        result_slot_free = ~self.o_y.valid | self.o_y.ready
+        m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_y))
         accumulate = Signal()
         advance = Signal()
         m.d.comb += [
-            accumulate.eq(stage_valid & (~stage_read | result_slot_free)),
+            # A read row waits for the output stage's (registered) ready; the stage's valid is a register.
+            output_stage.i_stream.valid.eq(stage_valid & stage_read),
+            accumulate.eq(stage_valid & (~stage_read | output_stage.i_stream.ready)),
             advance.eq(~stage_valid | accumulate),
             self.i_row.ready.eq(advance),
         ]
-        with m.If(self.o_y.ready):
-            m.d.sync += self.o_y.valid.eq(0)
-
         random_words = self._random_words(m, accumulate)
         row = self.i_row.payload
         with m.If(advance):
@@ -177,12 +180,9 @@ class NTMAC(wiring.Component):
                 halves.append(_saturate(m, total16[frac16:].as_signed(), 16, f"y16_{lane}_{half}"))
             updated = Signal(32, name=f"updated_{lane}")
             m.d.comb += updated.eq(Mux(stage_wide, y32, Cat(*halves)))
+            m.d.comb += output_stage.i_stream.payload[lane].eq(updated)
             with m.If(accumulate):
                 m.d.sync += accumulators[lane].eq(updated)
-                with m.If(stage_read):
-                    m.d.sync += self.o_y.payload[lane].eq(updated)
-        with m.If(accumulate & stage_read):
-            m.d.sync += self.o_y.valid.eq(1)
         return m
 
 

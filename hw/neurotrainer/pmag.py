@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pmag as spec
 from ...spec.neurotrainer.pmag import LEVELS, WindowMode, end_mark
+from ..stream_stage import StreamStage
 
 __all__ = ["NTPMAG"]
 
@@ -28,8 +29,11 @@ class NTPMAG(wiring.Component):
     tuple the END-MARK ``(0xFFFF or 0xFFFFFFFF by wide, write, 0, end = 1)`` closes the stream
     and the next program is accepted.
 
-    One counter step per cycle while ``o_request`` (a one-entry register) is empty or being
-    emptied; the first request is valid :attr:`LATENCY` cycles after the program was accepted.
+    Requests leave through a :class:`~trainforge.hw.stream_stage.StreamStage` (registered
+    ``ready``, up to two requests held). One counter step per cycle: an issued step when the
+    stage is ready, a skipped step in any cycle; the first request is valid :attr:`LATENCY`
+    cycles after the program was accepted (the cycle model is
+    :func:`~trainforge.golden.neurotrainer.pmag.transfer_cycles`).
 
     Parameters
     ----------
@@ -108,15 +112,28 @@ class NTPMAG(wiring.Component):
         last_tuple = Signal()
         m.d.comb += last_tuple.eq(Cat(*at_max).all())
 
-        advance = Signal()
-        m.d.comb += advance.eq(~self.o_request.valid | self.o_request.ready)
-        with m.If(self.o_request.ready):
-            m.d.sync += self.o_request.valid.eq(0)
-
-        # Control: idle (accepting a program), stepping through the counters, or issuing the END-MARK.
+        # Requests leave through the shared stream stage; its ready is a register and its valid
+        # comes from the program and counter registers only.
+        m.submodules.output_stage = output_stage = StreamStage(self.request_layout)
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_request))
         busy = Signal()
         marking = Signal()
-        m.d.comb += self.i_program.ready.eq(~busy)
+        issue = Signal()
+        step = Signal()
+        request = output_stage.i_stream.payload
+        m.d.comb += [
+            issue.eq(busy & (marking | inside | pad_mode)),
+            output_stage.i_stream.valid.eq(issue),
+            request.address.eq(Mux(marking, Mux(program.wide, end_mark(True), end_mark(False)), address)),
+            request.write.eq(program.write),
+            request.pad.eq(~marking & ~inside),
+            request.end.eq(marking),
+            # A skipped step takes its cycle; an issued one waits for the stage.
+            step.eq(busy & (~issue | output_stage.i_stream.ready)),
+            self.i_program.ready.eq(~busy),
+        ]
+
+        # Control: idle (accepting a program), stepping through the counters, or issuing the END-MARK.
         with m.If(~busy):
             with m.If(self.i_program.valid):
                 m.d.sync += [
@@ -125,28 +142,13 @@ class NTPMAG(wiring.Component):
                     marking.eq(0),
                     *(counter.eq(0) for counter in counters),
                 ]
-        with m.Elif(advance & ~marking):
-            with m.If(inside | pad_mode):
-                m.d.sync += [
-                    self.o_request.valid.eq(1),
-                    self.o_request.payload.address.eq(address),
-                    self.o_request.payload.write.eq(program.write),
-                    self.o_request.payload.pad.eq(~inside),
-                    self.o_request.payload.end.eq(0),
-                ]
+        with m.Elif(step & ~marking):
             for level in range(LEVELS):
                 inner_at_max = Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
                 with m.If(inner_at_max):
                     m.d.sync += counters[level].eq(Mux(at_max[level], 0, counters[level] + 1))
             with m.If(last_tuple):
                 m.d.sync += marking.eq(1)
-        with m.Elif(advance):
-            m.d.sync += [
-                self.o_request.valid.eq(1),
-                self.o_request.payload.address.eq(Mux(program.wide, end_mark(True), end_mark(False))),
-                self.o_request.payload.write.eq(program.write),
-                self.o_request.payload.pad.eq(0),
-                self.o_request.payload.end.eq(1),
-                busy.eq(0),
-            ]
+        with m.Elif(step):
+            m.d.sync += busy.eq(0)
         return m

@@ -1,0 +1,252 @@
+"""Scenario table of ``nt_system``: compiled layers of every kind on the vaults, PMAGs, bus and PEs.
+
+The system's ports are many streams driven by a host procedure (write the vault images, set
+``config``, queue the PMAG and PE programs, read the vaults back), so its testbench
+(``verif/tb_nt_system.py``) drives the table itself. A scenario's ``stimulus`` is
+``{"layers": [layer, ...]}``, each layer a dict ``kind``, ``dims``, ``inputs`` (the input
+tensors, integer words), ``sr`` and ``bits`` (compiler options) and ``pad_rows`` (max-pooling
+only: the window streams read every second image row as pad, Table 3's pad window on the
+window row). The layers run one after the other from reset. ``valid``/``ready`` name the
+patterns of the host's stream ports (``i_host__<v>``, ``i_read_program__<v>``,
+``i_write_program__<v>``, ``i_pe_program__<pe>``; ``o_host_data__<v>``).
+
+Expected, per layer in order:
+
+- ``output``: the output tensor (nested lists, signed): numpy's integer result for integer
+  layers (one operand in Q.F, ``v << F``, the other plain integers, so every MAC is exact);
+  for max-pooling ``{"max", "argmax"}`` of every window, numpy's max and first argmax;
+- ``vault <v>``: every word of system vault ``v`` (0 = common, ``1 + i`` = PE ``i``'s) after
+  the layer, from the reference executor ``sim/neurotrainer/executor.py`` (the compiled
+  streams through the PMAG and PE golden models, checked against numpy in
+  ``verif/test_neurotrainer_*.py``); for stochastic-rounding layers the output is the
+  executor's too. The executor starts every layer from reset, so an SR layer is always the
+  first layer of its scenario (the SR-LO state carried from layer to layer is tested against
+  the golden model by the testbench's ``stochastic_rounding_state_carried``).
+"""
+import numpy as np
+
+from trainforge.errors import ProgramError
+from trainforge.sim.neurotrainer import executor
+from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config, run_layers
+
+from scenario import Scenario, Transactions, random_pattern, rng_for
+
+KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool")
+
+#: The layer kinds whose results the bus merges into the common vault.
+MERGED = ("conv_up", "fc_ff", "fc_bp")
+
+
+def compile_layer(params, layer):
+    """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied)."""
+    compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"], **params)
+    if layer["pad_rows"]:
+        for job in compiled.pe_jobs:
+            for program in job.in2.programs:
+                program.update(window=2, h=3, h_lo=0, h_hi=1, k=0, k_lo=0, k_hi=1)   # outside hk < 1: pad
+    return compiled
+
+
+def result_blocks(layer):
+    """Result blocks (merged write programs) per PE of a compiled merged layer, else 0."""
+    job = layer.pe_jobs[0]
+    return len(job.out.programs) if job.out.vault == -1 else 0
+
+
+def _conv(x, w):
+    """Valid correlation: y[n, o] = sum_d sum_ij x[n, d, i.., j..] w[o, d, i, j]."""
+    _, _, hk, wk = w.shape
+    out_h, out_w = x.shape[2] - hk + 1, x.shape[3] - wk + 1
+    y = np.zeros((x.shape[0], w.shape[0], out_h, out_w), dtype=np.int64)
+    for i in range(hk):
+        for j in range(wk):
+            y += np.einsum("ndhw,od->nohw", x[:, :, i:i + out_h, j:j + out_w], w[:, :, i, j])
+    return y
+
+
+def make_inputs(kind, dims, generator, frac_bits, values=None):
+    """Integer inputs of a layer and the numpy reference of its output (for max-pooling: its input)."""
+    def draw(shape, low, high):
+        return generator.integers(low, high, size=shape) if values is None else np.full(shape, values, dtype=np.int64)
+
+    if kind in ("conv_ff", "conv_bp", "conv_up"):
+        n, d, h, w, o, hk, wk = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk"))
+    if kind == "conv_ff":
+        x, kernel = draw((n, d, h, w), -30, 30), draw((o, d, hk, wk), -30, 30)
+        return {"x": x, "w": kernel}, _conv(x, kernel)
+    if kind == "conv_bp":
+        dy, kernel = draw((n, o, h - hk + 1, w - wk + 1), -1000, 1000), draw((o, d, hk, wk), -1000, 1000)
+        dx = np.zeros((n, d, h, w), dtype=np.int64)
+        for i in range(hk):
+            for j in range(wk):
+                dx[:, :, i:i + dy.shape[2], j:j + dy.shape[3]] += np.einsum("nohw,od->ndhw", dy, kernel[:, :, i, j])
+        padded = np.pad(dy, ((0, 0), (0, 0), (hk - 1, hk - 1), (wk - 1, wk - 1)))
+        return {"dy_padded": padded << frac_bits, "w": kernel}, dx
+    if kind == "conv_up":
+        x, dy = draw((n, d, h, w), -1000, 1000), draw((n, o, h - hk + 1, w - wk + 1), -1000, 1000)
+        return ({"x": x << frac_bits, "dy": dy},
+                _conv(x.transpose(1, 0, 2, 3), dy.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3))
+    if kind == "fc_ff":
+        # 16-bit: |sum| <= 48 * 25 * 25 = 30000 does not saturate.
+        weights, x = draw((dims["h"], dims["k"]), -25, 26), draw((dims["k"], dims["n"]), -25, 26)
+        return {"w": weights, "x": x}, weights @ x
+    if kind == "fc_bp":
+        weights, dy = draw((dims["h"], dims["k"]), -1000, 1000), draw((dims["h"], dims["n"]), -1000, 1000)
+        return {"w": weights, "dy": dy << frac_bits}, weights.T @ dy
+    if kind == "fc_up":
+        dy, x = draw((dims["h"], dims["n"]), -1000, 1000), draw((dims["k"], dims["n"]), -1000, 1000)
+        return {"dy": dy, "x": x << frac_bits}, dy @ x.T
+    n, c, h, w = (dims[k] for k in ("n", "c", "h", "w"))
+    x = draw((n, c, h, w), -4, 4)
+    return {"x": x}, x
+
+
+def pooled(x, r, pad_rows=False):
+    """numpy's max and first argmax of every ``r x r`` window (odd rows read as 0 with ``pad_rows``)."""
+    x = np.array(x, dtype=np.int64)
+    if pad_rows:
+        x[:, :, 1::2, :] = 0
+    n, c, h, w = x.shape
+    windows = x.reshape(n, c, h // r, r, w // r, r).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h // r, w // r, r * r)
+    return {"max": windows.max(-1).tolist(), "argmax": windows.argmax(-1).tolist()}
+
+
+def output_item(layer, output):
+    """A layer's output tensor in the table's terms (max-pooling: decoded into max and argmax)."""
+    if layer["kind"] == "maxpool":
+        value, index = executor.maxpool_decode(output)
+        return {"max": value.tolist(), "argmax": index.tolist()}
+    return np.asarray(output, dtype=np.int64).tolist()
+
+
+def random_dims(kind, generator, params, several=False):
+    """Random dimensions that compile for the system and fit its vaults; with ``several``, a merged
+    kind gets at least two result blocks per PE."""
+    pes, lanes = params["pes"], params["lanes"]
+    for _ in range(500):
+        pick = lambda low, high: int(generator.integers(low, high + 1))  # noqa: E731
+        if kind in ("conv_ff", "conv_bp", "conv_up"):
+            hk, wk = pick(1, 3), pick(1, 3)
+            up = kind == "conv_up"
+            dims = dict(n=pick(1, 2 if up else 2 * lanes * pes), d=pick(1, 2 * pes if up else 3),
+                        h=hk + pick(0, 2), w=wk + pick(0, 2), o=pick(1, 2 * lanes if up else 3), hk=hk, wk=wk)
+        elif kind in ("fc_ff", "fc_bp"):
+            elements = lanes * (2 if kind == "fc_ff" else 1)
+            dims = dict(h=pick(1, 4 * pes), k=pick(1, 4 * pes), n=pick(1, 2 * elements))
+            dims["k" if kind == "fc_ff" else "h"] = pick(1, 48)
+        elif kind == "fc_up":
+            dims = dict(h=pick(1, 8), k=pick(1, 6), n=pick(1, 4))
+        else:
+            r = pick(1, 2)
+            dims = dict(n=pick(1, 2 * lanes * pes), c=pick(1, 2), h=r * pick(1, 3), w=r * pick(1, 3), r=r)
+        try:
+            layer = compile_for_system(kind, dims, **params)
+            layer_config(layer)
+        except (ProgramError, ValueError):
+            continue
+        if several and kind in MERGED and result_blocks(layer) < 2:
+            continue
+        if layer.vault_words[-1] <= params["vault_depth"] and \
+                max(layer.vault_words[pe] for pe in range(pes)) <= params["pe_vault_depth"]:
+            return dims
+    raise AssertionError(f"no {kind} dimensions fit {params}")
+
+
+def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False):
+    return {"kind": kind, "dims": dict(dims), "inputs": inputs, "sr": sr, "bits": bits, "pad_rows": pad_rows}
+
+
+def _integer_layer(params, generator, kind, dims=None, values=None, several=False, pad_rows=False):
+    """A layer of integer inputs with its numpy output."""
+    dims = dims or random_dims(kind, generator, params, several)
+    inputs, reference = make_inputs(kind, dims, generator, params["frac_bits"], values)
+    output = pooled(reference, dims["r"], pad_rows) if kind == "maxpool" else reference.tolist()
+    return _layer(kind, dims, inputs, pad_rows=pad_rows), output
+
+
+def _scenario(params, name, layers_and_outputs, handshake=None):
+    layers = [layer for layer, _ in layers_and_outputs]
+    expected = {"output": [output for _, output in layers_and_outputs]}
+    for layer in layers:
+        vaults = executor.execute(compile_layer(params, layer), layer["inputs"])["vaults"]
+        for vault, words in vaults.items():
+            expected.setdefault(f"vault {vault + 1}", []).append((np.asarray(words, dtype=np.int64)
+                                                                  & 0xFFFFFFFF).tolist())
+    return Scenario(name, {"layers": layers}, expected, **(handshake or {}))
+
+
+def _handshake(rng, params, valid, ready):
+    vaults, pes = params["pes"] + 1, params["pes"]
+    sources = [f"{kind}__{v}" for kind in ("i_host", "i_read_program", "i_write_program") for v in range(vaults)]
+    sources += [f"i_pe_program__{pe}" for pe in range(pes)]
+    return {"valid": {port: random_pattern(rng, valid) for port in sources},
+            "ready": {f"o_host_data__{v}": random_pattern(rng, ready) for v in range(vaults)}}
+
+
+def _sr_layer(params, generator, kind, dims):
+    """An SR-LO 32-bit layer with the executor's output (it must differ from truncation, or SR is not seen)."""
+    frac = params["frac_bits"]
+    layer = compile_for_system(kind, dims, sr=True, bits=32, **params)
+    inputs = {name: generator.integers(-(1 << (frac + 4)), 1 << (frac + 4), size=layer.tensors[name][0])
+              for name in layer.inputs}
+    output = executor.execute(layer, inputs)["output"]
+    truncated = executor.execute(compile_for_system(kind, dims, sr=False, bits=32, **params), inputs)["output"]
+    assert not np.array_equal(output, truncated), f"SR-LO {kind}: the SR result equals truncation"
+    return _layer(kind, dims, inputs, sr=True, bits=32), output.tolist()
+
+
+def sr_dims(params):
+    """The SR-LO layers (kind, dims) of the table and of the carried-state test."""
+    pes, lanes = params["pes"], params["lanes"]
+    return (("fc_ff", dict(h=pes, k=20, n=lanes)), ("conv_up", dict(n=2, d=2 * pes, h=4, w=4, o=lanes, hk=2, wk=2)),
+            ("fc_up", dict(h=4, k=4, n=3)))
+
+
+def scenarios(params, seed):
+    pes, lanes = params["pes"], params["lanes"]
+    table = []
+    rng = rng_for(seed, "nt_system", "every kind")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    table.append(_scenario(params, "every kind back to back with backpressure, several result blocks per PE",
+                           [_integer_layer(params, generator, kind, several=True) for kind in KINDS],
+                           _handshake(rng, params, 0.6, 0.5)))
+    rng = rng_for(seed, "nt_system", "corners")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    table.append(_scenario(params, "corners at full rate", [
+        # FC FF/BP whose reduction spans two BUF2 blocks (accumulate passes), one result block per PE.
+        _integer_layer(params, generator, "fc_ff", dict(h=pes, k=40, n=2 * lanes)),
+        _integer_layer(params, generator, "fc_bp", dict(h=40, k=pes, n=lanes)),
+        _integer_layer(params, generator, "conv_ff", dict(n=3, d=2, h=3, w=4, o=2, hk=2, wk=3), values=0),
+        # 16-bit extremes: 18 products of -128 * -128 = 294912 would overflow; 2 products of 127 * 127 do not.
+        _integer_layer(params, generator, "conv_ff", dict(n=4, d=1, h=2, w=3, o=1, hk=1, wk=2), values=127),
+        _integer_layer(params, generator, "maxpool", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
+        _integer_layer(params, generator, "maxpool", dict(n=2, c=1, h=2, w=2, r=2), values=-32768),
+        _integer_layer(params, generator, "conv_bp", dict(n=2, d=2, h=3, w=3, o=3, hk=3, wk=3)),
+        # Read pad requests: every second image row of the windows arrives as zeros.
+        _integer_layer(params, generator, "maxpool", dict(n=2 * lanes, c=2, h=4, w=4, r=2), pad_rows=True),
+    ]))
+    rng = rng_for(seed, "nt_system", "several blocks")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    table.append(_scenario(params, "several result blocks per PE merged in turn, with backpressure", [
+        _integer_layer(params, generator, "fc_ff", dict(h=4 * pes, k=24, n=2 * lanes + 1)),
+        _integer_layer(params, generator, "fc_bp", dict(h=40, k=3 * pes, n=2 * lanes)),
+        _integer_layer(params, generator, "conv_up", dict(n=1, d=2 * pes, h=3, w=3, o=2 * lanes, hk=2, wk=2)),
+    ], _handshake(rng, params, 0.5, 0.5)))
+    if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
+        for kind, dims in sr_dims(params):
+            rng = rng_for(seed, "nt_system", "sr", kind)
+            generator = np.random.default_rng(rng.randrange(1 << 32))
+            table.append(_scenario(params, f"SR-LO {kind} from reset with backpressure",
+                                   [_sr_layer(params, generator, kind, dims)], _handshake(rng, params, 0.7, 0.6)))
+    return table
+
+
+def golden(params, scenario):
+    layers = scenario.stimulus["layers"]
+    outcome = run_layers([compile_layer(params, layer) for layer in layers], [layer["inputs"] for layer in layers],
+                         **params)
+    items = {"output": [output_item(layer, result["output"]) for layer, result in zip(layers, outcome)]}
+    for result in outcome:
+        for vault, words in result["final"].items():
+            items.setdefault(f"vault {vault}", []).append((np.asarray(words, dtype=np.int64) & 0xFFFFFFFF).tolist())
+    return Transactions(items)
