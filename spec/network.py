@@ -395,4 +395,9 @@ def dumps(network, file_format="yaml"):
         raise ConfigError(f"network format {file_format!r}: expected one of {', '.join(FORMATS)}")
     import yaml
 
-    return yaml.safe_dump(record, sort_keys=False, default_flow_style=None, width=4096)
+    def flow(value):
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20).strip()
+
+    layers = record.pop("layers")
+    header = yaml.safe_dump(record, sort_keys=False, width=1 << 20)
+    return header + "layers:\n" + "".join(f"  - {flow(layer)}\n" for layer in layers)

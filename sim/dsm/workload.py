@@ -16,7 +16,7 @@ import math
 import pathlib
 
 from trainforge.checks import check_range
-from trainforge.errors import ConfigError
+from trainforge.errors import ConfigError, ParameterError
 from trainforge.spec import network as network_format
 
 #: Kinds of primary computation.
@@ -344,12 +344,12 @@ def workload_from_network(description, n_mb=None, source=None):
             layers.append(Layer(layer.name, layer.kind, layer.in_channels, layer.out_channels, n_ts=layer.timesteps,
                                 bidirectional=layer.bidirectional, aux=aux, input_from=layer.input_from,
                                 residual_from=layer.residual_from, **spatial))
-        except ConfigError as error:
+        except (ConfigError, ParameterError) as error:
             raise ConfigError(f"{where}: {error}") from None
     n_mb = n_mb if n_mb is not None else (description.minibatch or DEFAULT_MINIBATCH)
     try:
         return Workload(description.name, tuple(layers), n_mb)
-    except ConfigError as error:
+    except (ConfigError, ParameterError) as error:
         raise ConfigError(f"{source}: {error}") from None
 
 

@@ -257,6 +257,16 @@ class LayerArrays:
         )
 
 
+#: Fields of the common format HyPar cannot model: (field, the value it takes, what it takes).
+_UNSUPPORTED = (
+    ("groups", 1, "ungrouped convolutions"),
+    ("pool_padding", 0, "pooling without padding"),
+    ("timesteps", 1, "layers applied once (timesteps 1)"),
+    ("input_from", None, "a chain of layers, each reading the previous one"),
+    ("residual_from", None, "a chain of layers without residual connections"),
+)
+
+
 def from_spec(description, source=None):
     """Convert a :class:`trainforge.spec.network.Network` to a HyPar :class:`Network`.
 
@@ -279,13 +289,10 @@ def from_spec(description, source=None):
         if layer.kind not in LAYER_KINDS:
             raise ConfigError(f"{where}.kind: HyPar takes conv and fc layers, got {layer.kind} "
                               f"(layer {layer.name!r})")
-        unsupported = [(key, value) for key, value, default in (
-            ("groups", layer.groups, 1), ("pool_padding", layer.pool_padding, 0), ("timesteps", layer.timesteps, 1),
-            ("input_from", layer.input_from, None), ("residual_from", layer.residual_from, None)) if value != default]
-        if unsupported:
-            key, value = unsupported[0]
-            raise ConfigError(f"{where}.{key}: HyPar takes chains of ungrouped layers without it, got {value!r} "
-                              f"(layer {layer.name!r})")
+        for key, default, takes in _UNSUPPORTED:
+            if getattr(layer, key) != default:
+                raise ConfigError(f"{where}.{key}: HyPar takes {takes}, got {getattr(layer, key)!r} "
+                                  f"(layer {layer.name!r})")
         spatial = {key: getattr(layer, key) for key in _SPATIAL_KEYS} if layer.kind == "conv" else {}
         layers.append(Layer(name=layer.name, kind=layer.kind, in_channels=layer.in_channels,
                             out_channels=layer.out_channels, **spatial))
