@@ -264,3 +264,22 @@ def test_names(capsys):
     assert err.startswith("trainforge networks: unknown network 'nothing'; built-ins: hypar/SFC, ")
     assert main(["dsm", "explore", "hypar/Lenet-c", "--minibatch", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["workload"] == "Lenet-c"
+
+
+def test_neurotrainer_compiles_a_layer_of_a_network_file(tmp_path, capsys):
+    path = write(tmp_path, SMALL_YAML)
+    assert main(["neurotrainer", "compile", "--network", str(path), "--network-layer", "c1", "--dims", "n=2",
+                 "--json"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    # c1 read through add_pad: 16 + 2 * 1 = 18 rows and columns
+    assert main(["neurotrainer", "compile", "--layer", "conv_ff", "--dims", "n=2,d=3,h=18,w=18,o=8,hk=3,wk=3",
+                 "--json"]) == 0
+    assert from_file == json.loads(capsys.readouterr().out)
+    assert main(["neurotrainer", "compile", "--network", str(path), "--network-layer", "f1", "--pass", "up",
+                 "--json"]) == 0
+    assert main(["neurotrainer", "compile", "--layer", "fc_up", "--dims", "h=20,k=108,n=1", "--json"]) == 0
+    first, second = capsys.readouterr().out.split("\n}\n", 1)
+    assert json.loads(first + "\n}") == json.loads(second)
+    assert main(["neurotrainer", "compile", "--network", str(path), "--network-layer", "c2"]) == 2
+    assert capsys.readouterr().err == (f"trainforge neurotrainer: {path}: layers[1].stride: the NeuroTrainer "
+                                       "compiler takes 1, got 2 (layer 'c2')\n")

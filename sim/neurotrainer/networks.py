@@ -11,7 +11,7 @@ network file's ``pool`` and ``aux`` fields are ignored.
 from trainforge.errors import ConfigError
 from trainforge.spec import network as network_format
 
-__all__ = ["BUILTIN_NETWORKS", "NETWORKS", "layers_from_network", "layers", "parameter_count"]
+__all__ = ["BUILTIN_NETWORKS", "NETWORKS", "layers_from_network", "compiler_layer", "layers", "parameter_count"]
 
 
 def _conv(name, cin, cout, kernel, size_in, stride=1, padding=0, groups=1, pool=0, pool_stride=0):
@@ -85,6 +85,50 @@ def layers_from_network(description, source=None):
                 "in_h": layer.in_height, "in_w": layer.in_width, "out_h": layer.out_height, "out_w": layer.out_width,
                 "stride": layer.stride, "groups": layer.groups}))
     return tuple(result)
+
+
+def compiler_layer(description, layer_name, training_pass, batch, source=None):
+    """``(kind, dims)`` of one layer of a network for :func:`trainforge.sim.neurotrainer.compiler.compile_layer`.
+
+    The compiler's convolution has stride 1 and reads an already padded input
+    (the ``add_pad`` data preparation pads it), so ``h, w`` are the padded
+    input size; grouped convolutions are not compiled.
+
+    Parameters
+    ----------
+    description : trainforge.spec.network.Network
+        The network in the common format.
+    layer_name : str
+        The layer to compile.
+    training_pass : str
+        ``"ff"``, ``"bp"`` or ``"up"``.
+    batch : int
+        Samples ``n``.
+    source : str, optional
+        Where the network came from, the start of every error message.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        An unknown layer name, or a layer the compiler cannot take (one line naming it).
+    """
+    source = source or f"network {description.name!r}"
+    names = [layer.name for layer in description.layers]
+    if layer_name not in names:
+        raise ConfigError(f"{source}: no layer {layer_name!r}; layers: {', '.join(names)}")
+    index = names.index(layer_name)
+    layer = description.layers[index]
+    layers_from_network(network_format.Network(description.name, (layer,)), source)  # kind and timesteps
+    where = f"{source}: layers[{index}]"
+    if layer.kind == "fc":
+        return f"fc_{training_pass}", {"h": layer.out_channels, "k": layer.in_channels, "n": batch}
+    for key in ("stride", "groups"):
+        if getattr(layer, key) != 1:
+            raise ConfigError(f"{where}.{key}: the NeuroTrainer compiler takes 1, got {getattr(layer, key)} "
+                              f"(layer {layer.name!r})")
+    return f"conv_{training_pass}", {
+        "n": batch, "d": layer.in_channels, "h": layer.in_height + 2 * layer.padding,
+        "w": layer.in_width + 2 * layer.padding, "o": layer.out_channels, "hk": layer.kernel, "wk": layer.kernel}
 
 
 #: The built-in networks as the model's layer lists.
