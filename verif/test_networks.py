@@ -283,3 +283,23 @@ def test_neurotrainer_compiles_a_layer_of_a_network_file(tmp_path, capsys):
     assert main(["neurotrainer", "compile", "--network", str(path), "--network-layer", "c2"]) == 2
     assert capsys.readouterr().err == (f"trainforge neurotrainer: {path}: layers[1].stride: the NeuroTrainer "
                                        "compiler takes 1, got 2 (layer 'c2')\n")
+
+
+def test_caterpillar_study_trains_a_network_file(tmp_path, capsys):
+    from trainforge.commands.caterpillar.cli import network_widths, study
+
+    path = write(tmp_path, "name: mlp\nlayers:\n  - {name: h1, kind: fc, in_channels: 784, out_channels: 32}\n"
+                           "  - {name: out, kind: fc, in_channels: 32, out_channels: 10}\n")
+    widths = network_widths([str(path), "500x4-10"])
+    assert widths == {str(path): (784, 32, 10), "500x4-10": (784, 500, 500, 500, 500, 10)}
+    result = study([str(path)], [("SGD", 1)], 1, 1.0, (0.5,), 0, 1, widths=widths)
+    (run,) = result["runs"]
+    assert run["network"] == str(path) and run["trained_widths"] == [784, 32, 10]
+    assert sorted(run["priced"]) == ["2x16-cores-4x4", "2x4-cores-16x16"]
+    wrong = write(tmp_path, "name: mlp\nlayers: [{name: h1, kind: fc, in_channels: 784, out_channels: 12}]\n",
+                  "wrong.yaml")
+    assert main(["caterpillar", "rates", "--network", str(wrong)]) == 2
+    assert capsys.readouterr().err == (f"trainforge caterpillar: {wrong}: layers[0].out_channels: expected 10 "
+                                       "(the study trains on 28x28 images of 10 classes), got 12\n")
+    assert main(["caterpillar", "rates", "--network", "nothing"]) == 2
+    assert "known: 500-500-500-10, 500x4-10" in capsys.readouterr().err
