@@ -207,6 +207,9 @@ def test_missing_file_is_one_line(tmp_path, capsys):
     (from_spec, "dsm/resnet50", "layers[0].pool_padding: HyPar takes pooling without padding, got 1 "
                                 "(layer 'conv1')"),
     (workload_from_network, "neurotrainer/vgg16", None),
+    (workload_from_network, "hypar/AlexNet", "layers[0].pool_stride: DeepSpatialMatrix stores n_ij / "
+                                             "pool_stride**2 values and needs out_height * out_width = 3025 "
+                                             "divisible by pool_stride**2, got pool_stride 2 (layer 'conv1')"),
     (neurotrainer_layers, "dsm/gnmt", "layers[0].kind: NeuroTrainer takes conv and fc layers, got lstm "
                                       "(layer 'enc0')"),
     (widths_from_network, "hypar/Lenet-c", "layers[0].kind: CATERPILLAR trains chains of fc layers, got conv "
@@ -220,7 +223,7 @@ def test_a_model_names_the_layer_it_cannot_take(convert, name, message):
         convert(description)
         return
     with pytest.raises(ConfigError) as raised:
-        convert(description, "f.yaml")
+        convert(description, source="f.yaml")
     assert str(raised.value) == f"f.yaml: {message}"
 
 
@@ -303,3 +306,14 @@ def test_caterpillar_study_trains_a_network_file(tmp_path, capsys):
                                        "(the study trains on 28x28 images of 10 classes), got 12\n")
     assert main(["caterpillar", "rates", "--network", "nothing"]) == 2
     assert "known: 500-500-500-10, 500x4-10" in capsys.readouterr().err
+
+
+def test_readme_example_is_a_valid_network(tmp_path):
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    example = readme[readme.index("## Network files"):].split("```yaml\n", 1)[1].split("```", 1)[0]
+    description = network_format.load(write(tmp_path, example))
+    assert description.minibatch == 64 and description.layers[1].out_height == 7
+    assert from_spec(description).layers[2].in_channels == 32 * 7 * 7
+    assert workload_from_network(description).n_mb == 64

@@ -340,6 +340,11 @@ def workload_from_network(description, n_mb=None, source=None):
             spatial = dict(n_ij=layer.out_height * layer.out_width, n_kij=layer.kernel ** 2, stride=layer.stride)
             if layer.pool_kernel:
                 spatial.update(pool_window=layer.pool_kernel ** 2, pool_stride=layer.pool_stride)
+                if spatial["n_ij"] % layer.pool_stride ** 2:
+                    raise ConfigError(
+                        f"{where}.pool_stride: DeepSpatialMatrix stores n_ij / pool_stride**2 values and needs "
+                        f"out_height * out_width = {spatial['n_ij']} divisible by pool_stride**2, got "
+                        f"pool_stride {layer.pool_stride} (layer {layer.name!r})")
         try:
             layers.append(Layer(layer.name, layer.kind, layer.in_channels, layer.out_channels, n_ts=layer.timesteps,
                                 bidirectional=layer.bidirectional, aux=aux, input_from=layer.input_from,
