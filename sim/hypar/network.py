@@ -172,28 +172,13 @@ class Network:
         return [layer.name for layer in self.layers]
 
     def to_dict(self):
-        """The file form (see the module docstring)."""
+        """The file form: the common network format (:mod:`trainforge.spec.network`)."""
         return {"name": self.name, "layers": [layer.to_dict() for layer in self.layers]}
 
     @classmethod
-    def from_dict(cls, record):
-        """Build from the file form, naming the layer in any error."""
-        if not isinstance(record, dict) or not isinstance(record.get("layers"), list):
-            raise ConfigError("network description: expected a mapping with a 'layers' list")
-        layers = []
-        for index, entry in enumerate(record["layers"]):
-            if not isinstance(entry, dict):
-                raise ConfigError(f"layer #{index}: expected a mapping, got {type(entry).__name__}")
-            name = str(entry.get("name", f"#{index}"))
-            allowed = {"name", "kind", "in_channels", "out_channels", *_SPATIAL_KEYS}
-            unknown = sorted(set(entry) - allowed)
-            if unknown:
-                raise ConfigError(f"layer {name!r}: unknown keys {unknown}; allowed: {sorted(allowed)}")
-            missing = [key for key in ("kind", "in_channels", "out_channels") if key not in entry]
-            if missing:
-                raise ConfigError(f"layer {name!r}: missing keys {missing}")
-            layers.append(Layer(**{**entry, "name": name}))
-        return cls(name=str(record.get("name", "network")), layers=tuple(layers))
+    def from_dict(cls, record, source="network"):
+        """Build from the file form (:func:`trainforge.spec.network.from_dict`, then :func:`from_spec`)."""
+        return from_spec(network_format.from_dict(record, source), source)
 
 
 def _check_link(previous, layer):
