@@ -10,9 +10,12 @@ from trainforge.sim.dsm.figures import _training_point
 
 def test_bad_workload_exits_2_and_writes_nothing(tmp_path, capsys):
     bad = tmp_path / "net.json"
-    bad.write_text(json.dumps({"layers": [{"name": "convX", "kind": "conv", "n_in": 3, "n_out": -1}]}))
+    bad.write_text(json.dumps({"name": "bad", "layers": [
+        {"name": "convX", "kind": "conv", "in_channels": 3, "out_channels": -1, "kernel": 3, "in_height": 8,
+         "in_width": 8}]}))
     assert main(["dsm", "explore", str(bad)]) == 2
-    assert "convX" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == f"trainforge dsm: {bad}: layers[0].out_channels: expected an integer >= 1, got -1\n"
 
 
 def test_bad_config_exits_2(tmp_path, capsys):
@@ -22,17 +25,29 @@ def test_bad_config_exits_2(tmp_path, capsys):
     assert "scratchpad_bw" in capsys.readouterr().err
 
 
-def test_yaml_without_pyyaml_is_a_usage_error(tmp_path, capsys):
-    pytest.importorskip("json")
-    try:
-        import yaml  # noqa: F401
-        pytest.skip("PyYAML installed")
-    except ImportError:
-        pass
+def test_yaml_network_file_is_explored(tmp_path, capsys):
     path = tmp_path / "net.yaml"
-    path.write_text("layers: []\n")
-    assert main(["dsm", "explore", str(path)]) == 2
-    assert "PyYAML" in capsys.readouterr().err
+    path.write_text("name: two\nminibatch: 8\nlayers:\n"
+                    "  - {name: c1, kind: conv, in_channels: 3, out_channels: 16, kernel: 3, in_height: 8,"
+                    " in_width: 8, padding: 1}\n"
+                    "  - {name: f1, kind: fc, in_channels: 1024, out_channels: 10}\n")
+    assert main(["dsm", "explore", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["workload"] == "two" and report["n_mb"] == 8
+
+
+def test_unknown_name_lists_the_builtins(capsys):
+    assert main(["dsm", "explore", "alexnet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No such file" not in err
+    assert "vgg16, resnet50, gnmt" in err and "hypar/AlexNet" in err
+
+
+def test_architecture_error_names_the_file_once(tmp_path, capsys):
+    config = tmp_path / "arch.json"
+    config.write_text("[1")
+    assert main(["dsm", "explore", "vgg16", "--config", str(config)]) == 2
+    assert capsys.readouterr().err.count(str(config)) == 1
 
 
 def test_bad_sweep_value_writes_no_files(tmp_path):

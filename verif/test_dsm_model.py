@@ -125,15 +125,18 @@ def test_inference_preloading_never_worse():
 
 
 def test_validation_names_layer_and_value():
-    data = {"name": "bad", "layers": [{"name": "ok", "kind": "fc", "n_in": 4, "n_out": 4},
-                                      {"name": "conv9", "kind": "conv", "n_in": 0, "n_out": 4}]}
+    data = {"name": "bad", "layers": [{"name": "ok", "kind": "fc", "in_channels": 4, "out_channels": 4},
+                                      {"name": "conv9", "kind": "conv", "in_channels": 0, "out_channels": 4}]}
+    with pytest.raises(ConfigError, match=r"^bad\.json: layers\[1\]\.in_channels: expected an integer >= 1, got 0$"):
+        workload_from_dict(data, "bad.json")
     with pytest.raises(ParameterError, match=r"^parameter 'conv9\.n_in' = 0 is invalid \(out of range\); "
                                              r"allowed: an integer in 1\.\.inf$"):
-        workload_from_dict(data)
+        Layer("conv9", "conv", 0, 4)
     with pytest.raises(ConfigError, match=r"fc1.*n_ij"):
         Layer("fc1", "fc", 4, 4, n_ij=9)
-    with pytest.raises(ConfigError, match=r"x.*bogus"):
-        workload_from_dict({"layers": [{"name": "x", "kind": "fc", "n_in": 1, "n_out": 1, "bogus": 1}]})
+    with pytest.raises(ConfigError, match=r"^workload: layers\[0\]\.bogus: unknown field"):
+        workload_from_dict({"name": "x", "layers": [{"name": "x", "kind": "fc", "in_channels": 1, "out_channels": 1,
+                                                     "bogus": 1}]})
     with pytest.raises(ParameterError, match=r"^parameter 'chip\.cores' = 3 is invalid \(not a power of two\)"):
         default_architecture().with_changes(**{"chip.cores": 3})
 

@@ -8,9 +8,11 @@ a constant.
 import math
 from dataclasses import dataclass
 
+from trainforge.errors import ConfigError
 from trainforge.golden.caterpillar import core, ring
+from trainforge.spec import network as network_format
 
-__all__ = ["TABLE1", "Config", "CONFIGS", "NETWORKS", "layer_shapes", "memory_per_pe", "fits",
+__all__ = ["TABLE1", "Config", "CONFIGS", "BUILTIN_NETWORKS", "NETWORKS", "widths_from_network", "layer_shapes", "memory_per_pe", "fits",
            "epoch_counts", "epoch_cycles", "epoch_energy", "area_mm2", "METHODS"]
 
 #: Table 1: energy per operation (pJ) and area (mm^2).
@@ -67,13 +69,58 @@ CONFIGS = {
     "2x4-cores-16x16": Config("2x4-cores-16x16", c=4, n_r=16, reduction="tree"),
 }
 
+def _mlp(name, widths):
+    """An MLP of fully connected layers ``fc1``... in the common network format."""
+    layers = [{"name": f"fc{index}", "kind": "fc", "in_channels": inputs, "out_channels": outputs}
+              for index, (inputs, outputs) in enumerate(zip(widths, widths[1:]), start=1)]
+    return network_format.from_dict({"name": name, "layers": layers}, f"caterpillar {name}")
+
+
+def widths_from_network(description, source=None):
+    """The layer widths (inputs, then every layer's outputs) of a chain of ``fc`` layers.
+
+    Parameters
+    ----------
+    description : trainforge.spec.network.Network
+        The network in the common format (:mod:`trainforge.spec.network`).
+    source : str, optional
+        Where it came from (a file name), the start of every error message.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        For a layer CATERPILLAR cannot train (not ``fc``, applied over
+        timesteps, reading another layer than the previous one, or whose
+        inputs are not the previous layer's outputs); one line naming it.
+    """
+    source = source or f"network {description.name!r}"
+    widths = [description.layers[0].in_channels]
+    for index, layer in enumerate(description.layers):
+        where = f"{source}: layers[{index}]"
+        if layer.kind != "fc":
+            raise ConfigError(f"{where}.kind: CATERPILLAR trains chains of fc layers, got {layer.kind} "
+                              f"(layer {layer.name!r})")
+        for key, default in (("timesteps", 1), ("input_from", None), ("residual_from", None)):
+            if getattr(layer, key) != default:
+                raise ConfigError(f"{where}.{key}: CATERPILLAR trains plain chains of fc layers, got "
+                                  f"{getattr(layer, key)!r} (layer {layer.name!r})")
+        if layer.in_channels != widths[-1]:
+            raise ConfigError(f"{where}.in_channels: expected {widths[-1]}, the previous layer's outputs, got "
+                              f"{layer.in_channels} (layer {layer.name!r})")
+        widths.append(layer.out_channels)
+    return tuple(widths)
+
+
+#: The study's networks (MLPs from the 784 inputs to the 10 outputs) in the common format.
+BUILTIN_NETWORKS = {name: _mlp(name, widths) for name, widths in (
+    ("500-500-500-10", (784, 500, 500, 500, 10)),
+    ("500x4-10", (784, 500, 500, 500, 500, 10)),
+    ("500x5-10", (784, 500, 500, 500, 500, 500, 10)),
+    ("2500-2000-1500-1000-500-10", (784, 2500, 2000, 1500, 1000, 500, 10)),
+)}
+
 #: The study's networks: layer widths from the 784 inputs to the 10 outputs.
-NETWORKS = {
-    "500-500-500-10": (784, 500, 500, 500, 10),
-    "500x4-10": (784, 500, 500, 500, 500, 10),
-    "500x5-10": (784, 500, 500, 500, 500, 500, 10),
-    "2500-2000-1500-1000-500-10": (784, 2500, 2000, 1500, 1000, 500, 10),
-}
+NETWORKS = {name: widths_from_network(network) for name, network in BUILTIN_NETWORKS.items()}
 
 
 def layer_shapes(widths):

@@ -258,16 +258,14 @@ def architecture_from_dict(data, source="config"):
                 changes[f"{key}.{name}"] = item
         else:
             changes[key] = value
-    return default_architecture().with_changes(**changes)
+    try:
+        return default_architecture().with_changes(**changes)
+    except (ConfigError, ParameterError) as error:
+        raise type(error)(f"{source}: {error}") from None
 
 
 def load_architecture(path=None):
     """The default architecture, or one read from a JSON/YAML config file (missing keys keep Fig. 10 values)."""
     if path is None:
         return default_architecture()
-    try:
-        return architecture_from_dict(load_document(path), source=str(path))
-    except ParameterError as error:
-        raise ParameterError(f"{path}: {error}") from None
-    except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+    return architecture_from_dict(load_document(path), source=str(path))

@@ -4,14 +4,20 @@ A workload is an ordered list of :class:`Layer` objects (execution order of the
 FWD pass) and a minibatch size. Each layer carries the five primary-computation
 parameters of Fig. 2 except the minibatch, which is a property of the run and
 therefore lives in :class:`Workload`. Built-in networks are VGG16, ResNet50 and
-GNMT; any other network can be read from JSON (or YAML when PyYAML is present).
+GNMT; any other network is read from a network file in the common format of
+:mod:`trainforge.spec.network` (JSON or YAML) and converted by
+:func:`workload_from_network`, which takes every layer kind of the format
+(``conv``, ``fc``, ``lstm``) but no grouped convolution; pooling becomes the
+``maxpool``/``avgpool`` auxiliary computation (its padding is not modelled).
 """
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 import json
+import math
 import pathlib
 
 from trainforge.checks import check_range
-from trainforge.errors import ConfigError
+from trainforge.errors import ConfigError, ParameterError
+from trainforge.spec import network as network_format
 
 #: Kinds of primary computation.
 LAYER_KINDS = ("conv", "fc", "lstm")
@@ -293,48 +299,133 @@ def gnmt(n_mb=256, units=1024, timesteps=128):
 #: Built-in workloads by name.
 BUILTINS = {"vgg16": vgg16, "resnet50": resnet50, "gnmt": gnmt}
 
-_LAYER_FIELDS = {name for name in Layer.__dataclass_fields__}
+#: Auxiliary computations of a pooling layer, by the format's ``pool`` kind.
+_POOL_AUX = {"max": "maxpool", "avg": "avgpool"}
+
+#: Minibatch of a network file that gives none.
+DEFAULT_MINIBATCH = 256
+
+
+def workload_from_network(description, n_mb=None, source=None):
+    """Convert a :class:`trainforge.spec.network.Network` to a :class:`Workload`.
+
+    A convolution's ``n_ij`` is its output map (before pooling), ``n_kij``
+    the kernel area; pooling appends ``maxpool``/``avgpool`` to ``aux`` with
+    ``pool_window`` the pooling area.
+
+    Parameters
+    ----------
+    description : trainforge.spec.network.Network
+        The network in the common format.
+    n_mb : int, optional
+        Minibatch; default the network's ``minibatch``, else 256.
+    source : str, optional
+        Where it came from (a file name), the start of every error message.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        One line naming the field DeepSpatialMatrix cannot take.
+    """
+    source = source or f"network {description.name!r}"
+    layers = []
+    for index, layer in enumerate(description.layers):
+        where = f"{source}: layers[{index}]"
+        if layer.groups != 1:
+            raise ConfigError(f"{where}.groups: DeepSpatialMatrix takes ungrouped convolutions, got {layer.groups} "
+                              f"(layer {layer.name!r})")
+        aux = layer.aux + ((_POOL_AUX[layer.pool],) if layer.pool_kernel else ())
+        spatial = {}
+        if layer.kind == "conv":
+            spatial = dict(n_ij=layer.out_height * layer.out_width, n_kij=layer.kernel ** 2, stride=layer.stride)
+            if layer.pool_kernel:
+                spatial.update(pool_window=layer.pool_kernel ** 2, pool_stride=layer.pool_stride)
+                if spatial["n_ij"] % layer.pool_stride ** 2:
+                    raise ConfigError(
+                        f"{where}.pool_stride: DeepSpatialMatrix stores n_ij / pool_stride**2 values and needs "
+                        f"out_height * out_width = {spatial['n_ij']} divisible by pool_stride**2, got "
+                        f"pool_stride {layer.pool_stride} (layer {layer.name!r})")
+        try:
+            layers.append(Layer(layer.name, layer.kind, layer.in_channels, layer.out_channels, n_ts=layer.timesteps,
+                                bidirectional=layer.bidirectional, aux=aux, input_from=layer.input_from,
+                                residual_from=layer.residual_from, **spatial))
+        except (ConfigError, ParameterError) as error:
+            raise ConfigError(f"{where}: {error}") from None
+    n_mb = n_mb if n_mb is not None else (description.minibatch or DEFAULT_MINIBATCH)
+    try:
+        return Workload(description.name, tuple(layers), n_mb)
+    except (ConfigError, ParameterError) as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def _square_side(area, what):
+    side = math.isqrt(area)
+    if side * side != area:
+        raise ConfigError(f"{what}={area} is not a square; the network format describes square maps and kernels")
+    return side
+
+
+def network_from_workload(workload):
+    """The :class:`Workload` in the common format (:class:`trainforge.spec.network.Network`).
+
+    A convolution's input map is ``n_ij * stride**2`` with the padding that
+    gives back its output map (``(kernel - 1) // 2``); a pooling layer gets the
+    padding that stores ``n_ij / pool_stride**2`` values, as the model does.
+    :func:`workload_from_network` converts it back to an equal workload.
+    """
+    records = []
+    for layer in workload.layers:
+        record = {"name": layer.name, "kind": layer.kind, "in_channels": layer.n_in, "out_channels": layer.n_out}
+        pools = [op for op in layer.aux if op in _POOL_AUX.values()]
+        aux = [op for op in layer.aux if op not in _POOL_AUX.values()]
+        if layer.kind == "conv":
+            kernel = _square_side(layer.n_kij, f"layer {layer.name!r}: n_kij")
+            out = _square_side(layer.n_ij, f"layer {layer.name!r}: n_ij")
+            record.update(kernel=kernel, in_height=out * layer.stride, in_width=out * layer.stride,
+                          out_height=out, out_width=out, stride=layer.stride, padding=(kernel - 1) // 2)
+            if pools:
+                window = _square_side(layer.pool_window, f"layer {layer.name!r}: pool_window")
+                stored = out // layer.pool_stride
+                padding = next(p for p in range(window) if (out + 2 * p - window) // layer.pool_stride + 1 == stored)
+                record.update(pool=pools[0][:3], pool_kernel=window, pool_stride=layer.pool_stride,
+                              pool_padding=padding)
+        if layer.n_ts != 1:
+            record["timesteps"] = layer.n_ts
+        if layer.bidirectional:
+            record["bidirectional"] = True
+        if aux:
+            record["aux"] = aux
+        for key in ("input_from", "residual_from"):
+            if getattr(layer, key) is not None:
+                record[key] = getattr(layer, key)
+        records.append(record)
+    return network_format.from_dict({"name": workload.name, "minibatch": workload.n_mb, "layers": records},
+                                    f"workload {workload.name!r}")
 
 
 def workload_from_dict(data, source="workload"):
-    """Build a :class:`Workload` from a parsed JSON/YAML document.
+    """Build a :class:`Workload` from a parsed network document in the common format.
 
     Parameters
     ----------
     data : dict
-        ``{"name": str, "n_mb": int, "layers": [{"name": ..., "kind": ..., ...}, ...]}``.
+        A network file's content (:mod:`trainforge.spec.network`).
     source : str
         Where the document came from, for error messages.
     """
-    if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
-        raise ConfigError(f"{source}: expected an object with a 'layers' list")
-    layers = []
-    for position, entry in enumerate(data["layers"]):
-        label = entry.get("name", f"#{position}") if isinstance(entry, dict) else f"#{position}"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"layer {label!r}: expected an object, got {type(entry).__name__}")
-        unknown = sorted(set(entry) - _LAYER_FIELDS)
-        if unknown:
-            raise ConfigError(f"layer {label!r}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_LAYER_FIELDS))}")
-        missing = [key for key in ("name", "kind", "n_in", "n_out") if key not in entry]
-        if missing:
-            raise ConfigError(f"layer {label!r}: missing field(s) {', '.join(missing)}")
-        layers.append(Layer(**{**entry, "aux": tuple(entry.get("aux", ()))}))
-    return Workload(str(data.get("name", source)), tuple(layers), data.get("n_mb", 256))
+    return workload_from_network(network_format.from_dict(data, source), source=source)
 
 
 def load_document(path):
-    """Parse a JSON or YAML file (YAML needs PyYAML) into Python objects."""
+    """Parse a JSON (``.json``) or YAML (``.yaml``, ``.yml``) file into Python objects (an architecture file)."""
     path = pathlib.Path(path)
     try:
         text = path.read_text()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise ConfigError(f"{path}: YAML input needs PyYAML (pip install pyyaml); use JSON instead") from None
+        import yaml
+
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as error:
@@ -346,9 +437,20 @@ def load_document(path):
 
 
 def load_workload(spec, n_mb=None):
-    """Return a built-in workload by name or read one from a JSON/YAML file."""
+    """Return a built-in workload by name or read a network file (JSON/YAML, the common format).
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        For a name that is neither a built-in nor a file (listing the
+        built-ins), or a bad file (naming the file and the field).
+    """
     if spec in BUILTINS:
         workload = BUILTINS[spec]()
     else:
-        workload = workload_from_dict(load_document(spec), source=str(spec))
+        path = pathlib.Path(spec)
+        if not path.exists() and path.suffix.lower() not in (".json", ".yaml", ".yml"):
+            raise ConfigError(f"{spec!r} is neither a built-in workload nor a file; built-ins: "
+                              f"{', '.join(BUILTINS)} (or a .json/.yaml network file)")
+        workload = workload_from_network(network_format.load(path), source=str(path))
     return workload if n_mb is None else workload.with_minibatch(n_mb)

@@ -6,29 +6,24 @@ element-wise and cost no communication; pooling is a property of the
 convolution it follows (``pool_kernel``, ``pool_stride``).
 
 Networks come from the Python API (:class:`Layer`, :class:`Network`), from
-JSON or YAML files (:func:`load_network`; YAML only if PyYAML is importable),
-or from the built-ins in :mod:`trainforge.sim.hypar.builtins`.
+network files in the one format of :mod:`trainforge.spec.network` (JSON or
+YAML; :func:`load_network`, converted by :func:`from_spec`), or from the
+built-ins in :mod:`trainforge.sim.hypar.builtins`. HyPar takes chains of
+``conv`` and ``fc`` layers: no ``lstm``, no grouped convolution, no
+``input_from``/``residual_from`` branch, no pooling padding; ``aux``
+operations are element-wise and ignored.
 
-File format (JSON shown; YAML has the same keys)::
-
-    {"name": "tiny",
-     "layers": [
-       {"name": "conv1", "kind": "conv", "in_channels": 1, "out_channels": 20,
-        "kernel": 5, "in_height": 28, "in_width": 28, "out_height": 24,
-        "out_width": 24, "stride": 1, "padding": 0, "pool_kernel": 2, "pool_stride": 2},
-       {"name": "fc1", "kind": "fc", "in_channels": 2880, "out_channels": 10}]}
-
-For ``fc`` layers ``in_channels``/``out_channels`` are the input and output
-neuron counts and the spatial keys are omitted.
+:meth:`Network.to_dict` and :meth:`Network.from_dict` are that format's
+subset HyPar uses: for ``fc`` layers ``in_channels``/``out_channels`` are the
+input and output neuron counts and the spatial keys are omitted.
 """
-import json
-import pathlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from trainforge.checks import check_range
 from trainforge.errors import ConfigError
+from trainforge.spec import network as network_format
 
 LAYER_KINDS = ("conv", "fc")
 _SPATIAL_KEYS = ("kernel", "in_height", "in_width", "out_height", "out_width", "stride", "padding",
@@ -177,28 +172,13 @@ class Network:
         return [layer.name for layer in self.layers]
 
     def to_dict(self):
-        """The file form (see the module docstring)."""
+        """The file form: the common network format (:mod:`trainforge.spec.network`)."""
         return {"name": self.name, "layers": [layer.to_dict() for layer in self.layers]}
 
     @classmethod
-    def from_dict(cls, record):
-        """Build from the file form, naming the layer in any error."""
-        if not isinstance(record, dict) or not isinstance(record.get("layers"), list):
-            raise ConfigError("network description: expected a mapping with a 'layers' list")
-        layers = []
-        for index, entry in enumerate(record["layers"]):
-            if not isinstance(entry, dict):
-                raise ConfigError(f"layer #{index}: expected a mapping, got {type(entry).__name__}")
-            name = str(entry.get("name", f"#{index}"))
-            allowed = {"name", "kind", "in_channels", "out_channels", *_SPATIAL_KEYS}
-            unknown = sorted(set(entry) - allowed)
-            if unknown:
-                raise ConfigError(f"layer {name!r}: unknown keys {unknown}; allowed: {sorted(allowed)}")
-            missing = [key for key in ("kind", "in_channels", "out_channels") if key not in entry]
-            if missing:
-                raise ConfigError(f"layer {name!r}: missing keys {missing}")
-            layers.append(Layer(**{**entry, "name": name}))
-        return cls(name=str(record.get("name", "network")), layers=tuple(layers))
+    def from_dict(cls, record, source="network"):
+        """Build from the file form (:func:`trainforge.spec.network.from_dict`, then :func:`from_spec`)."""
+        return from_spec(network_format.from_dict(record, source), source)
 
 
 def _check_link(previous, layer):
@@ -262,41 +242,74 @@ class LayerArrays:
         )
 
 
-def load_network(path):
-    """Read a network from a ``.json``, ``.yaml`` or ``.yml`` file.
+#: Fields of the common format HyPar cannot model: (field, the value it takes, what it takes).
+_UNSUPPORTED = (
+    ("groups", 1, "ungrouped convolutions"),
+    ("pool_padding", 0, "pooling without padding"),
+    ("timesteps", 1, "layers applied once (timesteps 1)"),
+    ("input_from", None, "a chain of layers, each reading the previous one"),
+    ("residual_from", None, "a chain of layers without residual connections"),
+)
+
+
+def from_spec(description, source=None):
+    """Convert a :class:`trainforge.spec.network.Network` to a HyPar :class:`Network`.
 
     Parameters
     ----------
-    path : str or pathlib.Path
-        The description file.
+    description : trainforge.spec.network.Network
+        The network in the common format.
+    source : str, optional
+        Where it came from (a file name), the start of every error message.
 
     Raises
     ------
     trainforge.errors.ConfigError
-        For an unreadable file, a syntax error, a missing PyYAML for YAML, or
-        any shape error (naming the layer).
-    trainforge.errors.ParameterError
-        For a size out of range (naming the layer and the key).
+        One line naming the layer HyPar cannot take, or the shape link that does not hold.
     """
-    path = pathlib.Path(path)
+    source = source or f"network {description.name!r}"
+    layers = []
+    for index, layer in enumerate(description.layers):
+        where = f"{source}: layers[{index}]"
+        if layer.kind not in LAYER_KINDS:
+            raise ConfigError(f"{where}.kind: HyPar takes conv and fc layers, got {layer.kind} "
+                              f"(layer {layer.name!r})")
+        for key, default, takes in _UNSUPPORTED:
+            if getattr(layer, key) != default:
+                raise ConfigError(f"{where}.{key}: HyPar takes {takes}, got {getattr(layer, key)!r} "
+                                  f"(layer {layer.name!r})")
+        spatial = {key: getattr(layer, key) for key in _SPATIAL_KEYS} if layer.kind == "conv" else {}
+        layers.append(Layer(name=layer.name, kind=layer.kind, in_channels=layer.in_channels,
+                            out_channels=layer.out_channels, **spatial))
     try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"network file {str(path)!r}: {error.strerror}") from error
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as error:
-            raise ConfigError(f"network file {str(path)!r}: YAML needs PyYAML, which is not "
-                              "installed; use JSON") from error
-        try:
-            record = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"network file {str(path)!r}: invalid YAML ({error})") from error
-    else:
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"network file {str(path)!r}: invalid JSON at line {error.lineno} "
-                              f"({error.msg})") from error
-    return Network.from_dict(record)
+        return Network(name=description.name, layers=tuple(layers))
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def to_spec(network):
+    """The HyPar :class:`Network` in the common format (:class:`trainforge.spec.network.Network`)."""
+    record = network.to_dict()
+    for layer in record["layers"]:
+        if not layer.get("pool_kernel"):
+            layer.pop("pool_kernel", None)
+            layer.pop("pool_stride", None)
+    return network_format.from_dict(record, f"network {network.name!r}")
+
+
+def load_network(path):
+    """Read a network file in the common format (:func:`trainforge.spec.network.load`) for HyPar.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The description file, ``.json``, ``.yaml`` or ``.yml``.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        For an unreadable file, a syntax error, a bad field, a layer HyPar
+        cannot take or a shape link that does not hold (one line naming the
+        file and the layer).
+    """
+    return from_spec(network_format.load(path), str(path))

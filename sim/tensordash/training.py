@@ -12,17 +12,61 @@ one randomly chosen mini-batch is traced: per layer its input activations
 ``A``, weights ``W`` and output gradients ``G`` (the gradient of the layer's
 pre-activation output, so the ReLU and max-pool zeros show in it). The first
 layer has no ``GxW`` (no input gradient is needed), as in the paper.
+
+The network is :data:`DIGITS_CNN`, in the common network format
+(:mod:`trainforge.spec.network`); :func:`layers_from_network` converts a
+network to the layer model's weight shapes (it takes ungrouped ``conv`` and
+``fc`` layers). The training loop itself is written for this one network
+(its forward and backward passes are spelled out), so it trains no other.
 """
 import numpy as np
 
+from trainforge.errors import ConfigError
 from trainforge.golden.tensordash.layer import OPERATIONS, layer_cycles, lower
 from trainforge.outputs import save_figure
+from trainforge.spec import network as network_format
 
-__all__ = ["LAYERS", "load_digits_data", "train_and_trace", "layer_speedups", "training_report", "plot"]
+__all__ = ["DIGITS_CNN", "layers_from_network", "LAYERS", "load_digits_data", "train_and_trace", "layer_speedups", "training_report", "plot"]
+
+#: The traced CNN in the common network format.
+DIGITS_CNN = network_format.from_dict({"name": "digits-cnn", "layers": [
+    {"name": "conv1", "kind": "conv", "in_channels": 1, "out_channels": 8, "kernel": 3, "in_height": 8,
+     "in_width": 8, "padding": 1, "aux": ["bias", "relu"]},
+    {"name": "conv2", "kind": "conv", "in_channels": 8, "out_channels": 16, "kernel": 3, "in_height": 8,
+     "in_width": 8, "padding": 1, "aux": ["bias", "relu"], "pool": "max", "pool_kernel": 2},
+    {"name": "fc1", "kind": "fc", "in_channels": 256, "out_channels": 64, "aux": ["bias", "relu"]},
+    {"name": "fc2", "kind": "fc", "in_channels": 64, "out_channels": 10, "aux": ["bias", "softmax"]},
+]}, "tensordash digits-cnn")
+
+
+def layers_from_network(description, source=None):
+    """``(name, kind, weight shape)`` of every layer: ``(F, C, K, K)`` for conv, ``(outputs, inputs)`` for fc.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        For a layer the TensorDash layer model cannot take (``lstm``, grouped,
+        over timesteps); one line naming it.
+    """
+    source = source or f"network {description.name!r}"
+    result = []
+    for index, layer in enumerate(description.layers):
+        where = f"{source}: layers[{index}]"
+        if layer.kind not in ("conv", "fc"):
+            raise ConfigError(f"{where}.kind: the TensorDash layer model takes conv and fc layers, got "
+                              f"{layer.kind} (layer {layer.name!r})")
+        for key in ("groups", "timesteps"):
+            if getattr(layer, key) != 1:
+                raise ConfigError(f"{where}.{key}: the TensorDash layer model takes 1, got {getattr(layer, key)} "
+                                  f"(layer {layer.name!r})")
+        shape = ((layer.out_channels, layer.in_channels, layer.kernel, layer.kernel) if layer.kind == "conv"
+                 else (layer.out_channels, layer.in_channels))
+        result.append((layer.name, layer.kind, shape))
+    return tuple(result)
+
 
 #: (name, kind, weight shape) of the network's layers with weights.
-LAYERS = (("conv1", "conv", (8, 1, 3, 3)), ("conv2", "conv", (16, 8, 3, 3)),
-          ("fc1", "fc", (64, 256)), ("fc2", "fc", (10, 64)))
+LAYERS = layers_from_network(DIGITS_CNN)
 
 
 def load_digits_data(seed=0, test_fraction=0.25):

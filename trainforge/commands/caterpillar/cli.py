@@ -14,7 +14,7 @@ import pathlib
 
 import numpy as np
 
-from trainforge.errors import UsageError
+from trainforge.errors import ConfigError, UsageError
 from trainforge.golden.caterpillar import core
 from trainforge.outputs import save_figure, write_json
 from trainforge.sim.caterpillar import arch, training
@@ -120,8 +120,51 @@ def _to_accuracy(curve, samples_per_epoch, energy, timing, target):
             "seconds": epochs * timing["seconds"]}
 
 
-def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_epoch=4, idx=None):
+def _study_configs(network):
+    """The configurations ``network`` is priced on: :data:`STUDY_CONFIGS`, every configuration for a network file."""
+    return STUDY_CONFIGS.get(network, tuple(arch.CONFIGS))
+
+
+def network_widths(names):
+    """``{name: widths}`` of built-in network names and network files (:mod:`trainforge.spec.network`).
+
+    A file must describe a chain of fc layers from the 784 pixels of an image to the 10 classes.
+
+    Raises
+    ------
+    trainforge.errors.UsageError
+        For a name that is neither a built-in nor a file.
+    trainforge.errors.ConfigError
+        For a bad file, or a network CATERPILLAR cannot train (one line naming the file and the field).
+    """
+    from trainforge.spec import network as network_format
+
+    result = {}
+    for name in names:
+        if name in arch.NETWORKS:
+            result[name] = arch.NETWORKS[name]
+            continue
+        path = pathlib.Path(name)
+        if not path.exists() and path.suffix.lower() not in (".json", ".yaml", ".yml"):
+            raise UsageError(f"unknown network {name!r}; known: {', '.join(arch.NETWORKS)}, or a .json/.yaml "
+                             "network file")
+        description = network_format.load(path)
+        widths = arch.widths_from_network(description, name)
+        last = len(description.layers) - 1
+        for index, field, expected, got in ((0, "in_channels", 784, widths[0]),
+                                            (last, "out_channels", 10, widths[-1])):
+            if got != expected:
+                raise ConfigError(f"{name}: layers[{index}].{field}: expected {expected} (the study trains on "
+                                  f"28x28 images of 10 classes), got {got}")
+        result[name] = widths
+    return result
+
+
+def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_epoch=4, idx=None, widths=None):
     """Train every (method, batch) of ``plan`` on every network, then price it on the architecture.
+
+    ``widths`` maps a network name to its layer widths (default :data:`arch.NETWORKS`; see
+    :func:`network_widths` for network files).
 
     Energy and time to an accuracy are the consumed samples (in epochs) times one
     epoch's energy and time on the array (:func:`arch.epoch_energy`,
@@ -133,15 +176,16 @@ def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_e
     results = {"dataset": source, "train_samples": split, "test_samples": len(x) - split, "epochs": epochs,
                "hidden_scale": hidden_scale, "seed": seed, "evaluations_per_epoch": evaluations_per_epoch,
                "targets": list(targets), "runs": []}
+    known = widths or arch.NETWORKS
     for network in networks:
-        widths = arch.NETWORKS[network]
+        widths = known[network]
         scaled = _scaled_widths(widths, hidden_scale)
         for method, batch in progress(list(plan), f"study {network}", unit="run"):
             curve = training.train(scaled, method, x[:split], labels[:split], x[split:], labels[split:],
                                    epochs=epochs, batch=batch, seed=seed,
                                    evaluations_per_epoch=evaluations_per_epoch)
             priced = {}
-            for config_name in STUDY_CONFIGS[network]:
+            for config_name in _study_configs(network):
                 config = arch.CONFIGS[config_name]
                 energy = arch.epoch_energy(widths, method, split, config, batch)
                 timing = arch.epoch_cycles(widths, method, split, config, batch)
@@ -221,7 +265,7 @@ def compare_with_paper(results, reference=0.9):
     return comparison
 
 
-def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per_epoch=4):
+def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per_epoch=4, widths=None):
     """Learning-rate sweep: every (method, batch) of ``plan`` at every rate; the best by mean test accuracy.
 
     The mean over all evaluations (not the last one) rewards a rate that converges
@@ -230,7 +274,7 @@ def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per
     """
     x, labels, source = training.load_dataset()
     split = int(0.8 * len(x))
-    widths = _scaled_widths(arch.NETWORKS[network], hidden_scale)
+    widths = _scaled_widths((widths or arch.NETWORKS)[network], hidden_scale)
     rows, best = [], {}
     for method, batch in progress(list(plan), "learning-rate sweep", unit="method"):
         for rate in rates:
@@ -348,7 +392,7 @@ def _plot_study(result):
     """Figs. 5-9: accuracy per epoch, energy to accuracy with its FPU/memory split, time to accuracy."""
     def plot(plt):
         panels = [(network, config) for network in dict.fromkeys(run["network"] for run in result["runs"])
-                  for config in STUDY_CONFIGS[network]]
+                  for config in _study_configs(network)]
         targets = result["targets"]
         reference = result["comparison"]["reference_accuracy"]
         figure, axes = plt.subplots(4, len(panels), figsize=(5.5 * len(panels), 17), squeeze=False)
@@ -375,7 +419,7 @@ def _plot_study(result):
             axis = axes[2][column]
             labels, fpu, memory = [], [], []
             for run in runs:
-                reached = run["priced"][config]["to_accuracy"][str(reference)]
+                reached = run["priced"][config]["to_accuracy"].get(str(reference))
                 if reached is not None:
                     labels.append(_label(run))
                     fpu.append(reached["fpu_j"])
@@ -426,9 +470,7 @@ def utilization_handler(args):
 
 
 def _check_networks_and_methods(args):
-    for name in args.network:
-        if name not in arch.NETWORKS:
-            raise UsageError(f"unknown network {name!r}; known: {', '.join(arch.NETWORKS)}")
+    args.widths = network_widths(args.network)
     args.method = [name.upper() for name in args.method]
     for name in args.method:
         if name not in arch.METHODS:
@@ -456,7 +498,7 @@ def study_handler(args):
         idx = tuple(args.idx)
     plan = _run_plan(args.method, tuple(args.batch), tuple(args.feedback_batch))
     result = study(args.network, plan, args.epochs, args.hidden_scale, tuple(sorted(args.target)), args.seed,
-                   args.evaluations, idx)
+                   args.evaluations, idx, args.widths)
     return _finish(args, args.name, result, _plot_study(result))
 
 
@@ -468,11 +510,13 @@ def rates_handler(args):
         raise UsageError(f"--rate values must be positive: {args.rate}")
     plan = _run_plan(args.method, tuple(args.batch), tuple(args.feedback_batch))
     result = rate_sweep(args.network[0], plan, tuple(args.rate), args.epochs, args.hidden_scale, args.seed,
-                        args.evaluations)
+                        args.evaluations, args.widths)
     return _finish(args, "rates", result, _plot_rates(result))
 
 def _training_arguments(command, epochs, networks):
-    command.add_argument("--network", nargs="+", default=networks, help="networks (default: %(default)s)")
+    command.add_argument("--network", nargs="+", default=networks,
+                         help="built-in networks or .json/.yaml network files of fc layers from 784 inputs to "
+                              "10 outputs (default: %(default)s)")
     command.add_argument("--method", nargs="+", default=list(arch.METHODS),
                          help="training methods, any case (default: %(default)s)")
     command.add_argument("--batch", nargs="+", type=int, default=[2, 4, 8, 50, 100],

@@ -9,12 +9,29 @@ import json
 from trainforge.errors import UsageError
 
 
+def _workload(name, n_mb):
+    """A DSM built-in or network file, or another model's built-in (``MODEL/NAME``, converted)."""
+    import pathlib
+
+    from trainforge.commands.networks.builtins import MODELS, builtin_networks, resolve
+    from trainforge.errors import ConfigError
+    from trainforge.sim.dsm.workload import BUILTINS, load_workload, workload_from_network
+    path = pathlib.Path(name)
+    if name in BUILTINS or path.exists() or path.suffix.lower() in (".json", ".yaml", ".yml"):
+        return load_workload(name, n_mb)
+    if name.split("/", 1)[0].lower() in MODELS:
+        return workload_from_network(resolve(name), n_mb, f"network {name!r}")
+    others = [key for key in builtin_networks() if key.split("/", 1)[1].lower() == name.lower()]
+    raise ConfigError(f"{name!r} is neither a built-in workload nor a file; built-ins: {', '.join(BUILTINS)}; "
+                      f"other models' networks as MODEL/NAME ({', '.join(others) or 'trainforge networks list'}); "
+                      "or a .json/.yaml network file")
+
+
 def _explore(args):
     from trainforge.sim.dsm.arch import load_architecture
     from trainforge.sim.dsm.explore import Optimizations, explore
-    from trainforge.sim.dsm.workload import load_workload
     arch = load_architecture(args.config)
-    workload = load_workload(args.workload, args.minibatch)
+    workload = _workload(args.workload, args.minibatch)
     options = Optimizations(args.hybrid or args.all, args.memory_reuse or args.all, args.dysm or args.all,
                             args.timestep_pipelining or args.all)
     result = explore(workload, arch, options, training=not args.inference)
@@ -73,7 +90,8 @@ def register(subparsers):
     parser = subparsers.add_parser("dsm", help="DeepSpatialMatrix performance model and exploration")
     commands = parser.add_subparsers(dest="dsm_command", metavar="DSM_COMMAND", required=True)
     explore = commands.add_parser("explore", help="best configuration per layer and pass")
-    explore.add_argument("workload", help="vgg16, resnet50, gnmt or a JSON/YAML workload file")
+    explore.add_argument("workload", help="vgg16, resnet50, gnmt, another model's MODEL/NAME (trainforge "
+                                         "networks list) or a .json/.yaml network file")
     explore.add_argument("--config", help="JSON/YAML architecture file (default: paper Fig. 10)")
     explore.add_argument("--minibatch", type=int, help="override N_mb, the minibatch size")
     explore.add_argument("--inference", action="store_true", help="FWD only")

@@ -22,7 +22,7 @@ from trainforge.outputs import write_json
 
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
 from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, TrainingSetup
-from trainforge.sim.hypar.network import load_network
+from trainforge.sim.hypar.network import from_spec, load_network
 from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
 from trainforge.progress import progress
 
@@ -30,12 +30,18 @@ REPORT_DIR = pathlib.Path("build/reports/hypar")
 
 
 def _network(name):
-    if name.lower().endswith((".json", ".yaml", ".yml")):
+    """A HyPar built-in, a network file, or another model's built-in (``MODEL/NAME``, converted)."""
+    if name.lower().endswith((".json", ".yaml", ".yml")) or pathlib.Path(name).is_file():
         return load_network(name)
+    from trainforge.commands.networks.builtins import MODELS, resolve
+
+    if name.split("/", 1)[0].lower() in MODELS:
+        return from_spec(resolve(name), f"network {name!r}")
     try:
         return builtin_network(name)
     except KeyError as error:
-        raise UsageError(error.args[0]) from error
+        raise UsageError(f"{error.args[0]}, MODEL/NAME of 'trainforge networks list', "
+                         "or a .json/.yaml network file") from error
 
 
 def _configs(args):
@@ -148,7 +154,8 @@ def register(subparsers):
     """Add ``hypar`` and its sub-subcommands to the ``trainforge`` parser."""
     hypar = subparsers.add_parser("hypar", help="HyPar partitioning and accelerator-array model")
     commands = hypar.add_subparsers(dest="hypar_command", metavar="HYPAR_COMMAND", required=True)
-    network_help = f"built-in ({', '.join(BUILTIN_NETWORKS)}) or a .json/.yaml file"
+    network_help = (f"built-in ({', '.join(BUILTIN_NETWORKS)}), another model's MODEL/NAME "
+                    "(trainforge networks list) or a .json/.yaml network file")
     partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
     partition.add_argument("network", help=network_help)
     _common(partition)

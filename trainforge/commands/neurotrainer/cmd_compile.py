@@ -45,14 +45,43 @@ def check_tensor_sizes(kind, dims):
                              f"most {MAX_TENSOR_ELEMENTS:,} (the compiler and reference executor keep it in memory)")
 
 
+def _network_layer(args):
+    """``(kind, dims)`` of ``--network-layer`` of ``--network`` (a built-in or a network file)."""
+    import pathlib
+
+    from trainforge.sim.neurotrainer.networks import BUILTIN_NETWORKS, compiler_layer
+    from trainforge.spec import network as network_format
+    if args.layer is not None:
+        raise UsageError("--layer: give either --layer and --dims, or --network with --network-layer")
+    if not args.network_layer:
+        raise UsageError("--network needs --network-layer NAME (the layer to compile)")
+    if args.network in BUILTIN_NETWORKS:
+        description, source = BUILTIN_NETWORKS[args.network], f"network {args.network!r}"
+    elif pathlib.Path(args.network).exists() or args.network.lower().endswith((".json", ".yaml", ".yml")):
+        description, source = network_format.load(args.network), args.network
+    else:
+        from trainforge.commands.networks.builtins import resolve
+
+        description, source = resolve(args.network), f"network {args.network!r}"
+    batch = _assignments(args.dims, "--dims")
+    if set(batch) - {"n"} or not isinstance(batch.get("n", 1), int):
+        raise UsageError(f"--dims = {args.dims!r}: with --network give only the batch, n=N")
+    return compiler_layer(description, args.network_layer, args.training_pass, batch.get("n", 1), source)
+
+
 def _compile(args):
     from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
     from trainforge.sim.neurotrainer.program import ProgramError
-    if args.layer not in LAYERS:
-        raise UsageError(f"--layer = {args.layer!r} is unknown; allowed: {', '.join(LAYERS)}")
-    dims = _assignments(args.dims, "--dims")
-    if any(not isinstance(value, int) for value in dims.values()):
-        raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
+    if args.network is not None:
+        args.layer, dims = _network_layer(args)
+    else:
+        if args.layer is None or args.dims is None:
+            raise UsageError("give --layer and --dims, or --network with --network-layer")
+        if args.layer not in LAYERS:
+            raise UsageError(f"--layer = {args.layer!r} is unknown; allowed: {', '.join(LAYERS)}")
+        dims = _assignments(args.dims, "--dims")
+        if any(not isinstance(value, int) for value in dims.values()):
+            raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
     if any(value < 1 for value in dims.values()):
         raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1")
     check_tensor_sizes(args.layer, dims)
@@ -88,9 +117,14 @@ def add_commands(commands):
     """Add ``trainforge neurotrainer compile``."""
     from trainforge.sim.neurotrainer.compiler import LAYERS
     parser = commands.add_parser("compile", help="compile a layer to PMAG (18 B) and PE (4 B) program words")
-    parser.add_argument("--layer", required=True, help=f"layer kind: {', '.join(LAYERS)}")
-    parser.add_argument("--dims", required=True,
-                        help="dimensions, e.g. n=4,d=2,h=8,w=8,o=3,hk=3,wk=3 (see the layer kind's list)")
+    parser.add_argument("--layer", help=f"layer kind: {', '.join(LAYERS)}")
+    parser.add_argument("--dims", help="dimensions, e.g. n=4,d=2,h=8,w=8,o=3,hk=3,wk=3 (see the layer kind's "
+                                       "list); with --network only the batch, n=N (default 1)")
+    parser.add_argument("--network", help="instead of --layer: alexnet, vgg16, another model's MODEL/NAME "
+                                           "(trainforge networks list) or a .json/.yaml network file")
+    parser.add_argument("--network-layer", help="with --network: the name of the conv or fc layer to compile")
+    parser.add_argument("--pass", dest="training_pass", choices=("ff", "bp", "up"), default="ff",
+                        help="with --network: forward (ff), backward (bp) or weight update (up); default ff")
     parser.add_argument("--pes", type=int, default=1, help="processing elements / independent vaults")
     parser.add_argument("--pe", default="", help="NTPE parameters, e.g. lanes=4,in1_depth=512")
     parser.add_argument("--sr", action="store_true", help="stochastic rounding in the 32-bit MAC passes")
