@@ -40,10 +40,10 @@ verilog: $(VENV)/.installed
 	$(TRAINFORGE) verilog $(ARGS)
 
 test: $(VENV)/.installed-dask simulators
-	$(PY) -m pytest -n $(JOBS) verif
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup verif
 
 regress: $(VENV)/.installed-dask simulators
-	$(PY) -m pytest -n $(JOBS) --regress verif
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress verif
 
 synth: $(VENV)/.installed-fpga
 	$(TRAINFORGE) synth $(ARGS)

@@ -16,6 +16,9 @@ jsonschema = pytest.importorskip("jsonschema", reason="the 'test' extra installs
 
 from trainforge import cli, schemas  # noqa: E402
 
+# One worker builds this module's shared fixture (make test runs xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("report_schemas")
+
 #: Command line -> report files (relative to build/) it must write.
 COMMANDS = {
     "verilog dense_pe": ["verilog/manifest.json"],

@@ -7,6 +7,9 @@ import pytest
 from trainforge.emit import emit
 from trainforge.simulation import ICARUS_BUILD_ARGS, VERILATOR_WAIVERS
 
+# One worker builds this module's shared fixture (make test runs xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("verilog_variants")
+
 TOP = """module two_rings(input clk, input rst);
 {instances}
 endmodule
