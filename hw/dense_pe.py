@@ -64,13 +64,9 @@ class DensePE(wiring.Component):
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
     LATENCY = spec.LATENCY
 
-    def __init__(self, *, lanes=spec.PARAMS["lanes"].default, width=spec.PARAMS["width"].default,
-                 acc_width=spec.PARAMS["acc_width"].default, signed=spec.PARAMS["signed"].default):
-        self.params = self.PARAMS.resolve(lanes=lanes, width=width, acc_width=acc_width, signed=signed)
-        self.lanes = lanes
-        self.width = width
-        self.acc_width = acc_width
-        self.is_signed = signed
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.is_signed = self.signed
         self.operand_shape = spec.operand_shape(self.params)
         self.result_shape = spec.result_shape(self.params)
         self.row_layout = spec.row_layout(self.params)

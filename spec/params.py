@@ -145,6 +145,19 @@ class ParamSchema:
             constraint(values)
         return values
 
+    def apply(self, target, **overrides):
+        """Resolve ``overrides`` and give ``target`` the result: ``target.params`` and one attribute per parameter.
+
+        A component's constructor is ``self.PARAMS.apply(self, **params)``: its defaults are the
+        schema's, its validation the schema's, and ``self.lanes`` (say) is set once, here.
+        Returns the resolved dict.
+        """
+        values = self.resolve(**overrides)
+        target.params = values
+        for name, value in values.items():
+            setattr(target, name, value)
+        return values
+
     def parse(self, assignments):
         """Resolve ``["name=value", ...]`` strings from the command line."""
         overrides = {}

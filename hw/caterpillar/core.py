@@ -106,20 +106,11 @@ class CPCore(wiring.Component):
 
     PARAMS = CORE_PARAMS
 
-    def __init__(self, *, n_r=4, width=16, acc_width=32, sram_depth=8192, max_blocks=64,
-                 reduction="bus", mac="fixed"):
-        self.params = self.PARAMS.resolve(n_r=n_r, width=width, acc_width=acc_width, sram_depth=sram_depth,
-                                          max_blocks=max_blocks, reduction=reduction, mac=mac)
-        self.n_r = n_r
-        self.width = width
-        self.acc_width = acc_width
-        self.sram_depth = sram_depth
-        self.max_blocks = max_blocks
-        self.reduction = reduction
-        self.mac = mac
-        self.reduction_cycles = reduction_cycles(n_r, reduction)
-        self.addr_width = addr_width(sram_depth)
-        self.shift_bits = shift_bits(acc_width)
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.reduction_cycles = reduction_cycles(self.n_r, self.reduction)
+        self.addr_width = addr_width(self.sram_depth)
+        self.shift_bits = shift_bits(self.acc_width)
         self.cmd_layout = core_cmd_layout(self.params)
         self.data_layout = core_data_layout(self.params)
         self.result_layout = core_result_layout(self.params)

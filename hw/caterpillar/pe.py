@@ -61,30 +61,26 @@ class CPPE(wiring.Component):
 
     PARAMS = PE_PARAMS
 
-    def __init__(self, *, width=16, acc_width=32, sram_depth=8192, mac="fixed"):
-        self.params = self.PARAMS.resolve(width=width, acc_width=acc_width, sram_depth=sram_depth, mac=mac)
-        self.width = width
-        self.acc_width = acc_width
-        self.sram_depth = sram_depth
-        self.mac = mac
-        self.addr_width = addr_width(sram_depth)
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.addr_width = addr_width(self.sram_depth)
         super().__init__({
             "en": In(1),
             "rd_addr": In(unsigned(self.addr_width)),
             "wr_en": In(1),
             "wr_addr": In(unsigned(self.addr_width)),
-            "wr_data": In(signed(width)),
+            "wr_data": In(signed(self.width)),
             "mac_op": In(MacOp),
             "mac_clear": In(1),
             "handoff": In(1),
             "red_add": In(1),
-            "row_bus": In(signed(acc_width)),
-            "col_bus": In(signed(acc_width)),
-            "red_in": In(signed(acc_width)),
-            "mem_data": Out(signed(width)),
-            "acc": Out(signed(acc_width)),
-            "red": Out(signed(acc_width)),
-            "mac_sum": Out(signed(acc_width)),
+            "row_bus": In(signed(self.acc_width)),
+            "col_bus": In(signed(self.acc_width)),
+            "red_in": In(signed(self.acc_width)),
+            "mem_data": Out(signed(self.width)),
+            "acc": Out(signed(self.acc_width)),
+            "red": Out(signed(self.acc_width)),
+            "mac_sum": Out(signed(self.acc_width)),
         })
 
     def elaborate(self, platform):

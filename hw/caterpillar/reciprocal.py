@@ -59,17 +59,11 @@ class CPReciprocal(wiring.Component):
 
     PARAMS = RECIPROCAL_PARAMS
 
-    def __init__(self, *, width=32, frac=16, table_bits=3, iterations=2, mac="fixed"):
-        self.params = self.PARAMS.resolve(width=width, frac=frac, table_bits=table_bits, iterations=iterations,
-                                          mac=mac)
-        self.width = width
-        self.frac = frac
-        self.table_bits = table_bits
-        self.iterations = iterations
-        self.mac = mac
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         super().__init__({
-            "i_value": In(stream.Signature(unsigned(width))),
-            "o_result": Out(stream.Signature(unsigned(result_width(frac)))),
+            "i_value": In(stream.Signature(unsigned(self.width))),
+            "o_result": Out(stream.Signature(unsigned(result_width(self.frac)))),
         })
 
     def elaborate(self, platform):

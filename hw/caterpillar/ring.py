@@ -70,16 +70,8 @@ class CPRing(wiring.Component):
 
     PARAMS = RING_PARAMS
 
-    def __init__(self, *, cores=2, n_r=4, width=16, acc_width=32, sram_depth=RING_PARAMS["sram_depth"].default,
-                 max_blocks=64, reduction="bus", mac="fixed"):
-        self.params = self.PARAMS.resolve(cores=cores, n_r=n_r, width=width, acc_width=acc_width,
-                                          sram_depth=sram_depth, max_blocks=max_blocks, reduction=reduction,
-                                          mac=mac)
-        self.cores = cores
-        self.n_r = n_r
-        self.width = width
-        self.acc_width = acc_width
-        self.max_blocks = max_blocks
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.core_params = {name: self.params[name] for name in CORE_PARAMS.names}
         self.buffer_depth = ring_buffer_depth(self.params)
         self.buffer_addr_width = max(1, (self.buffer_depth - 1).bit_length())

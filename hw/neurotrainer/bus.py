@@ -83,19 +83,17 @@ class NTBus(wiring.Component):
 
     PARAMS = spec.PARAMS
 
-    def __init__(self, *, pes=4, width=32):
-        self.params = self.PARAMS.resolve(pes=pes, width=width)
-        self.pes = pes
-        self.width = width
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.word_layout = spec.word_layout(self.params)
         self.merge_layout = spec.merge_layout(self.params)
         super().__init__({
             "i_broadcast": In(stream.Signature(self.word_layout)),
-            "broadcast_mask": In(pes),
-            "o_broadcast": Out(stream.Signature(self.word_layout)).array(pes),
-            "merge_request": In(pes),
-            "merge_grant": Out(pes),
-            "i_merge": In(stream.Signature(self.word_layout)).array(pes),
+            "broadcast_mask": In(self.pes),
+            "o_broadcast": Out(stream.Signature(self.word_layout)).array(self.pes),
+            "merge_request": In(self.pes),
+            "merge_grant": Out(self.pes),
+            "i_merge": In(stream.Signature(self.word_layout)).array(self.pes),
             "o_merge": Out(stream.Signature(self.merge_layout)),
         })
 

@@ -50,10 +50,8 @@ class NTComparator(wiring.Component):
     #: Cycles from the acceptance of a ``last`` row to its result on ``o_max``, without stalls.
     LATENCY = spec.LATENCY
 
-    def __init__(self, *, lanes=4, index_bits=8):
-        self.params = self.PARAMS.resolve(lanes=lanes, index_bits=index_bits)
-        self.lanes = lanes
-        self.index_bits = index_bits
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.row_layout = spec.row_layout(self.params)
         self.result_layout = spec.result_layout(self.params)
         super().__init__({

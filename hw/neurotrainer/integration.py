@@ -85,28 +85,19 @@ class NTSystem(wiring.Component):
 
     PARAMS = spec.PARAMS
 
-    def __init__(self, *, pes=2, lanes=2, vault_depth=512, pe_vault_depth=256, vault_latency=4, vault_interval=1,
-                 broadcast_credits=8, in1_depth=128, in2_depth=64, out_depth=16, frac_bits=8, frac_bits16=0,
-                 rounding="sr_lo", seed=0xA5, index_bits=4):
-        self.params = self.PARAMS.resolve(
-            pes=pes, lanes=lanes, vault_depth=vault_depth, pe_vault_depth=pe_vault_depth,
-            vault_latency=vault_latency, vault_interval=vault_interval, broadcast_credits=broadcast_credits,
-            in1_depth=in1_depth, in2_depth=in2_depth, out_depth=out_depth, frac_bits=frac_bits,
-            frac_bits16=frac_bits16, rounding=rounding, seed=seed, index_bits=index_bits)
-        self.pes = pes
-        self.lanes = lanes
-        self.broadcast_credits = broadcast_credits
-        self.pe_params = {"lanes": lanes, "in1_depth": in1_depth, "in2_depth": in2_depth, "out_depth": out_depth,
-                          "frac_bits": frac_bits, "frac_bits16": frac_bits16, "rounding": rounding, "seed": seed,
-                          "index_bits": index_bits}
-        self.vaults = [NTVaultController(depth=vault_depth, latency=vault_latency, interval=vault_interval)] + [
-            NTVaultController(depth=pe_vault_depth, latency=vault_latency, interval=vault_interval)
-            for _ in range(pes)]
-        self.bus = NTBus(pes=pes, width=32)
-        self.pe = [NTPE(**self.pe_params) for _ in range(pes)]
-        self.packer1 = [NTRowPacker(lanes=1) for _ in range(pes)]
-        self.packer2 = [NTRowPacker(lanes=lanes) for _ in range(pes)]
-        self.unpacker = [NTRowUnpacker(lanes=lanes) for _ in range(pes)]
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.pe_params = {"lanes": self.lanes, "in1_depth": self.in1_depth, "in2_depth": self.in2_depth, "out_depth": self.out_depth,
+                          "frac_bits": self.frac_bits, "frac_bits16": self.frac_bits16, "rounding": self.rounding, "seed": self.seed,
+                          "index_bits": self.index_bits}
+        self.vaults = [NTVaultController(depth=self.vault_depth, latency=self.vault_latency, interval=self.vault_interval)] + [
+            NTVaultController(depth=self.pe_vault_depth, latency=self.vault_latency, interval=self.vault_interval)
+            for _ in range(self.pes)]
+        self.bus = NTBus(pes=self.pes, width=32)
+        self.pe = [NTPE(**self.pe_params) for _ in range(self.pes)]
+        self.packer1 = [NTRowPacker(lanes=1) for _ in range(self.pes)]
+        self.packer2 = [NTRowPacker(lanes=self.lanes) for _ in range(self.pes)]
+        self.unpacker = [NTRowUnpacker(lanes=self.lanes) for _ in range(self.pes)]
         self.host_layout = self.vaults[0].host_layout
         self.pmag_program_layout = self.vaults[0].program_layout
         self.config_layout = data.StructLayout({
@@ -114,11 +105,11 @@ class NTSystem(wiring.Component):
             "in1_block": unsigned(16), "in2_block": unsigned(16), "out_rows": unsigned(16),
         })
         super().__init__({
-            "i_host": In(stream.Signature(self.host_layout)).array(pes + 1),
-            "o_host_data": Out(stream.Signature(unsigned(32))).array(pes + 1),
-            "i_read_program": In(stream.Signature(self.pmag_program_layout)).array(pes + 1),
-            "i_write_program": In(stream.Signature(self.pmag_program_layout)).array(pes + 1),
-            "i_pe_program": In(stream.Signature(unsigned(32))).array(pes),
+            "i_host": In(stream.Signature(self.host_layout)).array(self.pes + 1),
+            "o_host_data": Out(stream.Signature(unsigned(32))).array(self.pes + 1),
+            "i_read_program": In(stream.Signature(self.pmag_program_layout)).array(self.pes + 1),
+            "i_write_program": In(stream.Signature(self.pmag_program_layout)).array(self.pes + 1),
+            "i_pe_program": In(stream.Signature(unsigned(32))).array(self.pes),
             "config": In(self.config_layout),
             "idle": Out(1),
         })

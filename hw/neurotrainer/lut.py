@@ -48,13 +48,8 @@ class NTLUT(wiring.Component):
     #: Cycles from the acceptance of an input to its result on ``o_y``, without stalls.
     LATENCY = spec.LATENCY
 
-    def __init__(self, *, function="tanh", table_bits=6, frac_bits=12, out_frac_bits=12):
-        self.params = self.PARAMS.resolve(function=function, table_bits=table_bits, frac_bits=frac_bits,
-                                          out_frac_bits=out_frac_bits)
-        self.function = function
-        self.table_bits = table_bits
-        self.frac_bits = frac_bits
-        self.out_frac_bits = out_frac_bits
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         super().__init__({
             "i_x": In(stream.Signature(signed(16))),
             "o_y": Out(stream.Signature(signed(16))),

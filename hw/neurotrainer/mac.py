@@ -71,14 +71,8 @@ class NTMAC(wiring.Component):
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
     LATENCY = 2
 
-    def __init__(self, *, lanes=4, frac_bits=16, frac_bits16=8, rounding="sr_lo", seed=0xA5):
-        self.params = self.PARAMS.resolve(lanes=lanes, frac_bits=frac_bits, frac_bits16=frac_bits16,
-                                          rounding=rounding, seed=seed)
-        self.lanes = lanes
-        self.frac_bits = frac_bits
-        self.frac_bits16 = frac_bits16
-        self.rounding = rounding
-        self.seed = seed
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.row_layout = spec.row_layout(self.params)
         self.result_layout = spec.result_layout(self.params)
         super().__init__({

@@ -76,23 +76,11 @@ class NTPE(wiring.Component):
     MAC_LATENCY = NTMAC.LATENCY
     MAX_LATENCY = NTComparator.LATENCY
 
-    def __init__(self, *, lanes=4, in1_depth=512, in2_depth=128, out_depth=64, frac_bits=16, frac_bits16=8,
-                 rounding="sr_lo", seed=0xA5, index_bits=8):
-        self.params = self.PARAMS.resolve(lanes=lanes, in1_depth=in1_depth, in2_depth=in2_depth,
-                                          out_depth=out_depth, frac_bits=frac_bits, frac_bits16=frac_bits16,
-                                          rounding=rounding, seed=seed, index_bits=index_bits)
-        self.lanes = lanes
-        self.in1_depth = in1_depth
-        self.in2_depth = in2_depth
-        self.out_depth = out_depth
-        self.frac_bits = frac_bits
-        self.frac_bits16 = frac_bits16
-        self.rounding = rounding
-        self.seed = seed
-        self.index_bits = index_bits
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.in1_layout = data.StructLayout({"data": unsigned(32), "last": 1})
-        self.in2_layout = data.StructLayout({"data": data.ArrayLayout(unsigned(32), lanes), "last": 1})
-        self.result_layout = data.StructLayout({"y": data.ArrayLayout(unsigned(32), lanes), "last": 1})
+        self.in2_layout = data.StructLayout({"data": data.ArrayLayout(unsigned(32), self.lanes), "last": 1})
+        self.result_layout = data.StructLayout({"y": data.ArrayLayout(unsigned(32), self.lanes), "last": 1})
         super().__init__({
             "i_program": In(stream.Signature(PE_PROGRAM_LAYOUT)),
             "i_in1": In(stream.Signature(self.in1_layout)),

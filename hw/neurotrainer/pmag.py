@@ -62,9 +62,8 @@ class NTPMAG(wiring.Component):
     #: Cycles from the acceptance of a program to its first request, without stalls.
     LATENCY = spec.LATENCY
 
-    def __init__(self, *, counter_bits=16):
-        self.params = self.PARAMS.resolve(counter_bits=counter_bits)
-        self.counter_bits = counter_bits
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.program_layout = spec.program_layout(self.params)
         self.request_layout = spec.request_layout(self.params)
         super().__init__({

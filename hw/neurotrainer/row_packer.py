@@ -50,11 +50,10 @@ class NTRowPacker(wiring.Component):
         Param("lanes", int, 4, "32-bit words per row", minimum=1, maximum=64),
     ))
 
-    def __init__(self, *, lanes=4):
-        self.params = self.PARAMS.resolve(lanes=lanes)
-        self.lanes = lanes
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})
-        self.row_layout = data.StructLayout({"data": data.ArrayLayout(unsigned(32), lanes), "last": 1})
+        self.row_layout = data.StructLayout({"data": data.ArrayLayout(unsigned(32), self.lanes), "last": 1})
         super().__init__({
             "i_word": In(stream.Signature(self.word_layout)),
             "o_row": Out(stream.Signature(self.row_layout)),

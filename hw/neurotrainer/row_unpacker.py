@@ -51,10 +51,9 @@ class NTRowUnpacker(wiring.Component):
         Param("lanes", int, 4, "32-bit words per result row", minimum=1, maximum=64),
     ))
 
-    def __init__(self, *, lanes=4):
-        self.params = self.PARAMS.resolve(lanes=lanes)
-        self.lanes = lanes
-        self.row_layout = data.StructLayout({"y": data.ArrayLayout(unsigned(32), lanes), "last": 1})
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.row_layout = data.StructLayout({"y": data.ArrayLayout(unsigned(32), self.lanes), "last": 1})
         self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),

@@ -42,11 +42,8 @@ class NTVault(wiring.Component):
 
     PARAMS = spec.PARAMS
 
-    def __init__(self, *, depth=1024, latency=4, interval=1):
-        self.params = self.PARAMS.resolve(depth=depth, latency=latency, interval=interval)
-        self.depth = depth
-        self.latency = latency
-        self.interval = interval
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
         self.request_layout = spec.request_layout(self.params)
         super().__init__({
             "i_request": In(stream.Signature(self.request_layout)),

@@ -74,15 +74,15 @@ class NTVaultController(wiring.Component):
         Param("interval", int, 1, "minimum cycles between vault requests", minimum=1, maximum=16),
     ), constraints=(check_depth,))
 
-    def __init__(self, *, depth=1024, latency=4, interval=1):
-        self.params = self.PARAMS.resolve(depth=depth, latency=latency, interval=interval)
-        self.vault = NTVault(depth=depth, latency=latency, interval=interval)
+    def __init__(self, **params):
+        self.PARAMS.apply(self, **params)
+        self.vault = NTVault(depth=self.depth, latency=self.latency, interval=self.interval)
         self.read_pmag = NTPMAG(counter_bits=16)
         self.write_pmag = NTPMAG(counter_bits=16)
         self.host_layout = self.vault.request_layout
         self.program_layout = self.read_pmag.program_layout
         self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})
-        self.tag_depth = latency + 4
+        self.tag_depth = self.latency + 4
         super().__init__({
             "i_host": In(stream.Signature(self.host_layout)),
             "o_host_data": Out(stream.Signature(unsigned(32))),

@@ -56,10 +56,9 @@ class TDPE(TDSparseCore):
     PARAMS = spec.PE_PARAMS
 
     def __init__(self, **params):
-        self.params = params = self.PARAMS.resolve(**params)
+        params = self.PARAMS.apply(self, **params)
         self.result_shape = spec.result_shape(params)
         self.row_layout = spec.pe_row_layout(params)
-        self.mode = params["mode"]
         self._setup(rows=1, cols=1, lanes=params["lanes"], depth=params["depth"], pattern=spec.pattern_of(params),
                     both_sides=params["mode"] == "both", mac=params["mac"], width=params["width"],
                     acc_width=params["acc_width"], signed=params["signed"])

@@ -114,9 +114,7 @@ class TDScheduler(wiring.Component):
     PARAMS = spec.SCHEDULER_PARAMS
 
     def __init__(self, **params):
-        self.params = params = self.PARAMS.resolve(**params)
-        self.lanes = params["lanes"]
-        self.depth = params["depth"]
+        params = self.PARAMS.apply(self, **params)
         self.pattern = spec.pattern_of(params)
         self.levels = lane_levels(self.pattern, self.lanes)
         self.candidate_layout = spec.candidate_layout(params)

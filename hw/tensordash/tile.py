@@ -49,7 +49,7 @@ class TDTile(TDSparseCore):
     PARAMS = spec.TILE_PARAMS
 
     def __init__(self, **params):
-        self.params = params = self.PARAMS.resolve(**params)
+        params = self.PARAMS.apply(self, **params)
         self.element_shape = spec.result_shape(params)
         self.result_shape = spec.tile_result_layout(params)
         self.row_layout = spec.tile_row_layout(params)

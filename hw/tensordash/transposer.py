@@ -40,9 +40,7 @@ class TDTransposer(wiring.Component):
     PARAMS = spec.TRANSPOSER_PARAMS
 
     def __init__(self, **params):
-        self.params = params = self.PARAMS.resolve(**params)
-        self.size = params["size"]
-        self.width = params["width"]
+        params = self.PARAMS.apply(self, **params)
         self.block_layout = spec.block_layout(params)
         super().__init__({
             "i_block": In(stream.Signature(self.block_layout)),
