@@ -34,6 +34,8 @@ class Param:
         Inclusive range of an ``int`` parameter.
     choices : tuple, optional
         Allowed values of a ``str`` parameter.
+    power_of_two : bool
+        An ``int`` parameter must also be a power of two (buffer and memory depths).
     """
     name: str
     kind: type
@@ -42,6 +44,7 @@ class Param:
     minimum: int = None
     maximum: int = None
     choices: tuple = None
+    power_of_two: bool = False
 
     def __post_init__(self):
         self.check(self.default)
@@ -57,7 +60,7 @@ class Param:
             return "a string"
         low = "-inf" if self.minimum is None else self.minimum
         high = "inf" if self.maximum is None else self.maximum
-        return f"an integer in {low}..{high}"
+        return f"{'a power of two' if self.power_of_two else 'an integer'} in {low}..{high}"
 
     def error(self, value, reason=None, kind=ParameterError):
         """The error for ``value``: a :class:`ParameterError` (or ``kind``) naming the parameter, the value and what is allowed."""
@@ -76,6 +79,8 @@ class Param:
             if (self.minimum is not None and value < self.minimum) or \
                     (self.maximum is not None and value > self.maximum):
                 raise self.error(value, "out of range")
+            if self.power_of_two and (value < 1 or value & (value - 1)):
+                raise self.error(value, "not a power of two")
             return value
         if self.choices is not None and value not in self.choices:
             raise self.error(value)

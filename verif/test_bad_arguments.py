@@ -28,7 +28,7 @@ def _allowed(param):
         return "a string"
     low = "-inf" if param.minimum is None else param.minimum
     high = "inf" if param.maximum is None else param.maximum
-    return f"an integer in {low}..{high}"
+    return f"{'a power of two' if param.power_of_two else 'an integer'} in {low}..{high}"
 
 
 def _bad_values(param):
@@ -42,6 +42,10 @@ def _bad_values(param):
             cases.append(("below minimum", param.minimum - 1, "out of range"))
         if param.maximum is not None:
             cases.append(("above maximum", param.maximum + 1, "out of range"))
+        if param.power_of_two:
+            low = param.minimum if param.minimum is not None else 1
+            cases.append(("not a power of two", 3 * low if 3 * low <= (param.maximum or 3 * low) else low + 1,
+                          "not a power of two"))
         return cases
     if param.choices is not None:
         return [("not a choice", "no-such-choice", None)]

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ...spec.params import Param, ParamSchema
 from ...spec.neurotrainer.pmag import end_mark
 from .pmag import NTPMAG
-from ...spec.neurotrainer.vault import check_depth
+from ...spec.neurotrainer import vault as vault_spec
 from .vault import NTVault
 
 __all__ = ["NTVaultController"]
@@ -68,11 +68,7 @@ class NTVaultController(wiring.Component):
         ``data`` (32), ``end`` (1): the bus word.
     """
 
-    PARAMS = ParamSchema((
-        Param("depth", int, 1024, "vault words (power of two)", minimum=2, maximum=1 << 16),
-        Param("latency", int, 4, "vault read latency in cycles", minimum=1, maximum=64),
-        Param("interval", int, 1, "minimum cycles between vault requests", minimum=1, maximum=16),
-    ), constraints=(check_depth,))
+    PARAMS = vault_spec.PARAMS
 
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)

@@ -27,8 +27,10 @@ def _pe(name, default, doc, **limits):
 PARAMS = ParamSchema((
     Param("pes", int, 2, "number of PEs (each with its own vault)", minimum=2, maximum=4),
     _pe("lanes", 2, "MACs and comparators per PE", maximum=8),
-    Param("vault_depth", int, 512, "common vault words (power of two)", minimum=16, maximum=1 << 16),
-    Param("pe_vault_depth", int, 256, "words of each PE's vault (power of two)", minimum=16, maximum=1 << 16),
+    Param("vault_depth", int, 512, "common vault words (power of two)", minimum=16, maximum=1 << 16,
+          power_of_two=True),
+    Param("pe_vault_depth", int, 256, "words of each PE's vault (power of two)", minimum=16, maximum=1 << 16,
+          power_of_two=True),
     Param("vault_latency", int, 4, "read latency of every vault in cycles", minimum=1, maximum=64),
     Param("vault_interval", int, 1, "minimum cycles between requests of every vault", minimum=1, maximum=16),
     Param("broadcast_credits", int, 8, "words of each PE's broadcast FIFO (broadcast credits)", minimum=2,
@@ -41,4 +43,4 @@ PARAMS = ParamSchema((
     _pe("rounding", "sr_lo", "32-bit rounding of the PEs' MACs"),
     _pe("seed", 0xA5, "the PEs' random generator seed (1..255 for sr_lo)"),
     _pe("index_bits", 4, "the PEs' argmax index width"),
-), constraints=(pe.check_powers_of_two("vault_depth", "pe_vault_depth", *pe.BUFFER_DEPTHS), check_seed))
+), constraints=(check_seed,))

@@ -10,24 +10,17 @@ from amaranth.lib import data
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "check_depth", "request_layout"]
-
-
-def check_depth(values):
-    """Schema constraint: ``depth`` is a power of two."""
-    depth = values["depth"]
-    if depth & (depth - 1):
-        raise ParameterError(f"parameter 'depth' = {depth!r} is invalid (not a power of two); "
-                             "allowed: a power of two in 2..65536")
+__all__ = ["PARAMS", "request_layout"]
 
 
 #: The parameters of ``nt_vault``.
 PARAMS = ParamSchema((
-    Param("depth", int, 1024, "words of storage (power of two)", minimum=2, maximum=1 << 16),
+    Param("depth", int, 1024, "words of storage (power of two)",
+          minimum=2, maximum=1 << 16, power_of_two=True),
     Param("latency", int, 4, "read latency in cycles", minimum=1, maximum=64),
     Param("interval", int, 1, "minimum cycles between accepted requests (bandwidth = 4 B / interval)",
           minimum=1, maximum=16),
-), constraints=(check_depth,))
+))
 
 
 def request_layout(params):
