@@ -56,9 +56,12 @@ def _plot_alexnet(report, path):
     rows = report["rows"]
     labels = [f"{r['layer']}\n{r['pass'].upper()}" for r in rows]
     colors = {"ff": "tab:blue", "bp": "tab:orange", "up": "tab:green"}
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(14, 7), sharex=True)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(14, 7.6), sharex=True)
     positions = range(len(rows))
-    top.bar(positions, [r["tops"] for r in rows], color=[colors[r["pass"]] for r in rows], label="model")
+    top.bar(positions, [r["tops"] for r in rows], color=[colors[r["pass"]] for r in rows])
     for i, row in enumerate(rows):
         paper = row["paper_tops"]
         if isinstance(paper, list):
@@ -66,12 +69,21 @@ def _plot_alexnet(report, path):
             top.plot([i - 0.4, i + 0.4], [paper[1]] * 2, "k-", lw=0.8)
         elif paper is not None:
             top.plot(i, paper, "kD", ms=5)
-    top.set_ylabel("TOPS (bars: model; black: paper)")
-    top.set_title(f"AlexNet on one NeuroTrainer module, minibatch {report['batch']}")
+    top.set_ylabel("throughput (TOPS)")
+    top.set_title(f"NeuroTrainer Fig. 13: AlexNet per layer and pass on one module, minibatch {report['batch']}")
+    top.legend(handles=[Patch(color=colors["ff"], label="ours: FF (16-bit)"),
+                        Patch(color=colors["bp"], label="ours: BP (32-bit, SR-LO)"),
+                        Patch(color=colors["up"], label="ours: UP (32-bit, SR-LO)"),
+                        Line2D([], [], color="k", marker="D", ls="", label="paper (Fig. 13 / text)"),
+                        Line2D([], [], color="k", lw=0.8, label="paper range (two lines)")],
+               fontsize=8, ncol=5, loc="upper right")
     bottom.bar(positions, [r["seconds_per_image"] * 1e6 for r in rows], color=[colors[r["pass"]] for r in rows])
-    bottom.set_ylabel("latency per image (us)")
+    bottom.set_ylabel("latency per image (\u00b5s)")
+    bottom.set_xlabel("layer and pass (FF forward, BP backward, UP weight update)")
     bottom.set_xticks(list(positions), labels, fontsize=7)
-    figure.tight_layout()
+    figure.text(0.01, 0.005, "ours: the module model (trainforge/sim/neurotrainer); paper: the values its text gives "
+                "for Fig. 13, where it gives one; the paper gives no per-layer latencies to compare", fontsize=7)
+    figure.tight_layout(rect=(0, 0.02, 1, 1))
     save_figure(figure, path, dpi=110)
     plt.close(figure)
 
@@ -119,11 +131,16 @@ def _plot_scaling(report, path):
     for gpus in (1, 2):
         axis.axhline(gpus * reference, ls="--", color="grey", lw=0.8)
         axis.text(1, gpus * reference, f" {gpus} x P100 (paper-quoted {reference}/s each)", fontsize=7, va="bottom")
-    axis.set_xlabel("number of NeuroTrainer modules")
-    axis.set_ylabel("training images per second")
-    axis.set_title(f"{report['network']}: synchronous training, minibatch {report['batch']} per module")
-    axis.legend()
-    figure.tight_layout()
+    if report["network"].lower() == "vgg16":
+        axis.plot([64], [1900], "k*", ms=11, label="paper: 64 modules, 1,900 images/s (Sec. 5.3 text)")
+    axis.set_xlabel("number of NeuroTrainer modules N")
+    axis.set_ylabel("training throughput (images/s)")
+    axis.set_title(f"NeuroTrainer Fig. 17(b): {report['network'].upper()} synchronous training, "
+                   f"minibatch {report['batch']} per module", fontsize=10)
+    axis.legend(fontsize=8, loc="upper left")
+    figure.text(0.01, 0.005, "ours: the module model's T1 with the central unit's T2 and T3; paper: only the 64-module "
+                "point is given as a number", fontsize=7)
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
     save_figure(figure, path, dpi=110)
     plt.close(figure)
 

@@ -40,13 +40,20 @@ def _plot(report, path):
             axis.plot(epochs, curves.mean(axis=0), styles[row["rounding"]], color=colour, linewidth=width, label=label)
             if curves.shape[0] > 1:
                 axis.fill_between(epochs, curves.min(axis=0), curves.max(axis=0), color=colour, alpha=0.06)
-        axis.set_title(f"{network.upper()} on digits (mean of {report['settings']['seeds']} seed(s), band = min..max)")
+        axis.set_title(f"{network.upper()} on digits (mean of {report['settings']['seeds']} seed(s), band = min..max)",
+                       fontsize=9)
         axis.set_xlabel("epoch")
+        axis.xaxis.get_major_locator().set_params(integer=True)
         axis.set_ylabel("test accuracy (%)")
         axis.set_ylim(0, 100)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7, loc="lower right")
-    figure.tight_layout()
+    figure.suptitle("NeuroTrainer Fig. 10 analogue: test accuracy of training in Fixed 32/16 by MAC rounding "
+                    "(paper: MNIST; ours: scikit-learn's digits)", fontsize=10)
+    figure.text(0.01, 0.005, "The paper gives no accuracy numbers for Fig. 10, only that SR-LO loses no accuracy "
+                "against SR and that truncation fails to train the RNN; hw/neurotrainer/README.md compares them.",
+                fontsize=7)
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
     save_figure(figure, path, dpi=110)
     plt.close(figure)
 
