@@ -25,6 +25,7 @@ from trainforge.errors import ConfigError
 from trainforge.golden.tensordash.layer import OPERATIONS, layer_cycles, lower
 from trainforge.outputs import save_figure
 from trainforge.spec import network as network_format
+from trainforge.progress import progress
 
 __all__ = ["DIGITS_CNN", "layers_from_network", "LAYERS", "load_digits_data", "train_and_trace", "layer_speedups", "training_report", "plot"]
 
@@ -172,7 +173,7 @@ def _train_and_trace(epochs, batch, learning_rate, momentum, seed):
     velocity = {name: [np.zeros_like(p) for p in params] for name, params in network.params.items()}
     traces, accuracy, losses = [], [], []
     steps = len(train_x) // batch
-    for _ in range(epochs):
+    for _ in progress(range(epochs), "training epochs", unit="epoch"):
         order = generator.permutation(len(train_x))
         traced_step = int(generator.integers(steps))
         total_loss = 0.0

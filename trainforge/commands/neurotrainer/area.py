@@ -12,6 +12,7 @@ import pathlib
 
 from trainforge.emit import emit
 from trainforge.hw.neurotrainer.mac import NTMAC
+from trainforge.progress import progress
 
 __all__ = ["PAPER_AREA_UM2", "VARIANTS", "mac_area"]
 
@@ -38,7 +39,7 @@ def mac_area(lanes=1, fpga=False):
     NTMAC.PARAMS.resolve(lanes=lanes)
     emitted = {variant: emit("nt_mac", lanes=lanes, rounding=variant) for variant in VARIANTS}
     rows = []
-    for variant in VARIANTS:
+    for variant in progress(VARIANTS, "synthesis of the MAC variants", unit="variant"):
         synth = synthesize(emitted[variant], BUILD / "synth")
         rows.append({"rounding": variant, "cells": synth["cells"],
                      "flip_flops": sum(count for cell, count in synth["cells_by_type"].items() if "DFF" in cell),

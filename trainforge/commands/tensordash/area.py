@@ -9,6 +9,7 @@ and reports the ratios. Same work folders as ``trainforge synth``/``fpga``.
 import pathlib
 
 from trainforge.emit import emit
+from trainforge.progress import progress
 
 __all__ = ["PAPER_AREA_RATIO", "area_overhead"]
 
@@ -34,7 +35,8 @@ def area_overhead(lanes=4, width=8, acc_width=32, mode="both", fpga=False, tile=
     td = emit("td_pe", mode=mode, **common)
     dense = emit("dense_pe", **common)
     report = {"params": {**common, "mode": mode}, "paper_ratio": PAPER_AREA_RATIO}
-    synth = {item.block.name: synthesize(item, BUILD / "synth") for item in (td, dense)}
+    synth = {item.block.name: synthesize(item, BUILD / "synth")
+             for item in progress([td, dense], "synthesis", unit="block")}
     report["synth"] = {"td_pe_cells": synth["td_pe"]["cells"], "dense_pe_cells": synth["dense_pe"]["cells"],
                        "cell_ratio": _ratio(synth["td_pe"]["cells"], synth["dense_pe"]["cells"]),
                        "td_pe_flip_flops": _flip_flops(synth["td_pe"]),
