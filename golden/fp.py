@@ -264,7 +264,8 @@ def to_bits(values, fmt):
     if fmt is FP32:
         return np.asarray(values, dtype=np.float32).view(np.uint32)
     if fmt is FP16:
-        return np.asarray(values, dtype=np.float16).view(np.uint16)
+        with np.errstate(over="ignore"):   # beyond FP16's range: +-Inf, as IEEE converts
+            return np.asarray(values, dtype=np.float32).astype(np.float16).view(np.uint16)
     if fmt is BF16:
         bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.int64)
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
