@@ -316,3 +316,19 @@ def test_bad_arguments():
         fp32_add(1.0, 0)
     with pytest.raises(ParameterError, match="no lanes"):
         fp32_sum_tree(np.zeros((3, 0), dtype=np.uint32))
+
+
+@pytest.mark.parametrize("fmt,dtype,nan_bits", [(FP16, np.float16, 0x7E00), (BF16, ml_dtypes.bfloat16, 0x7FC0),
+                                                (FP32, np.float32, 0x7FC00000)], ids=["fp16", "bf16", "fp32"])
+def test_formats_match_numpy(fmt, dtype, nan_bits):
+    """The spec's format fields against numpy's / ml_dtypes' own description of the dtype."""
+    info = ml_dtypes.finfo(dtype)
+    unsigned = np.uint16 if info.bits == 16 else np.uint32
+    assert (fmt.width, fmt.fraction_bits) == (info.bits, info.nmant)
+    assert (fmt.min_normal_exponent, fmt.max_exponent) == (info.minexp, info.maxexp - 1)
+    assert fmt.max_finite() == int(np.array(info.max, dtype).view(unsigned))
+    assert fmt.max_finite(negative=True) == int(np.array(-info.max, dtype).view(unsigned))
+    assert fmt.infinity() == int(np.array(np.inf, dtype).view(unsigned))
+    assert fmt.infinity(negative=True) == int(np.array(-np.inf, dtype).view(unsigned))
+    assert fmt.canonical_nan() == nan_bits
+    assert int(np.array(1.0, dtype).view(unsigned)) == fmt.bias << fmt.fraction_bits
