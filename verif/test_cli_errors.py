@@ -95,16 +95,24 @@ def test_closed_pipe_exits_quietly(tmp_path):
     assert result.stderr == "", result.stderr
 
 
-def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "trainforge.cli", "bench", "--repeat", "1000",
-                                "--out", str(tmp_path / "bench.json")],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
-    process.send_signal(signal.SIGINT)
+@pytest.mark.parametrize("argv", [
+    ["bench", "--repeat", "1000"],                                                # DSM sweeps in a process pool
+    ["hypar", "figures"],                                                         # numpy, in this process
+])
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path, argv):
+    """Ctrl-C as a terminal sends it: SIGINT to the whole process group, workers included."""
+    process = subprocess.Popen([sys.executable, "-m", "trainforge.cli", *argv, "--out", str(tmp_path / "out.json")
+                                if argv[0] == "bench" else str(tmp_path / "out")],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    time.sleep(6)
+    assert process.poll() is None, "the command ended before it could be interrupted"
+    os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert _one_line(stderr) == "trainforge bench: interrupted"
-    assert not (tmp_path / "bench.json").exists()
+    assert _one_line(stderr) == f"trainforge {argv[0]}: interrupted"
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert not written, f"an interrupted command left {written}"
 
 
 def test_write_is_atomic(tmp_path):

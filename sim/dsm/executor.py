@@ -44,8 +44,15 @@ def run_map(function, items, executor="local"):
     if executor == "serial" or (executor == "local" and (len(items) < 2 or (os.cpu_count() or 1) < 2)):
         return [function(item) for item in progress(items, "sweep points", unit="point")]
     if executor == "local":
-        with ProcessPoolExecutor(max_workers=min(len(items), os.cpu_count() or 1)) as pool:
-            return list(progress(pool.map(function, items), "sweep points", total=len(items), unit="point"))
+        pool = ProcessPoolExecutor(max_workers=min(len(items), os.cpu_count() or 1))
+        try:
+            results = list(progress(pool.map(function, items), "sweep points", total=len(items), unit="point"))
+        except BaseException:
+            # Ctrl-C (or a failing point): drop the queued points instead of computing them all first.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return results
     if executor.startswith("dask://") or executor.startswith("tcp://"):
         try:
             from distributed import Client
