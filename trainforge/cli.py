@@ -11,7 +11,10 @@ and exit status 2, exits quietly when its output pipe closes
 (``trainforge list --json | head -1``), and prints one line and exits with
 130 on Ctrl-C. A subcommand's ``--out`` is checked before its handler starts
 (:func:`trainforge.outputs.check_output`); a parser that writes a folder
-rather than a file sets ``out_kind="dir"`` in its defaults.
+rather than a file sets ``out_kind="dir"`` in its defaults. A command's files
+are written when it returns (:func:`trainforge.outputs.staged`), so a failed
+or interrupted command writes none; a parser whose command must write as it
+goes sets ``writes_as_it_goes=True``.
 """
 import argparse
 import os
@@ -53,13 +56,16 @@ def build_parser():
 
 def _run(args, argv):
     from . import progress, provenance
-    from .outputs import check_output
+    from .outputs import check_output, staged
 
     progress.set_quiet(args.quiet)
     provenance.begin(argv, vars(args))
     if getattr(args, "out", None) is not None:
         check_output(args.out, getattr(args, "out_kind", "file"))
-    return args.func(args)
+    if getattr(args, "writes_as_it_goes", False):
+        return args.func(args)
+    with staged():
+        return args.func(args)
 
 
 def _quiet_stdout():

@@ -33,11 +33,13 @@ def register(subparsers):
     parser = subparsers.add_parser("synth", help="Yosys generic synthesis: cell counts per block (JSON)")
     _add_block_arguments(parser)
     parser.add_argument("--out", default=str(REPORTS / "synth.json"), help="JSON report path")
+    parser.set_defaults(writes_as_it_goes=True)  # the report is rewritten after every block
     parser.set_defaults(func=cmd_synth)
 
     parser = subparsers.add_parser("fpga", help="ULX3S ECP5-85F place and route: LUT4, FF, DSP, BRAM, Fmax")
     _add_block_arguments(parser)
     parser.add_argument("--out", default=str(REPORTS / "qor.json"), help="JSON report path (a .md table is written beside it)")
+    parser.set_defaults(writes_as_it_goes=True)  # the report is rewritten after every block
     parser.set_defaults(func=cmd_fpga)
 
     parser = subparsers.add_parser("bench", help="run the registered benchmarks (median of several runs)")

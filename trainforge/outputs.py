@@ -7,6 +7,7 @@ folder and renamed over the target, so an interrupted or failed run never
 leaves a partial file. :func:`check_output` runs before a command starts its
 work, so a bad ``--out`` fails in a second rather than after an hour.
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -14,7 +15,10 @@ import tempfile
 
 from .errors import UsageError
 
-__all__ = ["check_output", "write_bytes", "write_text", "write_json", "save_figure"]
+__all__ = ["check_output", "staged", "write_bytes", "write_text", "write_json", "save_figure"]
+
+#: Writes held back by :func:`staged` (a list of ``(path, bytes)``), or ``None`` when writes go straight to disk.
+_staged = None
 
 
 def _writable_folder(folder, path):
@@ -77,9 +81,36 @@ def check_output(path, kind="file"):
     return path
 
 
+@contextlib.contextmanager
+def staged():
+    """Hold every write made inside the block in memory; write them all when the block ends normally.
+
+    A command that makes several files (a report and its plots) thus writes
+    none of them when it fails or is interrupted (Ctrl-C) part way, and all of
+    them, each atomically, in quick succession when it completes. Commands
+    that must write as they go (``synth`` and ``fpga`` write after every block)
+    do not use it.
+    """
+    global _staged
+    outer, _staged = _staged, []
+    try:
+        yield
+        pending = _staged
+    finally:
+        _staged = outer
+    for path, data in pending:
+        write_bytes(path, data)
+
+
 def write_bytes(path, data):
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    Inside :func:`staged` the write is held until the staged block ends.
+    """
     path = pathlib.Path(path)
+    if _staged is not None:
+        _staged.append((path, bytes(data)))
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

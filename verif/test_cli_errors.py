@@ -131,3 +131,16 @@ def test_write_is_atomic(tmp_path):
     with pytest.raises(OSError):
         outputs.write_text(blocked, "x")
     assert sorted(os.listdir(tmp_path)) == ["blocked", "report.json"], "a temporary file was left behind"
+
+
+def test_staged_writes_are_all_or_nothing(tmp_path):
+    with outputs.staged():
+        outputs.write_text(tmp_path / "a.txt", "a")
+        outputs.write_json(tmp_path / "b.json", {"b": 1})
+        assert not any(tmp_path.iterdir()), "a staged write reached the disk before the block ended"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.txt", "b.json"]
+    with pytest.raises(KeyboardInterrupt):
+        with outputs.staged():
+            outputs.write_text(tmp_path / "c.txt", "c")
+            raise KeyboardInterrupt
+    assert not (tmp_path / "c.txt").exists(), "an interrupted block wrote its files"
