@@ -59,9 +59,10 @@ def training_sweep(networks, minibatches, executor="local", changes=None):
                    / next(q["cycles"] for q in rows if q["n_mb"] == mb and q["level"] == 3) for mb in minibatches)
         # Fig. 11's tallest bar: best speedup over the minibatch-256 DSM bar (minibatch and optimizations together).
         top = max(p["speedup"] for p in rows if p["level"] == 3)
-        summary[network] = {"best_utilization": best, "optimization_gain": gain, "fig11_top_speedup": top,
+        # The paper's "gain" pairs with the tallest bar (sim/dsm/README.md); the same-N_mb gain has no paper value.
+        summary[network] = {"best_utilization": best, "fig11_top_speedup": top, "same_minibatch_gain": gain,
                             "paper_best_utilization": PAPER["training_best_utilization"][network],
-                            "paper_optimization_gain": PAPER["training_optimization_gain"][network]}
+                            "paper_fig11_top_speedup": PAPER["training_optimization_gain"][network]}
     return {"figure": "fig11_training", "points": points, "summary": summary}
 
 
@@ -134,7 +135,8 @@ def _plot_training(plt, report):
     figure, axes = _panels(plt, networks, f"DeepSpatialMatrix Fig. 11(a-c): training speedup, 64 chips / 8 PFLOP/s, "
                                          f"normalized to N_mb={minibatches[0]} DSM")
     _caption(figure, "paper numbers from its text (the figure's bars are not in the text): best utilization over all "
-             "minibatches and speedup of the optimizations at one minibatch, in each panel title; VGG16's DSM "
+             "minibatches and the optimizations' gain, read as the tallest bar (sim/dsm/README.md), in each panel title; "
+             "VGG16's DSM "
              f"utilization at N_mb=256: paper {PAPER['vgg16_base_utilization_mb256']}")
     width = 0.2
     for axis, network in zip(axes, networks):
@@ -144,10 +146,13 @@ def _plot_training(plt, report):
             axis.bar([k + (level - 1.5) * width for k in range(len(minibatches))], ys, width,
                      color=LEVEL_COLORS[level], label=_stack_label(network, level))
         summary = report.get("summary", {}).get(network, {})
+        # The paper's gain is its Fig. 11's tallest bar over the N_mb = 256 DSM bar (sim/dsm/README.md); the
+        # same-N_mb gain is the other reading of its text, shown beside it.
         axis.set_title(f"{NAMES[network]}: best util. {summary.get('best_utilization', float('nan')):.2f} (paper "
-                       f"{PAPER['training_best_utilization'][network]}), opt. gain "
-                       f"{summary.get('optimization_gain', float('nan')):.2f}x (paper "
-                       f"{PAPER['training_optimization_gain'][network]:g}x)", fontsize=9)
+                       f"{PAPER['training_best_utilization'][network]})\ngain, tallest bar: "
+                       f"{summary.get('fig11_top_speedup', float('nan')):.2f}x (paper "
+                       f"{PAPER['training_optimization_gain'][network]:g}x); same N_mb: "
+                       f"{summary.get('same_minibatch_gain', float('nan')):.2f}x", fontsize=9)
         axis.set_xticks(range(len(minibatches)), [str(mb) for mb in minibatches])
         axis.set_xlabel("minibatch N_mb (samples)")
         axis.set_ylabel(f"speedup over DSM at N_mb={minibatches[0]} (x)")
