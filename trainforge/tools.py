@@ -14,7 +14,7 @@ def _venv_bin():
 def find_tool(*names):
     """Full path of the first of ``names`` found in the virtualenv's ``bin/`` or on PATH.
 
-    Raises :class:`~trainforge.cli.UsageError` naming the tools and how to install them.
+    Raises :class:`~trainforge.errors.UsageError` naming the tools and how to install them.
     """
     from .errors import UsageError
 

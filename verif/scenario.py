@@ -204,3 +204,25 @@ async def run_table(bench, module, golden_cycles=True):
         if index:
             await bench.reset()
         await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits), encode=encode)
+
+
+def table_test(table, doc):
+    """The cocotb test that runs a block's whole table on the RTL (:func:`run_table`), with ``doc`` as its docstring.
+
+    A testbench says ``scenario_table = table_test(table, "...")`` instead of writing the test out.
+    """
+    import sys
+
+    import cocotb
+
+    from tbutil import start
+
+    async def scenario_table(dut):
+        bench = await start(dut)
+        await run_table(bench, table)
+
+    # Reported as the calling testbench's own test (tb_x.scenario_table), as if written there.
+    scenario_table.__doc__ = doc
+    scenario_table.__qualname__ = "scenario_table"
+    scenario_table.__module__ = sys._getframe(1).f_globals["__name__"]
+    return cocotb.test()(scenario_table)

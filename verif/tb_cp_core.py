@@ -21,7 +21,7 @@ from trainforge.cocotb_streams import check_no_ready_path
 import cp_programs
 import scenarios.cp_core as table
 from cp_programs import attach
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -131,17 +131,15 @@ def random_program(bench, generator, matrices, gemm_columns=None):
     return program
 
 
-async def run_and_check(bench, program, ports, check_cycles=False):
+async def run_and_check(bench, program, ports):
     """:func:`cp_programs.run_and_check` with this block's data and result layouts."""
-    await cp_programs.run_and_check(bench, program, ports, bench.component.data_layout, bench.component.result_layout,
-                                    check_cycles)
+    await cp_programs.run_and_check(bench, program, ports, bench.component.data_layout, bench.component.result_layout)
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and stalled."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and "
+    "stalled."
+))
 
 
 @cocotb.test()

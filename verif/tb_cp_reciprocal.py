@@ -8,7 +8,7 @@ from trainforge.golden.caterpillar import goldschmidt as golden
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 
 import scenarios.cp_reciprocal as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -44,11 +44,10 @@ async def run_and_check(bench, values, ports):
                              f"({wrong.size} mismatches) {bench.where()}")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of the table: directed corners, values of every magnitude, stalls, cycles without stalls."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of the table: directed corners, values of every magnitude, stalls, cycles without "
+    "stalls."
+))
 
 
 @cocotb.test()

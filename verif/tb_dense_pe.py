@@ -7,7 +7,7 @@ from trainforge.golden.dense_pe import dense_pe, wrap
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack
 
 import scenarios.dense_pe as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -49,12 +49,10 @@ def attach(bench, valid_probability, ready_probability):
             StreamSink(bench.dut, "o_sum", bench.cycle, bench.rng, ready_probability))
 
 
-@cocotb.test()
-async def scenario_table(dut):
+scenario_table = table_test(
+    table,
     """Every scenario of ``verif/scenarios/dense_pe.py``: random rows with backpressure, full rate with the
-    latency of the spec, zeros, wrapping extremes; the same table the golden model meets in-process."""
-    bench = await start(dut)
-    await run_table(bench, table)
+    latency of the spec, zeros, wrapping extremes; the same table the golden model meets in-process.""")
 
 
 @cocotb.test()

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.comparator import nt_comparator
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 
 import scenarios.nt_comparator as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -61,11 +61,10 @@ async def stream_and_check(bench, source, sink, rows, label):
                                f"{expected[tuple(bad[0])]} got {actual[tuple(bad[0])]} {bench.where()}")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_comparator.py``: maxima and indices in order, full-rate results on time."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/nt_comparator.py``: maxima and indices in order, full-rate "
+    "results on time."
+))
 
 
 @cocotb.test()

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.lut import nt_lut
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
 
 import scenarios.nt_lut as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -36,11 +36,10 @@ async def stream_and_check(bench, source, sink, x, label):
                            f"({bad.size} mismatches) {bench.where()}")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_lut.py``: outputs in order, full-rate outputs LATENCY cycles after their input."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/nt_lut.py``: outputs in order, full-rate outputs LATENCY cycles "
+    "after their input."
+))
 
 
 @cocotb.test()

@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.mac import nt_mac
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, unpack
 
 import scenarios.nt_mac as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -70,11 +70,10 @@ async def stream_and_check(bench, source, sink, rows, label, history=None):
     return history
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_mac.py``: accumulator words in order, full-rate results on time."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/nt_mac.py``: accumulator words in order, full-rate results on "
+    "time."
+))
 
 
 @cocotb.test()

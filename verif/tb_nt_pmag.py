@@ -12,7 +12,7 @@ from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program, transfe
 from trainforge.cocotb_streams import StreamSource, check_no_ready_path, pack, unpack
 
 import scenarios.nt_pmag as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -113,11 +113,10 @@ async def random_programs_with_backpressure(dut):
     await run_and_check(bench, source, sink, programs, "random programs")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_pmag.py``: requests in order, full-rate requests one per cycle on time."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/nt_pmag.py``: requests in order, full-rate requests one per "
+    "cycle on time."
+))
 
 
 @cocotb.test()

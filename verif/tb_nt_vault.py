@@ -7,7 +7,7 @@ from trainforge.golden.neurotrainer.vault import nt_vault
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 
 import scenarios.nt_vault as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
@@ -60,11 +60,10 @@ async def run_and_check(bench, source, sink, requests, label, expect_cycles=Fals
                                 f"got {cycles[late[0]]} {bench.where()}")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_vault.py``: read data in order; full rate: data on the golden model's cycles."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/nt_vault.py``: read data in order; full rate: data on the golden "
+    "model's cycles."
+))
 
 
 @cocotb.test()

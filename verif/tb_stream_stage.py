@@ -4,15 +4,14 @@ from cocotb.triggers import RisingEdge, Timer
 
 from trainforge.cocotb_streams import StreamSink, StreamSource
 import scenarios.stream_stage as table
-from scenario import rng_for, run_table
+from scenario import rng_for, table_test
 from tbutil import start
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/stream_stage.py``: transactions in order, cycles equal to the golden model."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/stream_stage.py``: transactions in order, cycles equal to the "
+    "golden model."
+))
 
 
 @cocotb.test()

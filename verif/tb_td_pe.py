@@ -17,7 +17,7 @@ from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_
 from trainforge.hw.tensordash.tile import TDTile
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 
-from scenario import run_table
+from scenario import table_test
 import scenarios.td_pe as table
 from tbutil import start
 
@@ -155,8 +155,7 @@ async def reset_mid_stream(dut):
     await send_and_check(harness, source, sink, a, b, clear, read, "after reset")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/td_pe.py``: values as the reference, cycles as the golden cycle model at full rate."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/td_pe.py``: values as the reference, cycles as the golden cycle "
+    "model at full rate."
+))

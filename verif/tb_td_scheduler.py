@@ -7,12 +7,11 @@ every schedule must leave one cycle after its vector (one vector per cycle).
 import cocotb
 
 import scenarios.td_scheduler as table
-from scenario import run_table
+from scenario import table_test
 from tbutil import start
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/td_scheduler.py``: schedules as the reference, one cycle later at full rate."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/td_scheduler.py``: schedules as the reference, one cycle later "
+    "at full rate."
+))

@@ -7,15 +7,14 @@ The reset test's :class:`tb_td_pe.Harness` sees a
 import cocotb
 
 import scenarios.td_tile as table
-from scenario import run_table
+from scenario import table_test
 from tb_td_pe import reset_mid_stream
 from tbutil import start
 
 __all__ = ["scenario_table", "reset_mid_stream"]
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/td_tile.py``: values as the reference, cycles as the golden tile cycle model at full rate."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/td_tile.py``: values as the reference, cycles as the golden tile "
+    "cycle model at full rate."
+))

@@ -9,7 +9,7 @@ from cocotb.triggers import RisingEdge
 from trainforge.golden.tensordash.transposer import transpose_blocks
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 
-from scenario import run_table
+from scenario import table_test
 import scenarios.td_transposer as table
 from tbutil import start
 
@@ -52,8 +52,6 @@ async def reset_mid_group(dut):
     await check(bench, source, sink, blocks, "after reset")
 
 
-@cocotb.test()
-async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/td_transposer.py``: groups transposed as numpy transposes them."""
-    bench = await start(dut)
-    await run_table(bench, table)
+scenario_table = table_test(table, (
+    "Every scenario of ``verif/scenarios/td_transposer.py``: groups transposed as numpy transposes them."
+))
