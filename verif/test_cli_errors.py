@@ -105,7 +105,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, argv):
                                 if argv[0] == "bench" else str(tmp_path / "out")],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
-    time.sleep(6)
+    time.sleep(4)
     assert process.poll() is None, "the command ended before it could be interrupted"
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
