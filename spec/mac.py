@@ -1,0 +1,97 @@
+"""The MAC units behind the dense PE and the TensorDash PE and tile: names, shapes, pipeline stages.
+
+A MAC unit multiplies one operand pair per lane, reduces the lanes' products
+to one sum per cycle and adds that sum to an accumulator. The PE around it
+is the same for every unit; the unit fixes the arithmetic and how many
+register stages its multiplier and its lane reduction take.
+
+``integer``
+    Operands of ``width`` bits (two's complement when ``signed``), exact
+    products, an exact adder tree, an accumulator of ``acc_width`` bits that
+    wraps around.
+``fp16``, ``bf16``
+    IEEE half (or bfloat16) operands; each product is exact in FP32; the
+    lanes' products are summed by a pairwise FP32 adder tree and the sum is
+    added to an FP32 accumulator (the order and the rounding are those of
+    :mod:`trainforge.golden.fp`; the policy is :mod:`trainforge.spec.fp`).
+    ``width``, ``acc_width`` and ``signed`` do not apply.
+
+The pipeline of a unit, from registered operands to the accumulator:
+:func:`multiply_stages` registers in the multiplier (the last one holds the
+product), :func:`tree_stages` registers in the lane reduction (the last one
+holds the sum), then the accumulator register.
+
+Zero detection (the TensorDash zero detectors): an integer operand is zero
+when all its bits are; a floating-point operand is zero when its exponent
+field is 0 (``+0``, ``-0`` and the subnormals, which the datapath flushes to
+zero). An idle lane contributes the *idle product*: integer 0, FP32 ``+0``.
+"""
+from amaranth import signed as signed_shape, unsigned
+
+from .fp import BF16, FP16, FP32
+from .params import Param
+
+__all__ = ["MAC_NAMES", "MAC", "FLOAT_FORMATS", "is_float", "multiply_stages", "tree_stages",
+           "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT"]
+
+#: The MAC units, by the value of a PE's ``mac`` parameter.
+MAC_NAMES = ("integer", "fp16", "bf16")
+
+#: The ``mac`` parameter of the PEs that take a MAC unit.
+MAC = Param("mac", str, "integer", "MAC unit: 'integer', or FP16 / bfloat16 multiply with FP32 accumulation",
+            choices=MAC_NAMES)
+
+#: Operand format of each floating-point unit.
+FLOAT_FORMATS = {"fp16": FP16, "bf16": BF16}
+
+#: Register stages of the multiplier, from the operand registers to the product register included.
+MULTIPLY_STAGES = {"integer": 1, "fp16": 1, "bf16": 1}
+
+#: Register stages of one FP32 adder (the lane reduction of the FP units is a tree of these).
+FP32_ADD_STAGES = 1
+
+#: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
+IDLE_PRODUCT = 0
+
+
+def is_float(params):
+    """Whether the resolved parameters select a floating-point unit."""
+    return params["mac"] in FLOAT_FORMATS
+
+
+def multiply_stages(params):
+    """Register stages of the multiplier of ``params["mac"]``."""
+    return MULTIPLY_STAGES[params["mac"]]
+
+
+def tree_stages(params):
+    """Register stages of the lane reduction: one for the integer tree, one adder's per FP tree level."""
+    if not is_float(params):
+        return 1
+    levels = max(1, (params["lanes"] - 1).bit_length())
+    return levels * FP32_ADD_STAGES
+
+
+def _shape(width, is_signed):
+    return signed_shape(width) if is_signed else unsigned(width)
+
+
+def operand_shape(params):
+    """Shape of one operand: ``width`` bits for ``integer``, the format's 16 bits otherwise."""
+    if is_float(params):
+        return unsigned(FLOAT_FORMATS[params["mac"]].width)
+    return _shape(params["width"], params["signed"])
+
+
+def product_shape(params):
+    """Shape of one lane's product: exact integer, or FP32 bits."""
+    if is_float(params):
+        return unsigned(FP32.width)
+    return _shape(2 * params["width"], params["signed"])
+
+
+def result_shape(params):
+    """Shape of the accumulator and of a result: ``acc_width`` bits, or FP32 bits."""
+    if is_float(params):
+        return unsigned(FP32.width)
+    return _shape(params["acc_width"], params["signed"])
