@@ -28,13 +28,14 @@ from amaranth import signed as signed_shape, unsigned
 from amaranth.lib import data
 
 from ..errors import ParameterError
-from . import stream_stage
+from . import mac as mac_spec, stream_stage
 from .params import Param, ParamSchema
 
 __all__ = ["PAPER_PATTERN", "SHALLOW_PATTERNS", "WIDE_PATTERN", "default_pattern", "parse_pattern",
            "format_pattern", "validate_pattern", "resolve_pattern", "option_slots", "lane_levels", "select_bits",
            "LANES", "DEPTH", "PATTERN", "WIDTH", "ACC_WIDTH", "SIGNED", "MAC", "MAC_NAMES", "pattern_of",
-           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "LATENCY",
+           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "FILL_LATENCY", "latency",
+           "result_cycle",
            "SCHEDULER_LATENCY", "candidate_layout", "schedule_layout", "operand_shape",
            "result_shape", "pe_row_layout", "tile_row_layout", "tile_result_layout", "group_layout",
            "block_layout"]
@@ -212,8 +213,28 @@ TRANSPOSER_PARAMS = ParamSchema((
 
 # Latencies ------------------------------------------------------------------------------------------------------
 
-#: PE and tile: cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
-LATENCY = 2
+#: PE and tile: cycles from the transfer of the first group on ``i_group`` to the first scheduling cycle
+#: (the input stream stage, the group register, the window).
+FILL_LATENCY = 3
+
+
+def latency(params):
+    """PE and tile: cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
+
+    Registered selects, registered multiplier operands, the multiplier's and
+    the lane reduction's stages (:mod:`trainforge.spec.mac`), the
+    accumulator, then the output stream stage.
+    """
+    return 2 + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
+
+
+def result_cycle(params, read_cycle):
+    """Cycle of a result on ``o_sum``, counted from the first group's transfer, at full rate.
+
+    ``read_cycle`` is the scheduling cycle (from 0) that drained the ``read`` row.
+    """
+    return FILL_LATENCY + read_cycle + latency(params)
+
 
 #: ``td_scheduler``: cycles from an accepted candidate vector to its schedule on ``o_schedule`` (one stream stage).
 SCHEDULER_LATENCY = stream_stage.LATENCY

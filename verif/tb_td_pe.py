@@ -12,7 +12,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from trainforge.golden.dense_pe import wrap
-from trainforge.golden.tensordash.core import LATENCY
+from trainforge.spec.tensordash import result_cycle
 from trainforge.golden.tensordash.pe import pad_stream, td_pe, td_pe_cycles, td_tile, td_tile_cycles
 from trainforge.hw.tensordash.tile import TDTile
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
@@ -125,7 +125,7 @@ async def send_and_check(harness, source, sink, a, b, clear, read, label, exact_
     if exact_timing:
         model = harness.cycle_model(a, b, clear, read)
         first = source.sent[before_sent][0]
-        want = (first + 1 + model.read_cycles[0] + LATENCY).tolist()
+        want = [first + result_cycle(bench.component.params, int(cycle)) for cycle in model.read_cycles[0]]
         got = [cycle for cycle, _ in received]
         late = [k for k in range(len(want)) if want[k] != got[k]]
         assert not late, (f"{label}: result {late[0]} expected at cycle {want[late[0]]} got {got[late[0]]}"

@@ -145,7 +145,7 @@ def test_transpose_blocks():
 def test_mac_units_are_the_spec_choices():
     """The RTL MAC units and their golden models are exactly the ``mac`` choices of the spec."""
     from trainforge.golden.tensordash.pe import GOLDEN_MACS
-    from trainforge.hw.tensordash.mac import MAC_UNITS
+    from trainforge.hw.mac import MAC_UNITS
     from trainforge.spec.tensordash import MAC_NAMES, PE_PARAMS, TILE_PARAMS
 
     assert tuple(MAC_UNITS) == MAC_NAMES == tuple(GOLDEN_MACS)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from trainforge.cli import main
-from trainforge.golden.tensordash.core import LATENCY, CoreRun
+from trainforge.golden.tensordash.core import CoreRun
+from trainforge.spec.tensordash import result_cycle
 from trainforge.golden.tensordash.pe import td_tile
 from trainforge.commands.tensordash import rtl_speedup
 from trainforge.commands.tensordash.rtl import check_operations
@@ -66,7 +67,7 @@ def test_speedup_rtl_disagreement_exits_1(tmp_path, seed, monkeypatch, capsys):
     def slower_rtl(stream, simulator, block, params):
         a, b, clear, read = stream
         expected = td_tile(a, b, clear, read, **params).reshape(int(read.sum()), -1)
-        return expected, np.cumsum(np.full(len(expected), 7)) + LATENCY
+        return expected, np.cumsum(np.full(len(expected), 7)) + result_cycle(params, 0) - 1
 
     monkeypatch.setattr(rtl_speedup, "run_stream", slower_rtl)
     monkeypatch.setattr(rtl_speedup, "run_cores", lambda *args, **kwargs: CoreRun(

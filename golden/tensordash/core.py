@@ -7,10 +7,17 @@ once (the batch axis ``N``), one numpy step per clock cycle.
 The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
 
 - The stream is cut into groups of ``depth`` rows (zero rows pad the last
-  group); the staging buffer holds up to ``2 * depth`` rows and takes a group
-  whenever at most ``depth`` rows are left in it after this cycle's advance.
-  With an always-valid source the first ``depth`` rows (the *window*) are
-  therefore always present until the stream ends.
+  group). A group goes through the input stream stage into one of two group
+  registers; rows move from the group registers into the *window*, ``depth``
+  rows written in place (stream row ``t`` in window row ``t mod depth``). In
+  one cycle the window loads every row that fits behind this cycle's advance
+  (rows below ``head + depth``) and that is already in a group register; a
+  group register takes the next group when, after this cycle's loads, the
+  rows still waiting in the group registers fit in one group. With an
+  always-valid source the window is full from cycle
+  :data:`~trainforge.spec.tensordash.FILL_LATENCY` (counted from the first
+  group's transfer) until the stream ends (``verif/test_tensordash_golden.py``
+  checks this against the model without the chain).
 - Visible rows: window row ``d`` is visible when it is present, no window row
   before it has ``read`` and neither it nor any row between the head and it
   (head excluded) has ``clear``. So a dot product never mixes with the next.
@@ -21,7 +28,10 @@ The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
   keeps its emptied rows and has nothing to do on them until the slowest row
   catches up; what a row multiplied ahead stays marked as done.
 - A ``read`` row that leaves the window ends the dot product: the result is
-  out :data:`LATENCY` cycles after that scheduling cycle.
+  out :func:`~trainforge.spec.tensordash.latency` cycles after that
+  scheduling cycle (:func:`~trainforge.spec.tensordash.result_cycle`).
+
+Scheduling cycles are counted from the first cycle the window holds rows.
 """
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,8 +47,11 @@ __all__ = ["CoreRun", "pad_rows", "run_cores"]
 #: Largest window (depth x lanes bits) that :func:`run_cores` runs through lookup tables.
 PACKED_BITS = 20
 
-#: Cycles from the scheduling cycle that drains a ``read`` row to its result (as the dense PE).
-LATENCY = spec.LATENCY
+#: Cycles from the first group's transfer to the first scheduling cycle.
+FILL_LATENCY = spec.FILL_LATENCY
+
+#: Group registers between the input stream stage and the window (the RTL has two).
+GROUP_REGISTERS = 2
 
 
 @dataclass
@@ -67,10 +80,10 @@ def pad_rows(count, depth):
     return -(-count // depth) * depth
 
 
-def _visible(read, clear, head, depth, total):
-    """Visible window rows, shape (N, depth), from the shared flags and each core's head row."""
+def _visible(read, clear, head, depth, loaded):
+    """Visible window rows, shape (N, depth), from the shared flags, each core's head row and window end."""
     index = head[:, None] + np.arange(depth)
-    present = index < total
+    present = index < loaded[:, None]
     index = np.minimum(index, len(read) - 1)
     window_read = read[index] & present
     window_clear = clear[index] & present
@@ -119,15 +132,19 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
     offsets = np.arange(depth)
     heads = []
     multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
+    # The input chain at full rate: window end, group-register end (rows), whether the stage offers a group.
+    loaded = np.zeros(count, dtype=np.int64)
+    registered = np.zeros(count, dtype=np.int64)
+    clock = 0
     while (head < total).any():
-        running = head < total
-        visible = _visible(read, clear, head, depth, total)
+        running = (head < total) & (clock >= FILL_LATENCY)
+        visible = _visible(read, clear, head, depth, loaded)
         decision = schedule(window, pattern, np.broadcast_to(visible[:, None, :], (count, rows, depth)),
                             levels=levels)
         advance = decision.advance.min(axis=1)
         cycles += running
         macs += decision.chosen.sum(axis=(1, 2, 3))
-        if record:
+        if record and clock >= FILL_LATENCY:
             n, r, d, lane = np.nonzero(decision.chosen)
             np.add.at(multiplicity, (n, r, head[n] + d, lane), 1)
             heads.append(head.copy())
@@ -136,6 +153,11 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         joined = np.concatenate([window & ~decision.chosen, upcoming], axis=2)
         window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
         head = head + advance
+        loaded = np.maximum(loaded, np.minimum(head + depth, registered))
+        offered = (clock >= 1) & (registered < total)  # from cycle 1 the stage always holds the next group
+        take = offered & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
+        registered = registered + take * depth
+        clock += 1
     read_cycles = None
     if record:
         # The read row t drains in the first cycle after which the head has passed it.
@@ -183,7 +205,7 @@ def _run_packed(effectual, read, clear, pattern, depth):
     cores = np.arange(count)
     while (head < total).any():
         running = head < total
-        visible_bits = (_visible(read, clear, head, depth, total) * row_masks).sum(axis=1)
+        visible_bits = (_visible(read, clear, head, depth, np.full(count, total)) * row_masks).sum(axis=1)
         z = windows[cores, :, np.minimum(head, total - 1)] & ~consumed & visible_bits[:, None]
         chosen = chosen_table[z]
         advance = leading_table[(z & ~chosen) | (full & ~visible_bits)[:, None]].min(axis=1)

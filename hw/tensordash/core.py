@@ -1,79 +1,98 @@
-"""The datapath shared by the TensorDash PE and tile: staging buffer, schedulers, sparse muxes, MACs.
+"""The datapath shared by the TensorDash PE and tile: staging buffers, schedulers, sparse muxes, MAC pipeline.
 
 The exact rules are those of the golden cycle model
 :mod:`trainforge.golden.tensordash.core`; this module is their RTL.
 """
-from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels, option_slots
+from ..mac import MAC_UNITS
 from ..stream_stage import StreamStage
-from .mac import MAC_UNITS
 from .scheduler import schedule_logic
 
 __all__ = ["TDSparseCore"]
 
 
+def _delayed(m, value, stages, enable, name, reset):
+    """``value`` through ``stages`` registers with clock enable ``enable``."""
+    for stage in range(stages):
+        register = Signal(Value.cast(value).shape(), name=f"{name}_{stage}", reset_less=not reset)
+        with m.If(enable):
+            m.d.sync += register.eq(value)
+        value = register
+    return value
+
+
 class TDSparseCore(wiring.Component):
-    """``rows`` x ``cols`` PEs behind one staging buffer of ``2 * depth`` rows and ``rows`` schedulers.
+    """``rows`` x ``cols`` PEs behind one staging buffer per operand stream and ``rows`` schedulers.
 
-    Staging buffer: rows enter ``depth`` at a time from ``i_group`` (one
-    row-wide write port per buffer row, so a buffer drained in one cycle
-    refills at once); a group is taken whenever at most ``depth`` rows remain
-    after this cycle's advance. The first ``depth`` rows are the window the
-    schedulers and muxes see. Per-value zero detectors on the B operands
-    (and, in ``"both"`` mode, on the A operands) give the effectual bits;
-    a ``consumed`` bit per window slot and scheduler row remembers pairs
-    multiplied ahead of time.
+    Staging buffer (paper, Section III-A: "an array of registers with as many
+    row-wide write ports as the number of rows it can hold")
+        Groups of ``depth`` rows arrive on ``i_group`` through a
+        :class:`~trainforge.hw.stream_stage.StreamStage` (so ``i_group.ready``
+        is a register) into one of two *group registers*. The *window* is
+        ``depth`` row registers written in place: stream row ``t`` lives in
+        window row ``t mod depth`` and is written once, from a group register,
+        when it fits behind the head. Data registers have clock enables and no
+        reset; nothing but the head, the row counts and the per-row bit vectors
+        moves. Zero detection and the ``read``/``clear`` flags are computed when
+        a group is written into a group register and travel with the row.
+    Schedule stage
+        The flags of the window, rotated by the head into stream order, minus
+        the ``consumed`` bits (pairs multiplied ahead of time, kept in stream
+        order) are the candidates of each row scheduler; the tile advances by
+        the smallest ``AS`` of its rows. ``MS``, ``active`` and the head are
+        registered, and so is a copy of the window (so rows drained and
+        rewritten in this cycle are still read by the next stage).
+    Operand stage
+        The head is folded into the select: each lane's sparse mux picks among
+        the window slots (row, lane) it can reach at any head, into registered
+        multiplier operands (B side per scheduler row, A side per PE).
+    MAC
+        The MAC unit's multiplier and lane reduction
+        (:mod:`trainforge.hw.mac`), then the accumulator; a ``read`` row's sums
+        leave through a :class:`~trainforge.hw.stream_stage.StreamStage`.
 
-    Each cycle every scheduler row ``r`` schedules ``effectual & ~consumed``;
-    its selects ``MS_r`` drive the B-side mux block of its row and the A-side
-    mux block of each PE ``(r, c)``. The buffer advances by the minimum of the
-    rows' ``AS`` (row synchronization). Products are registered; the next
-    stage accumulates them (two-stage pipeline, as the dense PE), and the sums
-    of a ``read`` row leave through a :class:`~trainforge.hw.stream_stage.StreamStage`
-    (full rate: the result is out the cycle after it is accumulated, as the
-    golden cycle model says; ``o_sum.ready`` reaches the pipeline only through
-    the stage's registered ``ready``).
+    The whole pipeline stops (one clock enable) only while a result waits for
+    the output stage, whose ``ready`` is a register: nothing combinational
+    runs from ``o_sum.ready`` into the scheduler or to ``i_group.ready``.
 
     Parameters
     ----------
     rows, cols : int
         PE rows (one B operand stream and one scheduler each) and columns (one A operand stream each).
-    lanes, depth : int
+    params : dict
+        The block's resolved parameters (``lanes``, ``depth``, ``mac`` and the MAC unit's).
     pattern : tuple of (int, int)
         Validated connectivity pattern.
     both_sides : bool
         A pair is effectual when A and B are non-zero (else when B is non-zero).
-    mac : str
-        Key of :data:`~trainforge.hw.tensordash.mac.MAC_UNITS`.
-    width, acc_width : int
-    signed : bool
     row_layout : data.StructLayout
         One stream row: ``a``, ``b``, ``clear``, ``read``.
     result_shape : shape
         Payload of ``o_sum``.
     """
 
-    #: Cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
-    LATENCY = spec.LATENCY
-
-    def _setup(self, *, rows, cols, lanes, depth, pattern, both_sides, mac, width, acc_width, signed):
+    def _setup(self, *, rows, cols, params, pattern, both_sides):
         self.rows = rows
         self.cols = cols
-        self.lanes = lanes
-        self.depth = depth
         self.pattern = pattern
         self.both_sides = both_sides
-        self.mac = MAC_UNITS[mac](width=width, acc_width=acc_width, signed=signed)
-        self.width = width
-        self.acc_width = acc_width
-        self.is_signed = signed
-        self.operand_shape = self.mac.operand_shape
-        self.group_layout = spec.group_layout(self.row_layout, depth)
-        self.levels = lane_levels(pattern, lanes)
+        self.is_signed = params["signed"]
+        self.mac_unit = MAC_UNITS[params["mac"]](params)
+        self.operand_shape = self.mac_unit.operand_shape
+        self.group_layout = spec.group_layout(self.row_layout, self.depth)
+        self.flag_layout = data.StructLayout({
+            "effectual": data.ArrayLayout(self.lanes, rows),
+            "read": 1,
+            "clear": 1,
+        })
+        self.levels = lane_levels(pattern, self.lanes)
+        #: Cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
+        self.latency = spec.latency(params)
         super().__init__({
             "i_group": In(stream.Signature(self.group_layout)),
             "o_sum": Out(stream.Signature(self.result_shape)),
@@ -91,13 +110,63 @@ class TDSparseCore(wiring.Component):
         """The result of PE ``(row, col)`` in the ``o_sum`` payload."""
         raise NotImplementedError
 
+    def _flags(self, row_view):
+        """Zero detection and flags of one stream row, as a ``flag_layout`` value's fields."""
+        unit = self.mac_unit
+        effectual = []
+        for r in range(self.rows):
+            for lane in range(self.lanes):
+                nonzero = ~unit.is_zero(self.operand_b(row_view, r)[lane])
+                if self.both_sides:
+                    nonzero = nonzero & ~unit.is_zero(self.operand_a(row_view, 0)[lane])
+                effectual.append(nonzero)
+        return Cat(*effectual, row_view.read, row_view.clear)
+
+    def _sources(self, lane):
+        """The window slots ``(row, column)`` lane ``lane`` can read, and the source index of each (option, head)."""
+        depth = self.depth
+        sources, index = [], {}
+        for option, (step, column) in enumerate(option_slots(self.pattern, self.lanes, lane)):
+            for head in range(depth):
+                slot = ((head + step) % depth, column)
+                if slot not in sources:
+                    sources.append(slot)
+                index[option, head] = sources.index(slot)
+        return sources, index
+
     def elaborate(self, platform):
         m = Module()
         rows, cols, lanes, depth = self.rows, self.cols, self.lanes, self.depth
-        slots = [Signal(self.row_layout, name=f"slot{k}") for k in range(2 * depth)]
-        count = Signal(range(2 * depth + 1))
+        unit = self.mac_unit
+        enable = Signal()
+
+        # Input stream stage and output stream stage.
+        m.submodules.input_stage = input_stage = StreamStage(self.group_layout)
+        wiring.connect(m, wiring.flipped(self.i_group), input_stage.i_stream)
+        incoming = input_stage.o_stream
+        m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
+        wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
+
+        # Staging buffer: two group registers, the window, its registered copy; flags beside the data.
+        group_rows = [[Signal(self.row_layout, name=f"group{half}_row{p}", reset_less=True) for p in range(depth)]
+                      for half in range(2)]
+        group_flags = [[Signal(self.flag_layout, name=f"group{half}_flags{p}", reset_less=True)
+                        for p in range(depth)] for half in range(2)]
+        window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
+        window_flags = [Signal(self.flag_layout, name=f"window_flags{p}", reset_less=True) for p in range(depth)]
+        window_copy = [Signal(self.row_layout, name=f"window_copy{p}", reset_less=True) for p in range(depth)]
+        head_slot = Signal(range(depth))            # window row of the head (head mod depth)
+        window_count = Signal(range(depth + 1))     # rows in the window
+        waiting = Signal(range(2 * depth + 1))      # rows in the group registers, not yet in the window
+        load_slot = Signal(range(2 * depth))        # group-register position of the next row to load (mod 2 depth)
         consumed = [[Signal(lanes, name=f"consumed_r{r}_d{d}") for d in range(depth)] for r in range(rows)]
-        window = slots[:depth]
+
+        # The window in stream order (rotated by the head).
+        ordered = [Signal(self.flag_layout, name=f"ordered_flags{d}") for d in range(depth)]
+        with m.Switch(head_slot):
+            for head in range(depth):
+                with m.Case(head) if head < depth - 1 else m.Default():
+                    m.d.comb += [ordered[d].eq(window_flags[(head + d) % depth]) for d in range(depth)]
 
         # Visible rows: present, after no read row, at or before no clear row (the head excepted).
         visible = Signal(depth)
@@ -105,118 +174,152 @@ class TDSparseCore(wiring.Component):
         clear_seen = Const(0)
         for d in range(depth):
             if d:
-                clear_seen = clear_seen | window[d].clear
-            m.d.comb += visible[d].eq((count > d) & ~read_before & ~clear_seen)
-            read_before = read_before | window[d].read
+                clear_seen = clear_seen | ordered[d].clear
+            m.d.comb += visible[d].eq((window_count > d) & ~read_before & ~clear_seen)
+            read_before = read_before | ordered[d].read
 
-        # Zero detectors and the row schedulers.
+        # The row schedulers, and row synchronization: the whole tile advances by the smallest AS.
         schedulers = []
         for r in range(rows):
             candidates = []
             for d in range(depth):
-                b_lanes = self.operand_b(window[d], r)
-                effectual = Signal(lanes, name=f"effectual_r{r}_d{d}")
-                for lane in range(lanes):
-                    nonzero = b_lanes[lane] != 0
-                    if self.both_sides:
-                        nonzero = nonzero & (self.operand_a(window[d], 0)[lane] != 0)
-                    m.d.comb += effectual[lane].eq(nonzero)
                 candidate = Signal(lanes, name=f"candidates_r{r}_d{d}")
-                m.d.comb += candidate.eq(effectual & ~consumed[r][d])
+                m.d.comb += candidate.eq(ordered[d].effectual[r] & ~consumed[r][d])
                 candidates.append(candidate)
             schedulers.append(schedule_logic(m, candidates, visible, self.pattern, lanes, depth, f"row{r}_"))
-
-        # Row synchronization: the whole tile advances by the smallest AS.
         advance = schedulers[0][3]
         for row_schedule in schedulers[1:]:
             advance = Mux(row_schedule[3] < advance, row_schedule[3], advance)
 
-        products_valid = Signal()
-        products_clear = Signal()
-        products_read = Signal()
-        products = [[[Signal(self.mac.product_shape, name=f"product_r{r}_c{c}_l{lane}") for lane in range(lanes)]
-                     for c in range(cols)] for r in range(rows)]
-        m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
-        wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
-        result_slot_free = result_stage.i_stream.ready
-        accumulate = Signal()
-        pipeline_free = Signal()
-        fire = Signal()
-        shift = Signal(range(depth + 1))
-        remaining = Signal(range(2 * depth + 1))
-        accept = Signal()
-        read_drained = Signal()
-        m.d.comb += [
-            accumulate.eq(products_valid & (~products_read | result_slot_free)),
-            pipeline_free.eq(~products_valid | accumulate),
-            fire.eq((count > 0) & pipeline_free),
-            shift.eq(Mux(fire, advance, 0)),
-            remaining.eq(count - shift),
-            self.i_group.ready.eq(remaining <= depth),
-            accept.eq(self.i_group.valid & self.i_group.ready),
-            read_drained.eq(0),
-        ]
-        for d in range(depth):
-            with m.If((advance > d) & window[d].read):
-                m.d.comb += read_drained.eq(1)
+        # The output stage's ready is a register; the pipeline stops only for a result it cannot take.
+        result_valid = Signal()
+        result_read = Signal()
+        m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
 
-        # Staging buffer: shift out the drained rows, write a new group behind the rest.
-        # Per-slot if-chains rather than one case statement: the Verilog back end splits processes per signal.
-        for k in range(2 * depth):
-            write = m.If
-            for step in range(1, min(depth, 2 * depth - 1 - k) + 1):
-                with write(shift == step):
-                    m.d.sync += slots[k].eq(slots[k + step])
-                write = m.Elif
+        # Buffer bookkeeping.
+        shift = Signal(range(depth + 1))
+        loads = Signal(range(depth + 1))
+        take = Signal()
+        m.d.comb += [
+            shift.eq(Mux(enable, advance, 0)),
+            loads.eq(Mux(enable, Mux(shift + depth - window_count < waiting, shift + depth - window_count, waiting),
+                         0)),
+            incoming.ready.eq(enable & (waiting - loads <= depth)),
+            take.eq(incoming.valid & incoming.ready),
+        ]
+        next_head = head_slot + shift
+        m.d.sync += [
+            head_slot.eq(Mux(next_head >= depth, next_head - depth, next_head)),
+            window_count.eq(window_count - shift + loads),
+            waiting.eq(waiting - loads + Mux(take, depth, 0)),
+        ]
+        next_load = load_slot + loads
+        m.d.sync += load_slot.eq(Mux(next_load >= 2 * depth, next_load - 2 * depth, next_load))
         for r, (_, _, chosen, _) in enumerate(schedulers):
             for d in range(depth):
-                write = m.If
-                for step in range(1, depth + 1):
-                    with write(shift == step):
-                        kept = consumed[r][d + step] | chosen[d + step] if d + step < depth else 0
-                        m.d.sync += consumed[r][d].eq(kept)
-                    write = m.Elif
-        m.d.sync += count.eq(remaining + Mux(accept, depth, 0))
-        for k in range(2 * depth):
-            write = m.If
-            for left in range(max(0, k - depth + 1), min(k, depth) + 1):
-                with write(accept & (remaining == left)):
-                    m.d.sync += slots[k].eq(self.i_group.payload[k - left])
-                write = m.Elif
+                with m.If(enable), m.Switch(advance):
+                    for step in range(depth + 1):
+                        with m.Case(step) if step < depth else m.Default():
+                            kept = consumed[r][d + step] | chosen[d + step] if d + step < depth else 0
+                            m.d.sync += consumed[r][d].eq(kept)
 
-        # Sparse muxes (A side per PE, B side per row, same MS) and the multipliers.
-        for r, (ms, active, _, _) in enumerate(schedulers):
-            for lane in range(lanes):
-                b_value = Signal(self.operand_shape, name=f"b_r{r}_l{lane}")
-                a_values = [Signal(self.operand_shape, name=f"a_r{r}_c{c}_l{lane}") for c in range(cols)]
-                options = option_slots(self.pattern, lanes, lane)
-                with m.Switch(ms[lane]):  # the Default arm is the last option
-                    for index, (row, column) in enumerate(options):
-                        with (m.Case(index) if index < len(options) - 1 else m.Default()):
-                            m.d.comb += b_value.eq(Mux(active[lane],
-                                                       self.operand_b(window[row], r)[column], 0))
-                            for c in range(cols):
-                                m.d.comb += a_values[c].eq(self.operand_a(window[row], c)[column])
-                with m.If(pipeline_free):
-                    for c in range(cols):
-                        m.d.sync += products[r][c][lane].eq(self.mac.multiply(a_values[c], b_value))
-        with m.If(pipeline_free):
-            m.d.sync += [
-                products_valid.eq(fire),
-                products_clear.eq(window[0].clear),
-                products_read.eq(read_drained),
-            ]
+        # A taken group goes to the group register after the rows waiting (whole groups: position 0 or depth).
+        write_half = Signal()
+        tail = load_slot + waiting
+        m.d.comb += write_half.eq(Mux(tail >= 2 * depth, tail - 2 * depth, tail) >= depth)
+        for half in range(2):
+            with m.If(take & (write_half == half)):
+                for p in range(depth):
+                    m.d.sync += [
+                        group_rows[half][p].eq(incoming.payload[p]),
+                        group_flags[half][p].eq(self._flags(incoming.payload[p])),
+                    ]
 
-        # Accumulators; a read row's sums go through the result stream stage.
-        m.d.comb += result_stage.i_stream.valid.eq(products_valid & products_read)
+        # Window row p takes the next stream row of its residue when that fits behind the head.
+        for p in range(depth):
+            offset = Signal(range(depth), name=f"load_offset{p}")   # its place among the rows to load
+            half = Signal(name=f"load_half{p}")                     # the group register holding it
+            with m.Switch(load_slot):
+                for position in range(2 * depth):
+                    with m.Case(position) if position < 2 * depth - 1 else m.Default():
+                        j = (p - position) % depth
+                        m.d.comb += [offset.eq(j), half.eq((position + j) % (2 * depth) >= depth)]
+            with m.If(offset < loads):
+                m.d.sync += [
+                    window[p].eq(Mux(half, group_rows[1][p], group_rows[0][p])),
+                    window_flags[p].eq(Mux(half, group_flags[1][p], group_flags[0][p])),
+                ]
+
+        # Schedule stage registers.
+        selects = [[Signal.like(schedulers[r][0][lane], name=f"select_r{r}_l{lane}") for lane in range(lanes)]
+                   for r in range(rows)]
+        selects_active = [Signal(lanes, name=f"select_active_r{r}") for r in range(rows)]
+        select_head = Signal.like(head_slot, name="select_head")
+        read_drained = Signal()
+        m.d.comb += read_drained.eq(0)
+        for d in range(depth):
+            with m.If((advance > d) & ordered[d].read):
+                m.d.comb += read_drained.eq(1)
+        with m.If(enable):
+            m.d.sync += select_head.eq(head_slot)
+            m.d.sync += [window_copy[p].eq(window[p]) for p in range(depth)]
+            for r, (ms, active, _, _) in enumerate(schedulers):
+                m.d.sync += selects_active[r].eq(active)
+                m.d.sync += [selects[r][lane].eq(ms[lane]) for lane in range(lanes)]
+        valid = _delayed(m, window_count > 0, 1, enable, "scheduled_valid", reset=True)
+        clear = _delayed(m, ordered[0].clear, 1, enable, "scheduled_clear", reset=False)
+        read = _delayed(m, read_drained, 1, enable, "scheduled_read", reset=False)
+
+        # Operand stage: sparse muxes with the head folded into the select, into registered operands.
+        def operand(r, lane, value_of):
+            sources, index = self._sources(lane)
+            source = Signal(range(len(sources)), name=f"source_r{r}_l{lane}")
+            # Every Switch ends on a Default arm: select values that never occur add no logic.
+            options = len(self.pattern)
+            with m.Switch(selects[r][lane]):
+                for option in range(options):
+                    with m.Case(option) if option < options - 1 else m.Default():
+                        with m.Switch(select_head):
+                            for head in range(depth):
+                                with m.Case(head) if head < depth - 1 else m.Default():
+                                    m.d.comb += source.eq(index[option, head])
+            value = Signal(self.operand_shape)
+            with m.Switch(source):
+                for number, (slot, column) in enumerate(sources):
+                    with m.Case(number) if number < len(sources) - 1 else m.Default():
+                        m.d.comb += value.eq(value_of(window_copy[slot])[column])
+            return value
+
+        b_operands = [[_delayed(m, operand(r, lane, lambda row, r=r: self.operand_b(row, r)), 1, enable,
+                                f"b_r{r}_l{lane}", reset=False) for lane in range(lanes)] for r in range(rows)]
+        a_operands = [[[_delayed(m, operand(r, lane, lambda row, c=c: self.operand_a(row, c)), 1, enable,
+                                 f"a_r{r}_c{c}_l{lane}", reset=False) for lane in range(lanes)]
+                       for c in range(cols)] for r in range(rows)]
+        actives = [_delayed(m, selects_active[r], 1, enable, f"operands_active_r{r}", reset=False)
+                   for r in range(rows)]
+        valid = _delayed(m, valid, 1, enable, "operands_valid", reset=True)
+        clear = _delayed(m, clear, 1, enable, "operands_clear", reset=False)
+        read = _delayed(m, read, 1, enable, "operands_read", reset=False)
+
+        # MAC unit: multipliers, lane reductions, then the accumulators.
+        sums = [[unit.reduce(m, [unit.multiply(m, a_operands[r][c][lane], b_operands[r][lane], actives[r][lane],
+                                               enable, f"mul_r{r}_c{c}_l{lane}") for lane in range(lanes)],
+                             enable, f"reduce_r{r}_c{c}") for c in range(cols)] for r in range(rows)]
+        stages = unit.multiply_stages + unit.tree_stages
+        m.d.comb += [
+            result_valid.eq(_delayed(m, valid, stages, enable, "mac_valid", reset=True)),
+            result_read.eq(_delayed(m, read, stages, enable, "mac_read", reset=False)),
+        ]
+        clear = _delayed(m, clear, stages, enable, "mac_clear", reset=False)
+        m.d.comb += result_stage.i_stream.valid.eq(result_valid & result_read)
         for r in range(rows):
             for c in range(cols):
-                accumulator = Signal(self.mac.result_shape, name=f"accumulator_r{r}_c{c}")
-                updated = Signal(self.mac.result_shape, name=f"updated_r{r}_c{c}")
+                accumulator = Signal(unit.result_shape, name=f"accumulator_r{r}_c{c}")
+                updated = Signal(unit.result_shape, name=f"updated_r{r}_c{c}")
                 m.d.comb += [
-                    updated.eq(self.mac.accumulate(accumulator, products[r][c], products_clear)),
+                    updated.eq(unit.accumulate(accumulator, sums[r][c], clear)),
                     self.result(result_stage.i_stream.payload, r, c).eq(updated),
                 ]
-                with m.If(accumulate):
+                with m.If(enable & result_valid):
                     m.d.sync += accumulator.eq(updated)
         return m

@@ -33,7 +33,7 @@ class TDPE(TDSparseCore):
     signed : bool
         Two's complement arithmetic.
     mac : str
-        MAC unit, a key of :data:`~trainforge.hw.tensordash.mac.MAC_UNITS`.
+        MAC unit, a key of :data:`~trainforge.hw.mac.MAC_UNITS`.
 
     The schema, defaults included, is :data:`trainforge.spec.tensordash.PE_PARAMS`.
 
@@ -59,9 +59,8 @@ class TDPE(TDSparseCore):
         params = self.PARAMS.apply(self, **params)
         self.result_shape = spec.result_shape(params)
         self.row_layout = spec.pe_row_layout(params)
-        self._setup(rows=1, cols=1, lanes=params["lanes"], depth=params["depth"], pattern=spec.pattern_of(params),
-                    both_sides=params["mode"] == "both", mac=params["mac"], width=params["width"],
-                    acc_width=params["acc_width"], signed=params["signed"])
+        self._setup(rows=1, cols=1, params=params, pattern=spec.pattern_of(params),
+                    both_sides=params["mode"] == "both")
 
     def operand_a(self, row_view, col):
         return row_view.a

@@ -53,9 +53,8 @@ class TDTile(TDSparseCore):
         self.element_shape = spec.result_shape(params)
         self.result_shape = spec.tile_result_layout(params)
         self.row_layout = spec.tile_row_layout(params)
-        self._setup(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], depth=params["depth"],
-                    pattern=spec.pattern_of(params), both_sides=False, mac=params["mac"], width=params["width"],
-                    acc_width=params["acc_width"], signed=params["signed"])
+        self._setup(rows=params["rows"], cols=params["cols"], params=params, pattern=spec.pattern_of(params),
+                    both_sides=False)
 
     def operand_a(self, row_view, col):
         return row_view.a[col]

@@ -8,8 +8,8 @@ Reference for the values: numpy's own ``dot`` of each row pair, summed in
 plain Python integers from the ``clear`` row to the ``read`` row and wrapped
 to ``acc_width`` bits. Reference for the cycles: the golden cycle model
 (:func:`~trainforge.golden.tensordash.pe.td_pe_cycles`), at full rate only:
-each result leaves ``1 + (scheduling cycle of its read row) +``
-:data:`~trainforge.spec.tensordash.LATENCY` cycles after the first group.
+each result leaves :func:`~trainforge.spec.tensordash.result_cycle` of the
+scheduling cycle of its read row, counted from the first group's transfer.
 """
 import numpy as np
 
@@ -147,7 +147,7 @@ def make_golden(params, scenario, tile_shape):
     cycles = {}
     if _full_rate(scenario):
         model = (td_tile_cycles if tile_shape else td_pe_cycles)(a, b, clear, read, record=True, **params)
-        cycles["o_sum"] = [1 + int(cycle) + spec.LATENCY for cycle in model.read_cycles[0]]
+        cycles["o_sum"] = [spec.result_cycle(params, int(cycle)) for cycle in model.read_cycles[0]]
     return Transactions({"o_sum": items}, cycles)
 
 

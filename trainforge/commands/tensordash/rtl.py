@@ -22,7 +22,7 @@ import uuid
 import numpy as np
 
 from trainforge.errors import UsageError
-from trainforge.golden.tensordash.core import LATENCY
+from trainforge.spec.tensordash import TILE_PARAMS, result_cycle
 from trainforge.golden.tensordash.layer import (OPERATIONS, assemble, direct_conv, direct_input_gradient,
                                                 direct_weight_gradient, layer_cycles, lower, tile_program)
 
@@ -112,7 +112,7 @@ def check_operations(acts, weights, grads, padding, simulator="verilator", opera
     programs = [tile_program(item) for item in lowered]
     stream = tuple(np.concatenate([program[k] for program in programs]) for k in range(4))
     values, cycles = run_stream(stream, simulator)
-    rows, first, previous = [], 0, LATENCY
+    rows, first, previous = [], 0, result_cycle(TILE_PARAMS.resolve(), 0) - 1  # the cycle before the first
     for operation, item, program in zip(operations, lowered, programs):
         model = layer_cycles(item)
         count = int(program[3].sum())

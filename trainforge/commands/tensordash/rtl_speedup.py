@@ -32,7 +32,8 @@ import json
 
 import numpy as np
 
-from trainforge.golden.tensordash.core import LATENCY, run_cores
+from trainforge.golden.tensordash.core import run_cores
+from trainforge.spec.tensordash import result_cycle
 from trainforge.spec.tensordash import resolve_pattern
 from trainforge.golden.tensordash.pe import td_pe, td_tile
 from trainforge.hw.registry import get_block
@@ -143,7 +144,7 @@ def _run_group(block, params, points, samples, stream_rows, seed, simulator):
         values, cycles, error = np.zeros((0, rows * cols), np.int64), np.zeros(0, np.int64), str(failure)
     if error is None and len(cycles) != len(expected):
         error = f"the RTL gave {len(cycles)} results, expected {len(expected)}"
-    per_product = np.diff(np.concatenate([[LATENCY], cycles]))
+    per_product = np.diff(np.concatenate([[result_cycle(params, 0) - 1], cycles]))
     first = 0
     for point, golden_cycles in zip(points, golden):
         total = point["stream_rows"]
