@@ -147,26 +147,26 @@ class TDSparseCore(wiring.Component):
         m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
         wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
 
-        # Staging buffer: two group registers, the window, its registered copy; flags beside the data.
+        # Staging buffer: two group registers (flags beside the data), the window, its registered copy.
         group_rows = [[Signal(self.row_layout, name=f"group{half}_row{p}", reset_less=True) for p in range(depth)]
                       for half in range(2)]
         group_flags = [[Signal(self.flag_layout, name=f"group{half}_flags{p}", reset_less=True)
                         for p in range(depth)] for half in range(2)]
+        ring_flags = group_flags[0] + group_flags[1]  # stream row t waits at position t mod 2 depth
         window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
-        window_flags = [Signal(self.flag_layout, name=f"window_flags{p}", reset_less=True) for p in range(depth)]
         window_copy = [Signal(self.row_layout, name=f"window_copy{p}", reset_less=True) for p in range(depth)]
-        head_slot = Signal(range(depth))            # window row of the head (head mod depth)
+
+        # Control state: the head, the row counts, and the window's flags in stream order (pending pairs:
+        # effectual and not multiplied yet).
+        head_slot = Signal(range(depth))            # window row of the head: head mod depth
+        head_ring = Signal(range(2 * depth))        # head mod 2 depth
+        load_ring = Signal(range(2 * depth))        # (head + rows in the window) mod 2 depth: the next row to load
         window_count = Signal(range(depth + 1))     # rows in the window
         waiting = Signal(range(2 * depth + 1))      # rows in the group registers, not yet in the window
-        load_slot = Signal(range(2 * depth))        # group-register position of the next row to load (mod 2 depth)
-        consumed = [[Signal(lanes, name=f"consumed_r{r}_d{d}") for d in range(depth)] for r in range(rows)]
-
-        # The window in stream order (rotated by the head).
-        ordered = [Signal(self.flag_layout, name=f"ordered_flags{d}") for d in range(depth)]
-        with m.Switch(head_slot):
-            for head in range(depth):
-                with m.Case(head) if head < depth - 1 else m.Default():
-                    m.d.comb += [ordered[d].eq(window_flags[(head + d) % depth]) for d in range(depth)]
+        pending = [[Signal(lanes, name=f"pending_r{r}_d{d}", reset_less=True) for d in range(depth)]
+                   for r in range(rows)]
+        row_read = [Signal(name=f"read_d{d}", reset_less=True) for d in range(depth)]
+        row_clear = [Signal(name=f"clear_d{d}", reset_less=True) for d in range(depth)]
 
         # Visible rows: present, after no read row, at or before no clear row (the head excepted).
         visible = Signal(depth)
@@ -174,59 +174,104 @@ class TDSparseCore(wiring.Component):
         clear_seen = Const(0)
         for d in range(depth):
             if d:
-                clear_seen = clear_seen | ordered[d].clear
+                clear_seen = clear_seen | row_clear[d]
             m.d.comb += visible[d].eq((window_count > d) & ~read_before & ~clear_seen)
-            read_before = read_before | ordered[d].read
+            read_before = read_before | row_read[d]
 
-        # The row schedulers, and row synchronization: the whole tile advances by the smallest AS.
-        schedulers = []
-        for r in range(rows):
-            candidates = []
-            for d in range(depth):
-                candidate = Signal(lanes, name=f"candidates_r{r}_d{d}")
-                m.d.comb += candidate.eq(ordered[d].effectual[r] & ~consumed[r][d])
-                candidates.append(candidate)
-            schedulers.append(schedule_logic(m, candidates, visible, self.pattern, lanes, depth, f"row{r}_"))
-        advance = schedulers[0][3]
-        for row_schedule in schedulers[1:]:
-            advance = Mux(row_schedule[3] < advance, row_schedule[3], advance)
+        # The row schedulers, and row synchronization: the tile advances by the smallest AS
+        # (the AND of the rows' thermometer codes).
+        schedulers = [schedule_logic(m, pending[r], visible, self.pattern, lanes, depth, f"row{r}_")
+                      for r in range(rows)]
+        drained = [Signal(name=f"drained{d}") for d in range(depth)]
+        for d in range(depth):
+            m.d.comb += drained[d].eq(Cat(*(row_schedule[4][d] for row_schedule in schedulers)).all())
 
         # The output stage's ready is a register; the pipeline stops only for a result it cannot take.
         result_valid = Signal()
         result_read = Signal()
         m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
 
-        # Buffer bookkeeping.
-        shift = Signal(range(depth + 1))
-        loads = Signal(range(depth + 1))
+        # This cycle's shift, one-hot: shift == s (no shift while the pipeline stops; the buffer still fills).
+        # Everything the shift decides is computed from registers for each s, then picked by the one-hot code.
+        shift_is = [Signal(name=f"shift_is{step}") for step in range(depth + 1)]
+        m.d.comb += shift_is[0].eq(~enable | ~drained[0])
+        for step in range(1, depth + 1):
+            more = drained[step] if step < depth else Const(0)
+            m.d.comb += shift_is[step].eq(enable & drained[step - 1] & ~more)
+
+        def pick(values, name, shape):
+            """``values[s]`` for this cycle's shift ``s``."""
+            picked = Signal(shape, name=name)
+            result = 0
+            for step, value in enumerate(values):
+                result = result | Mux(shift_is[step], value, 0)
+            m.d.comb += picked.eq(result)
+            return picked
+
+        loads_for, take_ok_for = [], []
+        for step in range(depth + 1):
+            room = Signal(range(2 * depth + 1), name=f"room{step}")
+            loads = Signal(range(depth + 1), name=f"loads{step}")
+            ok = Signal(name=f"take_ok{step}")
+            m.d.comb += [
+                room.eq(step + depth - window_count),
+                loads.eq(Mux(room < waiting, room, waiting)),
+                ok.eq(waiting - loads <= depth),
+            ]
+            loads_for.append(loads)
+            take_ok_for.append(ok)
+
+        def wrap(value, modulus):
+            return Mux(value >= modulus, value - modulus, value)
+
+        loads = pick(loads_for, "loads", range(depth + 1))
         take = Signal()
         m.d.comb += [
-            shift.eq(Mux(enable, advance, 0)),
-            loads.eq(Mux(enable, Mux(shift + depth - window_count < waiting, shift + depth - window_count, waiting),
-                         0)),
-            incoming.ready.eq(enable & (waiting - loads <= depth)),
+            incoming.ready.eq(pick(take_ok_for, "take_ok", 1)),
             take.eq(incoming.valid & incoming.ready),
         ]
-        next_head = head_slot + shift
         m.d.sync += [
-            head_slot.eq(Mux(next_head >= depth, next_head - depth, next_head)),
-            window_count.eq(window_count - shift + loads),
+            head_slot.eq(pick([wrap(head_slot + step, depth) for step in range(depth + 1)], "next_head_slot",
+                              range(depth))),
+            head_ring.eq(pick([wrap(head_ring + step, 2 * depth) for step in range(depth + 1)], "next_head_ring",
+                              range(2 * depth))),
+            load_ring.eq(pick([wrap(load_ring + loads_for[step], 2 * depth) for step in range(depth + 1)],
+                              "next_load_ring", range(2 * depth))),
+            window_count.eq(pick([window_count - step + loads_for[step] for step in range(depth + 1)],
+                                 "next_window_count", range(depth + 1))),
             waiting.eq(waiting - loads + Mux(take, depth, 0)),
         ]
-        next_load = load_slot + loads
-        m.d.sync += load_slot.eq(Mux(next_load >= 2 * depth, next_load - 2 * depth, next_load))
-        for r, (_, _, chosen, _) in enumerate(schedulers):
-            for d in range(depth):
-                with m.If(enable), m.Switch(advance):
-                    for step in range(depth + 1):
-                        with m.Case(step) if step < depth else m.Default():
-                            kept = consumed[r][d + step] | chosen[d + step] if d + step < depth else 0
-                            m.d.sync += consumed[r][d].eq(kept)
+
+        # The flags of the rows behind the window, in stream order: ring position head + k.
+        behind = [Signal(self.flag_layout, name=f"ring_rotated{k}") for k in range(2 * depth)]
+        with m.Switch(head_ring):
+            for position in range(2 * depth):
+                with m.Case(position) if position < 2 * depth - 1 else m.Default():
+                    m.d.comb += [behind[k].eq(ring_flags[(position + k) % (2 * depth)]) for k in range(2 * depth)]
+
+        # Row d of the next cycle is row d + s of this one: from the window while it is there, else loaded.
+        for d in range(depth):
+            sources = {name: [] for name in ("read", "clear")}
+            pending_sources = [[] for _ in range(rows)]
+            for step in range(depth + 1):
+                k = d + step
+                in_window = window_count > k if k < depth else Const(0)
+                for r, (_, _, chosen, _, _) in enumerate(schedulers):
+                    # Shift 0: nothing was scheduled (or the pipeline stopped and the schedule is void).
+                    kept = (pending[r][k] & ~chosen[k] if step else pending[r][k]) if k < depth else 0
+                    pending_sources[r].append(Mux(in_window, kept, behind[k].effectual[r]))
+                sources["read"].append(Mux(in_window, row_read[k] if k < depth else 0, behind[k].read))
+                sources["clear"].append(Mux(in_window, row_clear[k] if k < depth else 0, behind[k].clear))
+            for r in range(rows):
+                m.d.sync += pending[r][d].eq(pick(pending_sources[r], f"next_pending_r{r}_d{d}", lanes))
+            m.d.sync += [
+                row_read[d].eq(pick(sources["read"], f"next_read_d{d}", 1)),
+                row_clear[d].eq(pick(sources["clear"], f"next_clear_d{d}", 1)),
+            ]
 
         # A taken group goes to the group register after the rows waiting (whole groups: position 0 or depth).
         write_half = Signal()
-        tail = load_slot + waiting
-        m.d.comb += write_half.eq(Mux(tail >= 2 * depth, tail - 2 * depth, tail) >= depth)
+        m.d.comb += write_half.eq(wrap(load_ring + waiting, 2 * depth) >= depth)
         for half in range(2):
             with m.If(take & (write_half == half)):
                 for p in range(depth):
@@ -239,16 +284,14 @@ class TDSparseCore(wiring.Component):
         for p in range(depth):
             offset = Signal(range(depth), name=f"load_offset{p}")   # its place among the rows to load
             half = Signal(name=f"load_half{p}")                     # the group register holding it
-            with m.Switch(load_slot):
+            with m.Switch(load_ring):
                 for position in range(2 * depth):
                     with m.Case(position) if position < 2 * depth - 1 else m.Default():
                         j = (p - position) % depth
                         m.d.comb += [offset.eq(j), half.eq((position + j) % (2 * depth) >= depth)]
-            with m.If(offset < loads):
-                m.d.sync += [
-                    window[p].eq(Mux(half, group_rows[1][p], group_rows[0][p])),
-                    window_flags[p].eq(Mux(half, group_flags[1][p], group_flags[0][p])),
-                ]
+            load = pick([offset < loads_for[step] for step in range(depth + 1)], f"load{p}", 1)
+            with m.If(load):
+                m.d.sync += window[p].eq(Mux(half, group_rows[1][p], group_rows[0][p]))
 
         # Schedule stage registers.
         selects = [[Signal.like(schedulers[r][0][lane], name=f"select_r{r}_l{lane}") for lane in range(lanes)]
@@ -258,16 +301,16 @@ class TDSparseCore(wiring.Component):
         read_drained = Signal()
         m.d.comb += read_drained.eq(0)
         for d in range(depth):
-            with m.If((advance > d) & ordered[d].read):
+            with m.If(drained[d] & row_read[d]):
                 m.d.comb += read_drained.eq(1)
         with m.If(enable):
             m.d.sync += select_head.eq(head_slot)
             m.d.sync += [window_copy[p].eq(window[p]) for p in range(depth)]
-            for r, (ms, active, _, _) in enumerate(schedulers):
+            for r, (ms, active, _, _, _) in enumerate(schedulers):
                 m.d.sync += selects_active[r].eq(active)
                 m.d.sync += [selects[r][lane].eq(ms[lane]) for lane in range(lanes)]
         valid = _delayed(m, window_count > 0, 1, enable, "scheduled_valid", reset=True)
-        clear = _delayed(m, ordered[0].clear, 1, enable, "scheduled_clear", reset=False)
+        clear = _delayed(m, row_clear[0], 1, enable, "scheduled_clear", reset=False)
         read = _delayed(m, read_drained, 1, enable, "scheduled_read", reset=False)
 
         # Operand stage: sparse muxes with the head folded into the select, into registered operands.

@@ -33,6 +33,8 @@ def schedule_logic(m, candidates, visible, pattern, lanes, depth, prefix):
     chosen : list of Signal(lanes)
         Per row.
     advance : Signal(range(depth + 1))
+    drained : list of Signal
+        Thermometer code of ``advance``: ``drained[d]`` is ``advance > d``.
     """
     bits = select_bits(pattern)
     ms = [Signal(bits, name=f"{prefix}ms{lane}") for lane in range(lanes)]
@@ -60,17 +62,19 @@ def schedule_logic(m, candidates, visible, pattern, lanes, depth, prefix):
             taken_all[row] = taken_all[row] | level_taken[row]
         level_input = next_input
     chosen = []
+    drained = []
     drained_prefix = 1
-    advance_sum = 0
     for row in range(depth):
         row_chosen = Signal(lanes, name=f"{prefix}chosen{row}")
         m.d.comb += row_chosen.eq(taken_all[row])
         chosen.append(row_chosen)
-        drained_prefix = drained_prefix & visible[row] & (level_input[row] == 0)
-        advance_sum = advance_sum + drained_prefix
+        row_drained = Signal(name=f"{prefix}drained{row}")
+        m.d.comb += row_drained.eq(drained_prefix & visible[row] & (level_input[row] == 0))
+        drained.append(row_drained)
+        drained_prefix = row_drained
     advance = Signal(range(depth + 1), name=f"{prefix}advance")
-    m.d.comb += advance.eq(advance_sum)
-    return ms, active, chosen, advance
+    m.d.comb += advance.eq(sum(drained))
+    return ms, active, chosen, advance, drained
 
 
 class TDScheduler(wiring.Component):
@@ -126,7 +130,7 @@ class TDScheduler(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        ms, active, chosen, advance = schedule_logic(
+        ms, active, chosen, advance, _ = schedule_logic(
             m, self.i_candidates.payload.candidates, self.i_candidates.payload.visible, self.pattern,
             self.lanes, self.depth, "")
         m.submodules.output_stage = stage = StreamStage(self.schedule_layout)
