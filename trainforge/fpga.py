@@ -121,7 +121,10 @@ def place_and_route(emitted, work_root):
         except subprocess.TimeoutExpired:
             raise BlockFailed(f"timed out after {TOOL_TIMEOUT_S} s", str(output)) from None
         if result.returncode != 0 or not log_file.exists():
-            raise BlockFailed(failure_reason(output.read_text(errors="replace")), str(output))
+            # Yosys runs quietly (-q) and writes its errors to its own log, top.rpt.
+            logs = [path for path in (output, work / "top.rpt") if path.exists()]
+            text = "\n".join(path.read_text(errors="replace") for path in logs)
+            raise BlockFailed(failure_reason(text), str(logs[-1]))
         stamp_file.write_text(stamp)
     figures = parse_nextpnr_log(log_file.read_text())
     figures["meets_board_clock"] = figures["fmax_mhz"] is not None and figures["fmax_mhz"] >= BOARD_CLOCK_MHZ

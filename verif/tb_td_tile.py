@@ -1,4 +1,4 @@
-"""cocotb testbench of ``td_tile``: its scenario table, and the PE testbench's reset test run on the tile.
+"""cocotb testbench of ``td_tile``: its scenario table, and the PE testbench's reset and occupancy tests on the tile.
 
 The reset test's :class:`tb_td_pe.Harness` sees a
 :class:`~trainforge.hw.tensordash.tile.TDTile` and switches to tile stimulus
@@ -8,10 +8,10 @@ import cocotb
 
 import scenarios.td_tile as table
 from scenario import table_test
-from tb_td_pe import reset_mid_stream
+from tb_td_pe import occupancy_and_ready, reset_mid_stream
 from tbutil import start
 
-__all__ = ["scenario_table", "reset_mid_stream"]
+__all__ = ["scenario_table", "reset_mid_stream", "occupancy_and_ready"]
 
 
 scenario_table = table_test(table, (

@@ -26,7 +26,13 @@ ADVERSARIAL = {
     "diagonal": lambda t, lane, depth: lane == t % 4,
 }
 
-#: (name, rows, B density or adversarial mask name, A density, longest dot product, valid, ready probability).
+#: Flag patterns: ``"paired"`` dot products (clear on the first row, read on the last), or ``clear`` and
+#: ``read`` independent of each other: partial sums read in the middle of a dot product (no clear after the
+#: read), and sums cleared without a read (discarded).
+FLAG_PATTERNS = ("paired", "partial reads", "clears without reads")
+
+#: (name, rows, B density or adversarial mask name, A density, longest dot product, valid, ready probability[,
+#: flag pattern]).
 STREAMS = (
     ("dense, full rate", 24, 1.0, 1.0, 9, 1.0, 1.0),
     ("30% sparse, full rate", 40, 0.7, 0.8, 12, 1.0, 1.0),
@@ -36,6 +42,9 @@ STREAMS = (
     ("single-row dot products, 50% sparse", 16, 0.5, 0.5, 1, 1.0, 1.0),
     ("producer gaps, consumer stalls", 48, 0.4, 0.7, 6, 0.6, 0.4),
     ("dense, slow consumer", 32, 1.0, 1.0, 3, 1.0, 0.3),
+    ("partial-sum reads, 50% sparse, full rate", 48, 0.5, 0.7, 12, 1.0, 1.0, "partial reads"),
+    ("partial-sum reads, stalls", 40, 0.5, 0.7, 12, 0.7, 0.5, "partial reads"),
+    ("sums cleared without a read, full rate", 48, 0.4, 0.8, 10, 1.0, 1.0, "clears without reads"),
 ) + tuple((f"{name}, full rate", 40, name, 1.0, 16, 1.0, 1.0) for name in ADVERSARIAL)
 
 
@@ -62,11 +71,20 @@ def _vector(rng, params, density):
     return out
 
 
-def _flags(rng, total, longest):
+def _flags(rng, total, longest, pattern="paired"):
+    """``clear`` and ``read`` per row; the last row always reads (so every stream ends on a result)."""
     clear, read, start = [0] * total, [0] * total, 0
     while start < total:
         end = min(total, start + rng.randint(1, longest))
-        clear[start], read[end - 1] = 1, 1
+        clear[start] = 1
+        if pattern == "paired" or end == total:
+            read[end - 1] = 1
+        elif pattern == "partial reads":
+            # Reads inside the dot product, none at its end: the next rows keep accumulating until a clear.
+            for row in range(start, end - 1):
+                read[row] = int(rng.random() < 0.3)
+        elif pattern == "clears without reads":
+            read[end - 1] = int(rng.random() < 0.5)  # half the dot products are discarded by the next clear
         start = end
     return clear, read
 
@@ -100,9 +118,9 @@ def make_scenarios(params, seed, block, tile_shape):
     tile_rows, tile_cols = tile_shape or (1, 1)
     zero = [0] * params["lanes"]
     table = []
-    for name, total, density_b, density_a, longest, valid, ready in STREAMS:
+    for name, total, density_b, density_a, longest, valid, ready, *flag_pattern in STREAMS:
         rng = rng_for(seed, block, name)
-        clear, read = _flags(rng, total, longest)
+        clear, read = _flags(rng, total, longest, *flag_pattern)
         rows = []
         for t in range(total):
             a = [_vector(rng, params, density_a) for _ in range(tile_cols)]
