@@ -154,7 +154,7 @@ class TDSparseCore(wiring.Component):
                         for p in range(depth)] for half in range(2)]
         ring_flags = group_flags[0] + group_flags[1]  # stream row t waits at position t mod 2 depth
         window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
-        window_copy = [Signal(self.row_layout, name=f"window_copy{p}", reset_less=True) for p in range(depth)]
+        taken_rows = Signal(self.group_layout, name="taken_rows", reset_less=True)
 
         # Control state: the head, the row counts, and the window's flags in stream order (pending pairs:
         # effectual and not multiplied yet).
@@ -168,15 +168,18 @@ class TDSparseCore(wiring.Component):
         row_read = [Signal(name=f"read_d{d}", reset_less=True) for d in range(depth)]
         row_clear = [Signal(name=f"clear_d{d}", reset_less=True) for d in range(depth)]
 
-        # Visible rows: present, after no read row, at or before no clear row (the head excepted).
+        # Visible rows (a register, computed with the next state below): present, after no read row, at or
+        # before no clear row (the head excepted).
         visible = Signal(depth)
-        read_before = Const(0)
-        clear_seen = Const(0)
-        for d in range(depth):
-            if d:
-                clear_seen = clear_seen | row_clear[d]
-            m.d.comb += visible[d].eq((window_count > d) & ~read_before & ~clear_seen)
-            read_before = read_before | row_read[d]
+
+        def visible_rows(count, reads, clears):
+            read_before, clear_seen, bits = Const(0), Const(0), []
+            for d in range(depth):
+                if d:
+                    clear_seen = clear_seen | clears[d]
+                bits.append((count > d) & ~read_before & ~clear_seen)
+                read_before = read_before | reads[d]
+            return Cat(*bits)
 
         # The row schedulers, and row synchronization: the tile advances by the smallest AS
         # (the AND of the rows' thermometer codes).
@@ -191,13 +194,15 @@ class TDSparseCore(wiring.Component):
         result_read = Signal()
         m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
 
-        # This cycle's shift, one-hot: shift == s (no shift while the pipeline stops; the buffer still fills).
-        # Everything the shift decides is computed from registers for each s, then picked by the one-hot code.
+        # This cycle's shift, one-hot: shift == s. Everything the shift decides is computed from registers
+        # for each s, then picked by the one-hot code. While the pipeline stops, the whole buffer holds
+        # (every update below is enabled by ``enable``, a function of registers).
         shift_is = [Signal(name=f"shift_is{step}") for step in range(depth + 1)]
-        m.d.comb += shift_is[0].eq(~enable | ~drained[0])
+        m.d.comb += shift_is[0].eq(~drained[0])
         for step in range(1, depth + 1):
             more = drained[step] if step < depth else Const(0)
-            m.d.comb += shift_is[step].eq(enable & drained[step - 1] & ~more)
+            m.d.comb += shift_is[step].eq(drained[step - 1] & ~more)
+        state = []  # the buffer's register updates, made while enabled
 
         def pick(values, name, shape):
             """``values[s]`` for this cycle's shift ``s``."""
@@ -224,21 +229,22 @@ class TDSparseCore(wiring.Component):
         def wrap(value, modulus):
             return Mux(value >= modulus, value - modulus, value)
 
+        count_for = [Signal(range(depth + 1), name=f"window_count{step}") for step in range(depth + 1)]
+        m.d.comb += [count_for[step].eq(window_count - step + loads_for[step]) for step in range(depth + 1)]
         loads = pick(loads_for, "loads", range(depth + 1))
         take = Signal()
         m.d.comb += [
-            incoming.ready.eq(pick(take_ok_for, "take_ok", 1)),
+            incoming.ready.eq(enable & pick(take_ok_for, "take_ok", 1)),
             take.eq(incoming.valid & incoming.ready),
         ]
-        m.d.sync += [
+        state += [
             head_slot.eq(pick([wrap(head_slot + step, depth) for step in range(depth + 1)], "next_head_slot",
                               range(depth))),
             head_ring.eq(pick([wrap(head_ring + step, 2 * depth) for step in range(depth + 1)], "next_head_ring",
                               range(2 * depth))),
             load_ring.eq(pick([wrap(load_ring + loads_for[step], 2 * depth) for step in range(depth + 1)],
                               "next_load_ring", range(2 * depth))),
-            window_count.eq(pick([window_count - step + loads_for[step] for step in range(depth + 1)],
-                                 "next_window_count", range(depth + 1))),
+            window_count.eq(pick(count_for, "next_window_count", range(depth + 1))),
             waiting.eq(waiting - loads + Mux(take, depth, 0)),
         ]
 
@@ -250,6 +256,7 @@ class TDSparseCore(wiring.Component):
                     m.d.comb += [behind[k].eq(ring_flags[(position + k) % (2 * depth)]) for k in range(2 * depth)]
 
         # Row d of the next cycle is row d + s of this one: from the window while it is there, else loaded.
+        flag_sources = []
         for d in range(depth):
             sources = {name: [] for name in ("read", "clear")}
             pending_sources = [[] for _ in range(rows)]
@@ -263,22 +270,31 @@ class TDSparseCore(wiring.Component):
                 sources["read"].append(Mux(in_window, row_read[k] if k < depth else 0, behind[k].read))
                 sources["clear"].append(Mux(in_window, row_clear[k] if k < depth else 0, behind[k].clear))
             for r in range(rows):
-                m.d.sync += pending[r][d].eq(pick(pending_sources[r], f"next_pending_r{r}_d{d}", lanes))
-            m.d.sync += [
+                state.append(pending[r][d].eq(pick(pending_sources[r], f"next_pending_r{r}_d{d}", lanes)))
+            state += [
                 row_read[d].eq(pick(sources["read"], f"next_read_d{d}", 1)),
                 row_clear[d].eq(pick(sources["clear"], f"next_clear_d{d}", 1)),
             ]
+            flag_sources.append(sources)
+        state.append(visible.eq(pick(
+            [visible_rows(count_for[step], [flag_sources[d]["read"][step] for d in range(depth)],
+                          [flag_sources[d]["clear"][step] for d in range(depth)]) for step in range(depth + 1)],
+            "next_visible", depth)))
 
         # A taken group goes to the group register after the rows waiting (whole groups: position 0 or depth).
+        # The flags are written at once; the data one cycle later, from a copy of the stage's output, as the
+        # window's data follows its flags one cycle later: the operand stage of a scheduling cycle reads the
+        # window as the scheduler saw it, and no decision of this cycle drives a data register's enable.
         write_half = Signal()
         m.d.comb += write_half.eq(wrap(load_ring + waiting, 2 * depth) >= depth)
+        data_write = [Signal(name=f"data_write{half}") for half in range(2)]
+        state.append(taken_rows.eq(incoming.payload))
         for half in range(2):
-            with m.If(take & (write_half == half)):
-                for p in range(depth):
-                    m.d.sync += [
-                        group_rows[half][p].eq(incoming.payload[p]),
-                        group_flags[half][p].eq(self._flags(incoming.payload[p])),
-                    ]
+            state.append(data_write[half].eq(take & (write_half == half)))
+            with m.If(take & (write_half == half)):  # take implies enable
+                m.d.sync += [group_flags[half][p].eq(self._flags(incoming.payload[p])) for p in range(depth)]
+            with m.If(enable & data_write[half]):
+                m.d.sync += [group_rows[half][p].eq(taken_rows[p]) for p in range(depth)]
 
         # Window row p takes the next stream row of its residue when that fits behind the head.
         for p in range(depth):
@@ -290,8 +306,13 @@ class TDSparseCore(wiring.Component):
                         j = (p - position) % depth
                         m.d.comb += [offset.eq(j), half.eq((position + j) % (2 * depth) >= depth)]
             load = pick([offset < loads_for[step] for step in range(depth + 1)], f"load{p}", 1)
-            with m.If(load):
-                m.d.sync += window[p].eq(Mux(half, group_rows[1][p], group_rows[0][p]))
+            data_load = Signal(name=f"data_load{p}")
+            data_half = Signal(name=f"data_half{p}", reset_less=True)
+            state += [data_load.eq(load), data_half.eq(half)]
+            with m.If(enable & data_load):
+                m.d.sync += window[p].eq(Mux(data_half, group_rows[1][p], group_rows[0][p]))
+        with m.If(enable):
+            m.d.sync += state
 
         # Schedule stage registers.
         selects = [[Signal.like(schedulers[r][0][lane], name=f"select_r{r}_l{lane}") for lane in range(lanes)]
@@ -305,7 +326,6 @@ class TDSparseCore(wiring.Component):
                 m.d.comb += read_drained.eq(1)
         with m.If(enable):
             m.d.sync += select_head.eq(head_slot)
-            m.d.sync += [window_copy[p].eq(window[p]) for p in range(depth)]
             for r, (ms, active, _, _, _) in enumerate(schedulers):
                 m.d.sync += selects_active[r].eq(active)
                 m.d.sync += [selects[r][lane].eq(ms[lane]) for lane in range(lanes)]
@@ -330,7 +350,7 @@ class TDSparseCore(wiring.Component):
             with m.Switch(source):
                 for number, (slot, column) in enumerate(sources):
                     with m.Case(number) if number < len(sources) - 1 else m.Default():
-                        m.d.comb += value.eq(value_of(window_copy[slot])[column])
+                        m.d.comb += value.eq(value_of(window[slot])[column])
             return value
 
         b_operands = [[_delayed(m, operand(r, lane, lambda row, r=r: self.operand_b(row, r)), 1, enable,
