@@ -26,13 +26,14 @@ when all its bits are; a floating-point operand is zero when its exponent
 field is 0 (``+0``, ``-0`` and the subnormals, which the datapath flushes to
 zero). An idle lane contributes the *idle product*: integer 0, FP32 ``+0``.
 """
+import numpy as np
 from amaranth import signed as signed_shape, unsigned
 
 from .fp import BF16, FP16, FP32
 from .params import Param
 
 __all__ = ["MAC_NAMES", "MAC", "FLOAT_FORMATS", "is_float", "multiply_stages", "tree_stages",
-           "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT"]
+           "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT", "zero_operands"]
 
 #: The MAC units, by the value of a PE's ``mac`` parameter.
 MAC_NAMES = ("integer", "fp16", "bf16")
@@ -95,3 +96,15 @@ def result_shape(params):
     if is_float(params):
         return unsigned(FP32.width)
     return _shape(params["acc_width"], params["signed"])
+
+
+def zero_operands(values, params):
+    """What the zero detectors say of ``values`` (operands, or their bit patterns for an FP unit): a bool array.
+
+    Integer: the value is 0. Floating point: the exponent field is 0 (``+0``, ``-0``, subnormals).
+    """
+    values = np.asarray(values)
+    if not is_float(params):
+        return values == 0
+    fmt = FLOAT_FORMATS[params["mac"]]
+    return (values.astype(np.int64) >> fmt.fraction_bits) & fmt.exponent_max_field == 0

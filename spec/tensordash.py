@@ -24,7 +24,6 @@ Parameters
 See :data:`SCHEDULER_PARAMS`, :data:`PE_PARAMS`, :data:`TILE_PARAMS` and
 :data:`TRANSPOSER_PARAMS`.
 """
-from amaranth import signed as signed_shape, unsigned
 from amaranth.lib import data
 
 from ..errors import ParameterError
@@ -34,7 +33,7 @@ from .params import Param, ParamSchema
 __all__ = ["PAPER_PATTERN", "SHALLOW_PATTERNS", "WIDE_PATTERN", "default_pattern", "parse_pattern",
            "format_pattern", "validate_pattern", "resolve_pattern", "option_slots", "lane_levels", "select_bits",
            "LANES", "DEPTH", "PATTERN", "WIDTH", "ACC_WIDTH", "SIGNED", "MAC", "MAC_NAMES", "pattern_of",
-           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "FILL_LATENCY", "latency",
+           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "FILL_LATENCY", "GROUP_REGISTERS", "latency",
            "result_cycle",
            "SCHEDULER_LATENCY", "candidate_layout", "schedule_layout", "operand_shape",
            "result_shape", "pe_row_layout", "tile_row_layout", "tile_result_layout", "group_layout",
@@ -159,9 +158,8 @@ def lane_levels(pattern, lanes):
 
 # Parameters -----------------------------------------------------------------------------------------------------
 
-#: Names of the MAC units behind the sparse interconnect (the keys of ``hw.tensordash.mac.MAC_UNITS``
-#: and of ``golden.tensordash.pe.GOLDEN_MACS``).
-MAC_NAMES = ("integer",)
+#: Names of the MAC units behind the sparse interconnect (:mod:`trainforge.spec.mac`).
+MAC_NAMES = mac_spec.MAC_NAMES
 
 LANES = Param("lanes", int, 4, "multiplier lanes L", minimum=1, maximum=32)
 DEPTH = Param("depth", int, 4, "staging buffer depth D (rows of lookahead)", minimum=2, maximum=5)
@@ -170,7 +168,7 @@ PATTERN = Param("pattern", str, "default",
 WIDTH = Param("width", int, 8, "operand width in bits", minimum=2, maximum=32)
 ACC_WIDTH = Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64)
 SIGNED = Param("signed", bool, True, "two's complement operands and accumulator")
-MAC = Param("mac", str, "integer", "MAC unit behind the sparse interconnect", choices=MAC_NAMES)
+MAC = mac_spec.MAC
 
 
 def pattern_of(params):
@@ -214,8 +212,13 @@ TRANSPOSER_PARAMS = ParamSchema((
 # Latencies ------------------------------------------------------------------------------------------------------
 
 #: PE and tile: cycles from the transfer of the first group on ``i_group`` to the first scheduling cycle
-#: (the input stream stage, the group register, the window).
+#: (the input stream stage, a group register, the window).
 FILL_LATENCY = 3
+
+#: PE and tile: group registers between the input stream stage and the window. Three let the stage's
+#: ``ready`` be a function of registers (a register is free at the start of the cycle) and still keep
+#: the window full at full rate.
+GROUP_REGISTERS = 3
 
 
 def latency(params):
@@ -261,18 +264,14 @@ def schedule_layout(params):
     })
 
 
-def _shape(width, is_signed):
-    return signed_shape(width) if is_signed else unsigned(width)
-
-
 def operand_shape(params):
-    """Shape of one operand of a PE or tile."""
-    return _shape(params["width"], params["signed"])
+    """Shape of one operand of a PE or tile (:func:`trainforge.spec.mac.operand_shape`)."""
+    return mac_spec.operand_shape(params)
 
 
 def result_shape(params):
-    """Shape of one accumulator (``o_sum`` of the PE, one element of the tile's ``o_sum``)."""
-    return _shape(params["acc_width"], params["signed"])
+    """Shape of one accumulator, ``o_sum`` of the PE or one element of the tile's (:mod:`trainforge.spec.mac`)."""
+    return mac_spec.result_shape(params)
 
 
 def pe_row_layout(params):

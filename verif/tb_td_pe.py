@@ -156,16 +156,18 @@ async def reset_mid_stream(dut):
 
 
 #: Groups the default PE (and 4 x 4 tile: lanes 4, depth 4, integer MAC) takes while ``o_sum`` is stalled and
-#: every row is a dense one-row dot product, worked out by hand from the pipeline: results 0 and 1 fill the
-#: output stream stage, result 2 stops the pipeline at the accumulator with rows 3, 4 and 5 in the sum,
-#: product and operand registers, so the head is at row 6; the window holds rows 6-9, the group registers
-#: rows 10-15 (group 4 would leave 6 > depth rows waiting) and the input stream stage groups 4 and 5.
-STALLED_CAPACITY_GROUPS = 6
+#: every row is a dense one-row dot product, worked out by hand from the pipeline. One row leaves the
+#: window per scheduling cycle c = 0, 1, ...; results 0 and 1 fill the output stream stage and result 2
+#: stops everything at c = 6 (rows 3-5 in the sum, product and operand registers). Until then the group
+#: registers take the stage's group whenever at most 8 rows wait in them at the start of a cycle; the rows
+#: waiting are 0, 4 before c = 0 (groups 0 and 1 taken), then 4, 7, 10, 9, 8, 11 at c = 0..5 (groups 2, 3
+#: and 4 taken at c = 0, 1 and 4). The input stream stage then holds groups 5 and 6: 7 groups.
+STALLED_CAPACITY_GROUPS = 7
 
 
 @cocotb.test()
 async def occupancy_and_ready(dut):
-    """``o_sum`` stalled: ``i_group.ready`` falls after the buffers fill (exactly 6 groups for the defaults), stays
+    """``o_sum`` stalled: ``i_group.ready`` falls after the buffers fill (exactly 7 groups for the defaults), stays
     low while nothing leaves, and every result is exact once the sink takes them."""
     bench = await start(dut)
     harness = Harness(bench)

@@ -143,10 +143,109 @@ def test_transpose_blocks():
 
 
 def test_mac_units_are_the_spec_choices():
-    """The RTL MAC units and their golden models are exactly the ``mac`` choices of the spec."""
-    from trainforge.golden.tensordash.pe import GOLDEN_MACS
+    """The RTL MAC units are exactly the ``mac`` choices of the spec, for the dense PE and TensorDash alike."""
     from trainforge.hw.mac import MAC_UNITS
+    from trainforge.spec import dense_pe
     from trainforge.spec.tensordash import MAC_NAMES, PE_PARAMS, TILE_PARAMS
 
-    assert tuple(MAC_UNITS) == MAC_NAMES == tuple(GOLDEN_MACS)
+    assert tuple(MAC_UNITS) == MAC_NAMES
     assert PE_PARAMS["mac"].choices == TILE_PARAMS["mac"].choices == MAC_NAMES
+    if "mac" in dense_pe.PARAMS.names:
+        assert dense_pe.PARAMS["mac"].choices == MAC_NAMES
+
+
+def _fp_stream(generator, shape, density, fmt):
+    """Small integers (exact in FP16 and BF16, and so are their products and sums) at the given density."""
+    from trainforge.golden.fp import to_bits
+
+    values = generator.integers(-8, 9, shape).astype(np.float32)
+    values[generator.random(shape) >= density] = 0
+    return values, to_bits(values, fmt)
+
+
+def _flags_of(total, ends):
+    clear, read, start = np.zeros(total, bool), np.zeros(total, bool), 0
+    for end in ends:
+        clear[start], read[end - 1], start = True, True, end
+    return clear, read
+
+
+@pytest.mark.parametrize("mac", ["fp16", "bf16"])
+@pytest.mark.parametrize("seed", range(3))
+def test_fp_results_are_the_exact_dot_products_when_no_rounding_happens(mac, seed):
+    """PE and tile FP results on small integers equal numpy's exact float64 dot products: every selected
+    pair is multiplied once and added once, whatever the schedule."""
+    from trainforge.golden.fp import from_bits
+    from trainforge.golden.tensordash.pe import td_pe, td_tile
+    from trainforge.spec.fp import FORMATS, FP32
+
+    generator = np.random.default_rng(seed)
+    fmt = FORMATS[mac]
+    total = 53
+    ends = [9, 10, 31, 53]
+    clear, read = _flags_of(total, ends)
+    a, a_bits = _fp_stream(generator, (total, 4), 0.8, fmt)
+    b, b_bits = _fp_stream(generator, (total, 4), 0.4, fmt)
+    starts = [0] + ends[:-1]
+    want = [np.dot(a[s:e].ravel().astype(np.float64), b[s:e].ravel().astype(np.float64)) for s, e in zip(starts, ends)]
+    assert from_bits(td_pe(a_bits, b_bits, clear, read, mac=mac), FP32).tolist() == want
+    a, a_bits = _fp_stream(generator, (total, 3, 4), 0.9, fmt)
+    b, b_bits = _fp_stream(generator, (total, 2, 4), 0.3, fmt)
+    want = np.array([np.einsum("tcl,trl->rc", a[s:e].astype(np.float64), b[s:e].astype(np.float64))
+                     for s, e in zip(starts, ends)])
+    assert np.array_equal(from_bits(td_tile(a_bits, b_bits, clear, read, mac=mac), FP32), want)
+
+
+def test_fp_results_follow_the_schedule_order():
+    """Where rounding happens, the TensorDash PE adds each cycle's products as its schedule groups them,
+    worked out by hand (bfloat16, the paper's pattern, A all ones).
+
+    B rows: ``[2**24, 0, 0, 0]``, ``[0, 0, 1, 1]``, then two zero rows; one dot product, read at the
+    last row. In one cycle lane 0 takes ``2**24`` (option ``(0, 0)``),
+    lane 1 takes row 1's lane 2 (option ``(1, +1)``), lane 2 takes row 1's lane 3 (its ``(1, 2)`` slot
+    went to lane 1, so option ``(1, +1)``), lane 3 finds nothing. The tree adds ``(2**24 + 1) + (1 + 0)``:
+    ``2**24 + 1`` is a tie and rounds to even, ``2**24``, and so does ``2**24 + 1``: the result is
+    ``2**24``. The dense PE adds row by row, ``2**24 + (1 + 1) = 2**24 + 2`` exactly.
+    """
+    from trainforge.golden.tensordash.pe import td_pe
+
+    one, big = 0x3F80, 0x4B80  # bfloat16 1.0 and 2**24
+    b = np.array([[big, 0, 0, 0], [0, 0, one, one], [0, 0, 0, 0], [0, 0, 0, 0]])
+    a = np.full((4, 4), one)
+    clear = np.array([True, False, False, False])
+    read = np.array([False, False, False, True])
+    assert td_pe(a, b, clear, read, mac="bf16").tolist() == [0x4B800000]  # float32 2**24, not 2**24 + 2
+
+
+def _random_streams(generator, depth, rows, density, count=20, groups=30):
+    total = depth * groups
+    effectual = generator.random((count, rows, total, 4)) < density
+    clear, read = np.zeros(total, bool), np.zeros(total, bool)
+    cuts = np.sort(generator.choice(np.arange(1, total), 8, replace=False))
+    read[cuts - 1], read[-1], clear[0], clear[cuts] = True, True, True, True
+    return effectual, read, clear
+
+
+def test_input_chain_keeps_the_window_full_at_full_rate(monkeypatch):
+    """With an always-valid source, the modelled input chain (stream stage, three group registers taking a
+    group when one is free at the start of a cycle, the window) gives exactly the cycles of a window that is
+    always full (the packed model has no chain); with two group registers the same rule would not."""
+    from trainforge.golden.tensordash import core
+    from trainforge.spec.tensordash import default_pattern
+
+    def slower_streams():
+        generator = np.random.default_rng(1)
+        slower = 0
+        for depth in (2, 3, 4, 5):
+            for rows in (1, 4):
+                for density in (0.0, 0.1, 0.3, 0.6, 1.0):
+                    effectual, read, clear = _random_streams(generator, depth, rows, density)
+                    pattern = default_pattern(4, depth)
+                    chained = core.run_cores(effectual, read, clear, pattern, depth, record=True)
+                    slower += int((chained.cycles != core._run_packed(effectual, read, clear, pattern,
+                                                                       depth).cycles).sum())
+        return slower
+
+    assert slower_streams() == 0
+    monkeypatch.setattr(core, "GROUP_REGISTERS", 2)
+    assert slower_streams() > 0

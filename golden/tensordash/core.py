@@ -7,13 +7,14 @@ once (the batch axis ``N``), one numpy step per clock cycle.
 The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
 
 - The stream is cut into groups of ``depth`` rows (zero rows pad the last
-  group). A group goes through the input stream stage into one of two group
-  registers; rows move from the group registers into the *window*, ``depth``
-  rows written in place (stream row ``t`` in window row ``t mod depth``). In
-  one cycle the window loads every row that fits behind this cycle's advance
-  (rows below ``head + depth``) and that is already in a group register; a
-  group register takes the next group when, after this cycle's loads, the
-  rows still waiting in the group registers fit in one group. With an
+  group). A group goes through the input stream stage into one of three
+  group registers; rows move from the group registers into the *window*,
+  ``depth`` rows written in place (stream row ``t`` in window row
+  ``t mod depth``). In one cycle the window loads every row that fits behind
+  this cycle's advance (rows below ``head + depth``) and that is already in a
+  group register; the group registers take the stage's next group when one
+  of them is free at the start of the cycle (so the stage's ``ready`` is a
+  function of registers). With an
   always-valid source the window is full from cycle
   :data:`~trainforge.spec.tensordash.FILL_LATENCY` (counted from the first
   group's transfer) until the stream ends (``verif/test_tensordash_golden.py``
@@ -50,8 +51,8 @@ PACKED_BITS = 20
 #: Cycles from the first group's transfer to the first scheduling cycle.
 FILL_LATENCY = spec.FILL_LATENCY
 
-#: Group registers between the input stream stage and the window (the RTL has two).
-GROUP_REGISTERS = 2
+#: Group registers between the input stream stage and the window.
+GROUP_REGISTERS = spec.GROUP_REGISTERS
 
 
 @dataclass
@@ -68,11 +69,18 @@ class CoreRun:
         Scheduling cycle (from 0) that drained each ``read`` row; with ``record=True``.
     multiplicity : ndarray of int64, shape (N, rows, T, lanes), or None
         How often each pair was multiplied; with ``record=True``.
+    heads, selects, active : ndarray, or None
+        With ``record=True``, per scheduling cycle (first axis, ``max(cycles)`` long; a core that has
+        finished repeats its last head with no lane active): the head row, shape (C, N); each lane's
+        option index ``MS``, shape (C, N, rows, lanes); whether the lane multiplies, same shape.
     """
     cycles: np.ndarray
     macs: np.ndarray
     read_cycles: np.ndarray = None
     multiplicity: np.ndarray = None
+    heads: np.ndarray = None
+    selects: np.ndarray = None
+    active: np.ndarray = None
 
 
 def pad_rows(count, depth):
@@ -130,7 +138,7 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
     cycles = np.zeros(count, dtype=np.int64)
     macs = np.zeros(count, dtype=np.int64)
     offsets = np.arange(depth)
-    heads = []
+    heads, selects, actives = [], [], []
     multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
     # The input chain at full rate: window end, group-register end (rows), whether the stage offers a group.
     loaded = np.zeros(count, dtype=np.int64)
@@ -148,14 +156,17 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
             n, r, d, lane = np.nonzero(decision.chosen)
             np.add.at(multiplicity, (n, r, head[n] + d, lane), 1)
             heads.append(head.copy())
+            selects.append(decision.ms)
+            actives.append(decision.active)
         upcoming = np.take_along_axis(padded, (head + depth)[:, None, None, None]
                                       + offsets[None, None, :, None], axis=2)
         joined = np.concatenate([window & ~decision.chosen, upcoming], axis=2)
         window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
         head = head + advance
-        loaded = np.maximum(loaded, np.minimum(head + depth, registered))
+        # The stage's group is taken when, before this cycle's loads, the group registers have one free.
         offered = (clock >= 1) & (registered < total)  # from cycle 1 the stage always holds the next group
         take = offered & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
+        loaded = np.maximum(loaded, np.minimum(head + depth, registered))
         registered = registered + take * depth
         clock += 1
     read_cycles = None
@@ -164,7 +175,10 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         after = np.stack(heads[1:] + [head], axis=1)  # head after each cycle, (N, cycles)
         read_rows = np.flatnonzero(read)
         read_cycles = np.stack([np.searchsorted(after[n], read_rows, side="right") for n in range(count)])
-    return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity)
+    if record:
+        return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity,
+                       heads=np.array(heads), selects=np.array(selects), active=np.array(actives))
+    return CoreRun(cycles=cycles, macs=macs)
 
 
 @lru_cache(maxsize=8)

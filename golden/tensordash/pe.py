@@ -1,14 +1,23 @@
-"""Golden models of the TensorDash PE and tile: bit-exact results and exact cycle counts."""
+"""Golden models of the TensorDash PE and tile: bit-exact results and exact cycle counts.
+
+Integer MACs give the dense PE's results (exact sums do not depend on the
+order of the products). The floating-point MACs add in the hardware's order:
+in each scheduling cycle, the lanes' products (an idle lane gives ``+0``, a
+lane multiplies the pair its ``MS`` selects) go through the FP32 adder tree
+(:func:`~trainforge.golden.fp.fp32_sum_tree`, lane order), and the tree's sum
+is added to the accumulator (``+0`` instead of the accumulator in the first
+cycle of a dot product). So a TensorDash PE's FP results depend on its schedule
+and may differ from the dense PE's in the last bits.
+"""
 import numpy as np
 
-from ...spec import tensordash as spec
+from ...spec import mac as mac_spec, tensordash as spec
+from ...spec.tensordash import option_slots
 from ..dense_pe import dense_pe
+from ..fp import fp32_add, fp32_sum_tree, fp_mul_exact
 from .core import pad_rows, run_cores
 
-__all__ = ["GOLDEN_MACS", "pad_stream", "td_pe", "td_pe_cycles", "td_tile", "td_tile_cycles"]
-
-#: Golden model of each MAC unit (:data:`trainforge.spec.tensordash.MAC_NAMES`), dense-PE signature.
-GOLDEN_MACS = {"integer": dense_pe}
+__all__ = ["pad_stream", "scheduled_fp_results", "td_pe", "td_pe_cycles", "td_tile", "td_tile_cycles"]
 
 
 def _resolve(schema, params):
@@ -37,15 +46,75 @@ def pad_stream(operands, clear, read, depth):
     return (*padded, *flags)
 
 
+def _effectual(a, b, params, both_sides):
+    """Effectual pairs, shape (rows, T, lanes): B non-zero (and A non-zero when ``both_sides``; A of column 0)."""
+    effectual = ~mac_spec.zero_operands(np.moveaxis(np.asarray(b), 1, 0), params)
+    if both_sides:
+        effectual &= ~mac_spec.zero_operands(np.asarray(a)[:, 0], params)[None]
+    return effectual
+
+
+def scheduled_fp_results(a, b, clear, read, params, both_sides):
+    """FP results of a PE or tile, adding each cycle's lane products as the hardware does (module docstring).
+
+    Parameters
+    ----------
+    a : array_like of int, shape (T, cols, lanes)
+        Operand bit patterns (FP16 or BF16, by ``params["mac"]``).
+    b : array_like of int, shape (T, rows, lanes)
+    clear, read : array_like of bool, shape (T,)
+    params : dict
+        Resolved PE or tile parameters.
+    both_sides : bool
+
+    Returns
+    -------
+    ndarray of uint32, shape (reads, rows, cols)
+        FP32 bit patterns of the accumulators at each ``read`` row.
+    """
+    fmt = mac_spec.FLOAT_FORMATS[params["mac"]]
+    pattern = spec.pattern_of(params)
+    depth, lanes = params["depth"], params["lanes"]
+    a, b, clear, read = pad_stream((a, b), clear, read, depth)
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    rows, cols = b.shape[1], a.shape[1]
+    run = run_cores(_effectual(a, b, params, both_sides)[None], read, clear, pattern, depth, record=True)
+    cycles = int(run.cycles[0])
+    heads, selects, active = run.heads[:cycles, 0], run.selects[:cycles, 0], run.active[:cycles, 0]
+    slots = np.array([option_slots(pattern, lanes, lane) for lane in range(lanes)])  # (lanes, options, 2)
+    lane_index = np.arange(lanes)
+    stream_row = heads[:, None, None] + slots[lane_index, selects, 0]   # (C, rows, lanes)
+    column = slots[lane_index, selects, 1]
+    row_index = np.arange(rows)[None, :, None]
+    b_values = b[stream_row, row_index, column]                         # (C, rows, lanes)
+    a_values = a[stream_row[:, :, None, :], np.arange(cols)[None, None, :, None], column[:, :, None, :]]
+    products = fp_mul_exact(a_values, b_values[:, :, None, :], fmt)     # (C, rows, cols, lanes)
+    products = np.where(active[:, :, None, :], products, np.uint32(mac_spec.IDLE_PRODUCT))
+    sums = fp32_sum_tree(products, axis=-1)                             # (C, rows, cols)
+    accumulator = np.zeros((rows, cols), dtype=np.uint32)
+    reads = set(int(cycle) for cycle in run.read_cycles[0])
+    out = []
+    for cycle in range(cycles):
+        start = np.uint32(0) if clear[heads[cycle]] else accumulator
+        accumulator = fp32_add(start, sums[cycle])
+        if cycle in reads:
+            out.append(accumulator)
+    return np.array(out, dtype=np.uint32).reshape(-1, rows, cols)
+
+
 def td_pe(a, b, clear, read, **params):
-    """Results of ``td_pe``: those of the dense PE on the same rows (TensorDash only skips zero products).
+    """Results of ``td_pe``.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
-    names ignored); ``mac`` picks the golden MAC, ``acc_width`` and ``signed`` shape the result, and the
-    TensorDash parameters (lanes, depth, pattern, mode) change only the timing.
+    names ignored). With the ``integer`` MAC the results are the dense PE's (``acc_width`` and ``signed``
+    shape them) and the TensorDash parameters change only the timing; with ``fp16`` or ``bf16`` they are
+    FP32 bit patterns summed in the order of the schedule (module docstring).
     """
     params = _resolve(spec.PE_PARAMS, params)
-    return GOLDEN_MACS[params["mac"]](a, b, clear, read, **params)
+    if mac_spec.is_float(params):
+        return scheduled_fp_results(np.asarray(a)[:, None], np.asarray(b)[:, None], clear, read, params,
+                                    params["mode"] == "both")[:, 0, 0]
+    return dense_pe(a, b, clear, read, **params)
 
 
 def td_pe_cycles(a, b, clear, read, *, record=False, **params):
@@ -62,10 +131,8 @@ def td_pe_cycles(a, b, clear, read, *, record=False, **params):
     params = _resolve(spec.PE_PARAMS, params)
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
-    effectual = np.asarray(b) != 0
-    if params["mode"] == "both":
-        effectual &= np.asarray(a) != 0
-    return run_cores(effectual[None, None], read, clear, pattern, params["depth"], record=record)
+    effectual = _effectual(np.asarray(a)[:, None], np.asarray(b)[:, None], params, params["mode"] == "both")
+    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record)
 
 
 def td_tile(a, b, clear, read, **params):
@@ -85,6 +152,8 @@ def td_tile(a, b, clear, read, **params):
     ndarray, shape (reads, rows, cols)
     """
     params = _resolve(spec.TILE_PARAMS, params)
+    if mac_spec.is_float(params):
+        return scheduled_fp_results(a, b, clear, read, params, both_sides=False)
     a = np.asarray(a)
     b = np.asarray(b)
     rows, cols = b.shape[1], a.shape[1]
@@ -92,8 +161,8 @@ def td_tile(a, b, clear, read, **params):
                    dtype=np.int64 if params["signed"] else np.uint64)
     for r in range(rows):
         for c in range(cols):
-            out[:, r, c] = GOLDEN_MACS[params["mac"]](a[:, c], b[:, r], clear, read, acc_width=params["acc_width"],
-                                                      signed=params["signed"])
+            out[:, r, c] = dense_pe(a[:, c], b[:, r], clear, read, acc_width=params["acc_width"],
+                                    signed=params["signed"])
     return out
 
 
@@ -106,5 +175,4 @@ def td_tile_cycles(a, b, clear, read, *, record=False, **params):
     params = _resolve(spec.TILE_PARAMS, params)
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
-    effectual = np.moveaxis(np.asarray(b) != 0, 1, 0)  # (rows, T, lanes)
-    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record)
+    return run_cores(_effectual(a, b, params, False)[None], read, clear, pattern, params["depth"], record=record)

@@ -147,22 +147,24 @@ class TDSparseCore(wiring.Component):
         m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
         wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
 
-        # Staging buffer: two group registers (flags beside the data), the window, its registered copy.
-        group_rows = [[Signal(self.row_layout, name=f"group{half}_row{p}", reset_less=True) for p in range(depth)]
-                      for half in range(2)]
-        group_flags = [[Signal(self.flag_layout, name=f"group{half}_flags{p}", reset_less=True)
-                        for p in range(depth)] for half in range(2)]
-        ring_flags = group_flags[0] + group_flags[1]  # stream row t waits at position t mod 2 depth
+        # Staging buffer: three group registers (flags beside the data) and the window.
+        groups = spec.GROUP_REGISTERS
+        ring = groups * depth                       # group-register positions: stream row t waits at t mod ring
+        group_rows = [[Signal(self.row_layout, name=f"group{g}_row{p}", reset_less=True) for p in range(depth)]
+                      for g in range(groups)]
+        group_flags = [[Signal(self.flag_layout, name=f"group{g}_flags{p}", reset_less=True)
+                        for p in range(depth)] for g in range(groups)]
+        ring_flags = [flags for group in group_flags for flags in group]
         window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
         taken_rows = Signal(self.group_layout, name="taken_rows", reset_less=True)
 
         # Control state: the head, the row counts, and the window's flags in stream order (pending pairs:
         # effectual and not multiplied yet).
         head_slot = Signal(range(depth))            # window row of the head: head mod depth
-        head_ring = Signal(range(2 * depth))        # head mod 2 depth
-        load_ring = Signal(range(2 * depth))        # (head + rows in the window) mod 2 depth: the next row to load
+        head_ring = Signal(range(ring))             # head mod ring
+        load_ring = Signal(range(ring))             # (head + rows in the window) mod ring: the next row to load
         window_count = Signal(range(depth + 1))     # rows in the window
-        waiting = Signal(range(2 * depth + 1))      # rows in the group registers, not yet in the window
+        waiting = Signal(range(ring + 1))           # rows in the group registers, not yet in the window
         pending = [[Signal(lanes, name=f"pending_r{r}_d{d}", reset_less=True) for d in range(depth)]
                    for r in range(rows)]
         row_read = [Signal(name=f"read_d{d}", reset_less=True) for d in range(depth)]
@@ -213,18 +215,15 @@ class TDSparseCore(wiring.Component):
             m.d.comb += picked.eq(result)
             return picked
 
-        loads_for, take_ok_for = [], []
+        loads_for = []
         for step in range(depth + 1):
             room = Signal(range(2 * depth + 1), name=f"room{step}")
             loads = Signal(range(depth + 1), name=f"loads{step}")
-            ok = Signal(name=f"take_ok{step}")
             m.d.comb += [
                 room.eq(step + depth - window_count),
                 loads.eq(Mux(room < waiting, room, waiting)),
-                ok.eq(waiting - loads <= depth),
             ]
             loads_for.append(loads)
-            take_ok_for.append(ok)
 
         def wrap(value, modulus):
             return Mux(value >= modulus, value - modulus, value)
@@ -234,16 +233,17 @@ class TDSparseCore(wiring.Component):
         loads = pick(loads_for, "loads", range(depth + 1))
         take = Signal()
         m.d.comb += [
-            incoming.ready.eq(enable & pick(take_ok_for, "take_ok", 1)),
+            # A group register is free at the start of the cycle: ready depends on registers only.
+            incoming.ready.eq(enable & (waiting <= ring - depth)),
             take.eq(incoming.valid & incoming.ready),
         ]
         state += [
             head_slot.eq(pick([wrap(head_slot + step, depth) for step in range(depth + 1)], "next_head_slot",
                               range(depth))),
-            head_ring.eq(pick([wrap(head_ring + step, 2 * depth) for step in range(depth + 1)], "next_head_ring",
-                              range(2 * depth))),
-            load_ring.eq(pick([wrap(load_ring + loads_for[step], 2 * depth) for step in range(depth + 1)],
-                              "next_load_ring", range(2 * depth))),
+            head_ring.eq(pick([wrap(head_ring + step, ring) for step in range(depth + 1)], "next_head_ring",
+                              range(ring))),
+            load_ring.eq(pick([wrap(load_ring + loads_for[step], ring) for step in range(depth + 1)],
+                              "next_load_ring", range(ring))),
             window_count.eq(pick(count_for, "next_window_count", range(depth + 1))),
             waiting.eq(waiting - loads + Mux(take, depth, 0)),
         ]
@@ -251,9 +251,9 @@ class TDSparseCore(wiring.Component):
         # The flags of the rows behind the window, in stream order: ring position head + k.
         behind = [Signal(self.flag_layout, name=f"ring_rotated{k}") for k in range(2 * depth)]
         with m.Switch(head_ring):
-            for position in range(2 * depth):
-                with m.Case(position) if position < 2 * depth - 1 else m.Default():
-                    m.d.comb += [behind[k].eq(ring_flags[(position + k) % (2 * depth)]) for k in range(2 * depth)]
+            for position in range(ring):
+                with m.Case(position) if position < ring - 1 else m.Default():
+                    m.d.comb += [behind[k].eq(ring_flags[(position + k) % ring]) for k in range(2 * depth)]
 
         # Row d of the next cycle is row d + s of this one: from the window while it is there, else loaded.
         flag_sources = []
@@ -281,36 +281,39 @@ class TDSparseCore(wiring.Component):
                           [flag_sources[d]["clear"][step] for d in range(depth)]) for step in range(depth + 1)],
             "next_visible", depth)))
 
-        # A taken group goes to the group register after the rows waiting (whole groups: position 0 or depth).
+        # A taken group goes to the group register after the rows waiting (whole groups).
         # The flags are written at once; the data one cycle later, from a copy of the stage's output, as the
         # window's data follows its flags one cycle later: the operand stage of a scheduling cycle reads the
         # window as the scheduler saw it, and no decision of this cycle drives a data register's enable.
-        write_half = Signal()
-        m.d.comb += write_half.eq(wrap(load_ring + waiting, 2 * depth) >= depth)
-        data_write = [Signal(name=f"data_write{half}") for half in range(2)]
+        tail = Signal(range(ring))
+        m.d.comb += tail.eq(wrap(load_ring + waiting, ring))
+        data_write = [Signal(name=f"data_write{g}") for g in range(groups)]
         state.append(taken_rows.eq(incoming.payload))
-        for half in range(2):
-            state.append(data_write[half].eq(take & (write_half == half)))
-            with m.If(take & (write_half == half)):  # take implies enable
-                m.d.sync += [group_flags[half][p].eq(self._flags(incoming.payload[p])) for p in range(depth)]
-            with m.If(enable & data_write[half]):
-                m.d.sync += [group_rows[half][p].eq(taken_rows[p]) for p in range(depth)]
+        for g in range(groups):
+            write = take & (tail == g * depth)
+            state.append(data_write[g].eq(write))
+            with m.If(write):  # take implies enable
+                m.d.sync += [group_flags[g][p].eq(self._flags(incoming.payload[p])) for p in range(depth)]
+            with m.If(enable & data_write[g]):
+                m.d.sync += [group_rows[g][p].eq(taken_rows[p]) for p in range(depth)]
 
         # Window row p takes the next stream row of its residue when that fits behind the head.
         for p in range(depth):
             offset = Signal(range(depth), name=f"load_offset{p}")   # its place among the rows to load
-            half = Signal(name=f"load_half{p}")                     # the group register holding it
+            source = Signal(range(groups), name=f"load_group{p}")   # the group register holding it
             with m.Switch(load_ring):
-                for position in range(2 * depth):
-                    with m.Case(position) if position < 2 * depth - 1 else m.Default():
+                for position in range(ring):
+                    with m.Case(position) if position < ring - 1 else m.Default():
                         j = (p - position) % depth
-                        m.d.comb += [offset.eq(j), half.eq((position + j) % (2 * depth) >= depth)]
+                        m.d.comb += [offset.eq(j), source.eq((position + j) % ring // depth)]
             load = pick([offset < loads_for[step] for step in range(depth + 1)], f"load{p}", 1)
             data_load = Signal(name=f"data_load{p}")
-            data_half = Signal(name=f"data_half{p}", reset_less=True)
-            state += [data_load.eq(load), data_half.eq(half)]
-            with m.If(enable & data_load):
-                m.d.sync += window[p].eq(Mux(data_half, group_rows[1][p], group_rows[0][p]))
+            data_source = Signal(range(groups), name=f"data_group{p}", reset_less=True)
+            state += [data_load.eq(load), data_source.eq(source)]
+            with m.If(enable & data_load), m.Switch(data_source):
+                for g in range(groups):
+                    with m.Case(g) if g < groups - 1 else m.Default():
+                        m.d.sync += window[p].eq(group_rows[g][p])
         with m.If(enable):
             m.d.sync += state
 
