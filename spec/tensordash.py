@@ -212,12 +212,11 @@ TRANSPOSER_PARAMS = ParamSchema((
 # Latencies ------------------------------------------------------------------------------------------------------
 
 #: PE and tile: cycles from the transfer of the first group on ``i_group`` to the first scheduling cycle
-#: (the input stream stage, a group register, the window).
-FILL_LATENCY = 3
+#: (a group register, then the window).
+FILL_LATENCY = 2
 
-#: PE and tile: group registers between the input stream stage and the window. Three let the stage's
-#: ``ready`` be a function of registers (a register is free at the start of the cycle) and still keep
-#: the window full at full rate.
+#: PE and tile: group registers in front of the window. Three let ``i_group.ready`` be a function of
+#: registers (a register is free at the start of the cycle) and still keep the window full at full rate.
 GROUP_REGISTERS = 3
 
 

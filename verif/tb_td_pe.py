@@ -159,15 +159,15 @@ async def reset_mid_stream(dut):
 #: every row is a dense one-row dot product, worked out by hand from the pipeline. One row leaves the
 #: window per scheduling cycle c = 0, 1, ...; results 0 and 1 fill the output stream stage and result 2
 #: stops everything at c = 6 (rows 3-5 in the sum, product and operand registers). Until then the group
-#: registers take the stage's group whenever at most 8 rows wait in them at the start of a cycle; the rows
-#: waiting are 0, 4 before c = 0 (groups 0 and 1 taken), then 4, 7, 10, 9, 8, 11 at c = 0..5 (groups 2, 3
-#: and 4 taken at c = 0, 1 and 4). The input stream stage then holds groups 5 and 6: 7 groups.
-STALLED_CAPACITY_GROUPS = 7
+#: registers take a group whenever at most 8 rows wait in them at the start of a cycle; the rows waiting
+#: are 0 and 4 in the two cycles before c = 0 (groups 0 and 1 taken), then 4, 7, 10, 9, 8, 11 at c = 0..5
+#: (groups 2, 3 and 4 taken at c = 0, 1 and 4): 5 groups.
+STALLED_CAPACITY_GROUPS = 5
 
 
 @cocotb.test()
 async def occupancy_and_ready(dut):
-    """``o_sum`` stalled: ``i_group.ready`` falls after the buffers fill (exactly 7 groups for the defaults), stays
+    """``o_sum`` stalled: ``i_group.ready`` falls after the buffers fill (exactly 5 groups for the defaults), stays
     low while nothing leaves, and every result is exact once the sink takes them."""
     bench = await start(dut)
     harness = Harness(bench)

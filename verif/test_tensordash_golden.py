@@ -227,7 +227,7 @@ def _random_streams(generator, depth, rows, density, count=20, groups=30):
 
 
 def test_input_chain_keeps_the_window_full_at_full_rate(monkeypatch):
-    """With an always-valid source, the modelled input chain (stream stage, three group registers taking a
+    """With an always-valid source, the modelled input chain (three group registers taking a
     group when one is free at the start of a cycle, the window) gives exactly the cycles of a window that is
     always full (the packed model has no chain); with two group registers the same rule would not."""
     from trainforge.golden.tensordash import core

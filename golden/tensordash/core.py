@@ -7,13 +7,13 @@ once (the batch axis ``N``), one numpy step per clock cycle.
 The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
 
 - The stream is cut into groups of ``depth`` rows (zero rows pad the last
-  group). A group goes through the input stream stage into one of three
-  group registers; rows move from the group registers into the *window*,
+  group). A group from ``i_group`` goes into one of three group registers;
+  rows move from the group registers into the *window*,
   ``depth`` rows written in place (stream row ``t`` in window row
   ``t mod depth``). In one cycle the window loads every row that fits behind
   this cycle's advance (rows below ``head + depth``) and that is already in a
-  group register; the group registers take the stage's next group when one
-  of them is free at the start of the cycle (so the stage's ``ready`` is a
+  group register; the group registers take the next group when one of
+  them is free at the start of the cycle (so ``i_group.ready`` is a
   function of registers). With an
   always-valid source the window is full from cycle
   :data:`~trainforge.spec.tensordash.FILL_LATENCY` (counted from the first
@@ -51,7 +51,7 @@ PACKED_BITS = 20
 #: Cycles from the first group's transfer to the first scheduling cycle.
 FILL_LATENCY = spec.FILL_LATENCY
 
-#: Group registers between the input stream stage and the window.
+#: Group registers in front of the window.
 GROUP_REGISTERS = spec.GROUP_REGISTERS
 
 
@@ -140,7 +140,7 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
     offsets = np.arange(depth)
     heads, selects, actives = [], [], []
     multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
-    # The input chain at full rate: window end, group-register end (rows), whether the stage offers a group.
+    # The input chain at full rate: window end (rows loaded) and group-register end (rows taken).
     loaded = np.zeros(count, dtype=np.int64)
     registered = np.zeros(count, dtype=np.int64)
     clock = 0
@@ -163,8 +163,8 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         joined = np.concatenate([window & ~decision.chosen, upcoming], axis=2)
         window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
         head = head + advance
-        # The stage's group is taken when, before this cycle's loads, the group registers have one free.
-        offered = (clock >= 1) & (registered < total)  # from cycle 1 the stage always holds the next group
+        # The source's group is taken when, before this cycle's loads, the group registers have one free.
+        offered = registered < total  # an always-valid source
         take = offered & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
         loaded = np.maximum(loaded, np.minimum(head + depth, registered))
         registered = registered + take * depth

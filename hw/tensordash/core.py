@@ -31,22 +31,26 @@ class TDSparseCore(wiring.Component):
 
     Staging buffer (paper, Section III-A: "an array of registers with as many
     row-wide write ports as the number of rows it can hold")
-        Groups of ``depth`` rows arrive on ``i_group`` through a
-        :class:`~trainforge.hw.stream_stage.StreamStage` (so ``i_group.ready``
-        is a register) into one of two *group registers*. The *window* is
+        Groups of ``depth`` rows arrive on ``i_group`` into one of three
+        *group registers*; a group is taken when a group register is free at
+        the start of the cycle, so ``i_group.ready`` is a function of
+        registers (no stream stage is needed in front). The *window* is
         ``depth`` row registers written in place: stream row ``t`` lives in
         window row ``t mod depth`` and is written once, from a group register,
         when it fits behind the head. Data registers have clock enables and no
-        reset; nothing but the head, the row counts and the per-row bit vectors
-        moves. Zero detection and the ``read``/``clear`` flags are computed when
-        a group is written into a group register and travel with the row.
+        reset. Zero detection and the ``read``/``clear`` flags are computed when
+        a group is taken and kept beside it; the window's flags are kept in
+        stream order (the pending pairs: effectual and not multiplied yet) and
+        shift by the advance, the only state that moves. The window's data
+        follows its flags one cycle later, so the operand stage reads the window
+        as the scheduler saw it and no decision of the scheduling cycle drives a
+        data register's enable.
     Schedule stage
-        The flags of the window, rotated by the head into stream order, minus
-        the ``consumed`` bits (pairs multiplied ahead of time, kept in stream
-        order) are the candidates of each row scheduler; the tile advances by
-        the smallest ``AS`` of its rows. ``MS``, ``active`` and the head are
-        registered, and so is a copy of the window (so rows drained and
-        rewritten in this cycle are still read by the next stage).
+        The pending pairs of each row scheduler (and the registered visible
+        rows) give its selects; the tile advances by the smallest ``AS`` of its
+        rows (the AND of their thermometer codes), and everything the advance
+        decides is precomputed from registers for each possible advance, then
+        picked. ``MS``, ``active`` and the head are registered.
     Operand stage
         The head is folded into the select: each lane's sparse mux picks among
         the window slots (row, lane) it can reach at any head, into registered
@@ -140,10 +144,9 @@ class TDSparseCore(wiring.Component):
         unit = self.mac_unit
         enable = Signal()
 
-        # Input stream stage and output stream stage.
-        m.submodules.input_stage = input_stage = StreamStage(self.group_layout)
-        wiring.connect(m, wiring.flipped(self.i_group), input_stage.i_stream)
-        incoming = input_stage.o_stream
+        # Groups go straight into the group registers (whose ready is a function of registers); results
+        # leave through the output stream stage.
+        incoming = self.i_group
         m.submodules.result_stage = result_stage = StreamStage(self.result_shape)
         wiring.connect(m, result_stage.o_stream, wiring.flipped(self.o_sum))
 
@@ -156,7 +159,6 @@ class TDSparseCore(wiring.Component):
                         for p in range(depth)] for g in range(groups)]
         ring_flags = [flags for group in group_flags for flags in group]
         window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
-        taken_rows = Signal(self.group_layout, name="taken_rows", reset_less=True)
 
         # Control state: the head, the row counts, and the window's flags in stream order (pending pairs:
         # effectual and not multiplied yet).
@@ -281,21 +283,16 @@ class TDSparseCore(wiring.Component):
                           [flag_sources[d]["clear"][step] for d in range(depth)]) for step in range(depth + 1)],
             "next_visible", depth)))
 
-        # A taken group goes to the group register after the rows waiting (whole groups).
-        # The flags are written at once; the data one cycle later, from a copy of the stage's output, as the
-        # window's data follows its flags one cycle later: the operand stage of a scheduling cycle reads the
-        # window as the scheduler saw it, and no decision of this cycle drives a data register's enable.
+        # A taken group goes to the group register after the rows waiting (whole groups). That register was
+        # free at the start of the cycle, so the window's data (which follows its flags one cycle later, so
+        # that the operand stage reads the window as the scheduler saw it) has read it for the last time at
+        # this edge at the latest.
         tail = Signal(range(ring))
         m.d.comb += tail.eq(wrap(load_ring + waiting, ring))
-        data_write = [Signal(name=f"data_write{g}") for g in range(groups)]
-        state.append(taken_rows.eq(incoming.payload))
         for g in range(groups):
-            write = take & (tail == g * depth)
-            state.append(data_write[g].eq(write))
-            with m.If(write):  # take implies enable
+            with m.If(take & (tail == g * depth)):  # take implies enable
                 m.d.sync += [group_flags[g][p].eq(self._flags(incoming.payload[p])) for p in range(depth)]
-            with m.If(enable & data_write[g]):
-                m.d.sync += [group_rows[g][p].eq(taken_rows[p]) for p in range(depth)]
+                m.d.sync += [group_rows[g][p].eq(incoming.payload[p]) for p in range(depth)]
 
         # Window row p takes the next stream row of its residue when that fits behind the head.
         for p in range(depth):
