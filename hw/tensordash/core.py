@@ -191,29 +191,30 @@ class TDSparseCore(wiring.Component):
                       for r in range(rows)]
         drained = [Signal(name=f"drained{d}") for d in range(depth)]
         for d in range(depth):
-            m.d.comb += drained[d].eq(Cat(*(row_schedule[4][d] for row_schedule in schedulers)).all())
+            if d == 0:
+                # The head row is always drained when visible: lane i's first option (0, 0) is slot (0, i)
+                # (validate_pattern), so every pending pair of the head row is taken by some lane.
+                m.d.comb += drained[0].eq(visible[0])
+            else:
+                m.d.comb += drained[d].eq(Cat(*(row_schedule[4][d] for row_schedule in schedulers)).all())
 
         # The output stage's ready is a register; the pipeline stops only for a result it cannot take.
         result_valid = Signal()
         result_read = Signal()
         m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
 
-        # This cycle's shift, one-hot: shift == s. Everything the shift decides is computed from registers
-        # for each s, then picked by the one-hot code. While the pipeline stops, the whole buffer holds
-        # (every update below is enabled by ``enable``, a function of registers).
-        shift_is = [Signal(name=f"shift_is{step}") for step in range(depth + 1)]
-        m.d.comb += shift_is[0].eq(~drained[0])
-        for step in range(1, depth + 1):
-            more = drained[step] if step < depth else Const(0)
-            m.d.comb += shift_is[step].eq(drained[step - 1] & ~more)
+        # This cycle's shift s is the number of drained rows (``drained`` is its thermometer code).
+        # Everything the shift decides is computed from registers for each s, then picked by the code.
+        # While the pipeline stops, the whole buffer holds (every update below is enabled by ``enable``,
+        # a function of registers).
         state = []  # the buffer's register updates, made while enabled
 
         def pick(values, name, shape):
             """``values[s]`` for this cycle's shift ``s``."""
             picked = Signal(shape, name=name)
-            result = 0
-            for step, value in enumerate(values):
-                result = result | Mux(shift_is[step], value, 0)
+            result = values[0]
+            for step in range(1, depth + 1):
+                result = Mux(drained[step - 1], values[step], result)
             m.d.comb += picked.eq(result)
             return picked
 
