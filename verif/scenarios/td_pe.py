@@ -61,9 +61,28 @@ def _wrap(value, params):
     return value
 
 
+#: Floating-point MACs: operands are small integers (exact in FP16 and bfloat16, and so are products and sums,
+#: whatever the order), so the reference is exact; one more stream puts infinities and NaNs on B.
+FLOAT_RANGE = (-8, 8)
+FLOAT_SPECIALS = ("infinities and NaNs on B, full rate", 32, 0.5, 1.0, 8, 1.0, 1.0)
+
+
+def _is_float(params):
+    return params["mac"] in ("fp16", "bf16")
+
+
+def _operand_bits(value, params):
+    """The payload bits of one operand: the integer itself, or its FP16 / bfloat16 bit pattern (numpy's)."""
+    if not _is_float(params):
+        return value
+    if params["mac"] == "fp16":
+        return int(np.array(value, dtype=np.float16).view(np.uint16))
+    return int(np.array(value, dtype=np.float32).view(np.uint32)) >> 16  # exact: no rounding needed
+
+
 def _vector(rng, params, density):
     """``lanes`` operands, each non-zero with probability ``density``."""
-    low, high = _operand_range(params)
+    low, high = FLOAT_RANGE if _is_float(params) else _operand_range(params)
     out = []
     for _ in range(params["lanes"]):
         value = rng.randint(low, high) or 1 if rng.random() < density else 0
@@ -89,19 +108,42 @@ def _flags(rng, total, longest, pattern="paired"):
     return clear, read
 
 
+def _float_result(terms):
+    """FP32 bits of a sum of exact products (ints) and infinities / NaNs, as IEEE arithmetic gives it.
+
+    Any NaN, or infinities of both signs: the canonical quiet NaN; else an infinity wins; else the exact
+    integer sum, which float32 holds exactly (|sum| < 2**24), with ``+0`` for zero (a sum that starts from
+    ``+0`` is never ``-0``).
+    """
+    if any(t != t for t in terms) or (float("inf") in terms and -float("inf") in terms):
+        return 0x7FC00000
+    if float("inf") in terms or -float("inf") in terms:
+        return int(np.array(next(t for t in terms if t in (float("inf"), -float("inf"))), np.float32).view(np.uint32))
+    total = sum(int(t) for t in terms)
+    assert abs(total) < 1 << 24
+    return int(np.array(total, dtype=np.float32).view(np.uint32)) if total else 0
+
+
 def reference(rows, params, rows_of_tile, cols_of_tile, tile):
-    """Expected results: per ``read`` row, every (B stream r, A stream c) dot product, wrapped."""
-    sums = [[0] * cols_of_tile for _ in range(rows_of_tile)]
+    """Expected results: per ``read`` row, every (B stream r, A stream c) dot product (wrapped integers,
+    or FP32 bits for a floating-point MAC)."""
+    terms = [[[] for _ in range(cols_of_tile)] for _ in range(rows_of_tile)]
     out = []
     for row in rows:
         a = row["a"] if tile else [row["a"]]
         b = row["b"] if tile else [row["b"]]
         for r in range(rows_of_tile):
             for c in range(cols_of_tile):
-                product = int(np.dot(np.array(a[c], dtype=object), np.array(b[r], dtype=object)))
-                sums[r][c] = (0 if row["clear"] else sums[r][c]) + product
+                if row["clear"]:
+                    terms[r][c] = []
+                # Products in Python: exact integers, or IEEE infinities and NaNs from B's specials.
+                terms[r][c] += [x * y for x, y in zip(a[c], b[r]) if x != 0 and y != 0]
         if row["read"]:
-            out.append([[_wrap(sums[r][c], params) for c in range(cols_of_tile)] for r in range(rows_of_tile)])
+            if _is_float(params):
+                out.append([[_float_result(terms[r][c]) for c in range(cols_of_tile)] for r in range(rows_of_tile)])
+            else:
+                out.append([[_wrap(sum(terms[r][c]), params) for c in range(cols_of_tile)]
+                            for r in range(rows_of_tile)])
     return out
 
 
@@ -118,7 +160,8 @@ def make_scenarios(params, seed, block, tile_shape):
     tile_rows, tile_cols = tile_shape or (1, 1)
     zero = [0] * params["lanes"]
     table = []
-    for name, total, density_b, density_a, longest, valid, ready, *flag_pattern in STREAMS:
+    streams = STREAMS + ((FLOAT_SPECIALS,) if _is_float(params) else ())
+    for name, total, density_b, density_a, longest, valid, ready, *flag_pattern in streams:
         rng = rng_for(seed, block, name)
         clear, read = _flags(rng, total, longest, *flag_pattern)
         rows = []
@@ -129,11 +172,23 @@ def make_scenarios(params, seed, block, tile_shape):
                       for lane, value in enumerate(_vector(rng, params, 1.0))] for _ in range(tile_rows)]
             else:
                 b = [_vector(rng, params, density_b) for _ in range(tile_rows)]
+            if (name, total) == FLOAT_SPECIALS[:2]:
+                specials = (float("inf"), -float("inf"), float("nan"))
+                b = [[rng.choice(specials) if value and rng.random() < 0.08 else value for value in vector]
+                     for vector in b]
             rows.append({"a": a if tile_shape else a[0], "b": b if tile_shape else b[0],
                          "clear": clear[t], "read": read[t]})
         pad = {"a": [zero] * tile_cols if tile_shape else zero, "b": [zero] * tile_rows if tile_shape else zero,
                "clear": 0, "read": 0}
-        groups = [[row if row is not None else pad for row in group] for group in _groups(rows, depth)]
+
+        def payload(row):
+            encode = (lambda vector: [_operand_bits(value, params) for value in vector])
+            if tile_shape:
+                return {"a": [encode(v) for v in row["a"]], "b": [encode(v) for v in row["b"]],
+                        "clear": row["clear"], "read": row["read"]}
+            return {"a": encode(row["a"]), "b": encode(row["b"]), "clear": row["clear"], "read": row["read"]}
+
+        groups = [[payload(row) if row is not None else pad for row in group] for group in _groups(rows, depth)]
         results = reference(rows, params, tile_rows, tile_cols, tile_shape is not None)
         expected = results if tile_shape else [result[0][0] for result in results]
         table.append(Scenario(name, {"i_group": groups}, {"o_sum": expected},
