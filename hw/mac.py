@@ -63,7 +63,7 @@ class IntegerMAC:
             m.d.sync += row_sum.eq(adder_tree(products))
         return row_sum
 
-    def accumulate(self, accumulator, row_sum, clear):
+    def accumulate(self, accumulator, row_sum, clear, m=None):
         return Mux(clear, 0, accumulator) + row_sum
 
 

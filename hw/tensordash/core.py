@@ -381,7 +381,7 @@ class TDSparseCore(wiring.Component):
                 accumulator = Signal(unit.result_shape, name=f"accumulator_r{r}_c{c}")
                 updated = Signal(unit.result_shape, name=f"updated_r{r}_c{c}")
                 m.d.comb += [
-                    updated.eq(unit.accumulate(accumulator, sums[r][c], clear)),
+                    updated.eq(unit.accumulate(accumulator, sums[r][c], clear, m=m)),
                     self.result(result_stage.i_stream.payload, r, c).eq(updated),
                 ]
                 with m.If(enable & result_valid):
