@@ -330,6 +330,10 @@ def search(shape="4x4", *, sparsities=(0.3, 0.5, 0.62, 0.7, 0.9), tile_rows=4, s
     for pattern in progress(list(dict.fromkeys(refined + list(references.values()))), f"final {shape} scores",
                             unit="pattern"):
         final[pattern] = _entry(pattern, score(pattern, final_workloads), lanes)
+    for pattern in references.values():
+        value = cache[pattern] if pattern in cache else geometric_mean(score(pattern, screen_workloads).values())
+        final[pattern]["screen_geometric_mean"] = value
+        final[pattern]["screen_rank"] = 1 + sum(cache[p] > value for p in candidates)
     finalist_entries = sorted((final[p] for p in dict.fromkeys(refined)), key=lambda e: -e["geometric_mean"])
     for entry in finalist_entries:
         entry["screen_geometric_mean"] = cache[parse_pattern(entry["pattern"])]
