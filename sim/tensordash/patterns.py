@@ -195,6 +195,7 @@ def score(pattern, workloads):
 
 
 def geometric_mean(values):
+    """Geometric mean of positive numbers (the search's objective over workloads)."""
     values = list(values)
     return float(np.exp(np.mean(np.log(values))))
 
