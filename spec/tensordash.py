@@ -121,9 +121,16 @@ def validate_pattern(pattern, lanes, depth):
 
 
 def resolve_pattern(pattern, lanes, depth):
-    """A pattern given as ``"default"``, text or a sequence, validated."""
+    """A pattern given as ``"default"``, a name of :data:`~trainforge.spec.tensordash_patterns.NAMED_PATTERNS`,
+    text or a sequence, validated."""
+    from .tensordash_patterns import NAMED_PATTERNS
     if isinstance(pattern, str):
-        pattern = default_pattern(lanes, depth) if pattern == "default" else parse_pattern(pattern)
+        if pattern == "default":
+            pattern = default_pattern(lanes, depth)
+        elif pattern in NAMED_PATTERNS:
+            pattern = NAMED_PATTERNS[pattern]
+        else:
+            pattern = parse_pattern(pattern)
     return validate_pattern(pattern, lanes, depth)
 
 
@@ -164,7 +171,8 @@ MAC_NAMES = mac_spec.MAC_NAMES
 LANES = Param("lanes", int, 4, "multiplier lanes L", minimum=1, maximum=32)
 DEPTH = Param("depth", int, 4, "staging buffer depth D (rows of lookahead)", minimum=2, maximum=5)
 PATTERN = Param("pattern", str, "default",
-                "mux options 'step:offset,...' in priority order, or 'default' (paper's 8 for 4x4)")
+                "mux options 'step:offset,...' in priority order, 'default' (paper's 8 for 4x4), or a name of"
+                " spec.tensordash_patterns.NAMED_PATTERNS (e.g. 'paper', 'searched-4x4')")
 WIDTH = Param("width", int, 8, "operand width in bits", minimum=2, maximum=32)
 ACC_WIDTH = Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64)
 SIGNED = Param("signed", bool, True, "two's complement operands and accumulator")
@@ -177,7 +185,7 @@ def pattern_of(params):
         return resolve_pattern(params["pattern"], params["lanes"], params["depth"])
     except ParameterError as error:
         raise ParameterError(f"parameter 'pattern' = {params['pattern']!r} is invalid ({error}); allowed: "
-                             f"'default' or 'step:offset,...' with distinct options, steps in "
+                             f"'default', a named pattern or 'step:offset,...' with distinct options, steps in "
                              f"0..{params['depth'] - 1} and (0, 0) first") from None
 
 

@@ -23,7 +23,7 @@ def test_every_option_has_help():
     assert not missing, f"options without help text: {missing}"
 
 
-@pytest.mark.parametrize("name", ["speedup", "training", "rtl-check", "area"])
+@pytest.mark.parametrize("name", ["speedup", "training", "rtl-check", "area", "patterns"])
 def test_every_subcommand_has_json(name):
     options = {option for action in _tensordash_subcommands()[name]._actions for option in action.option_strings}
     assert "--json" in options

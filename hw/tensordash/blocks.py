@@ -13,7 +13,8 @@ BLOCKS = (
         summary="TensorDash hierarchical priority-encoder scheduler (MS, AS) behind a registered stream",
         test_params=({}, {"lanes": 16, "depth": 3}),
         regress_params=({"depth": 2}, {"depth": 3}, {"depth": 5},
-                        {"lanes": 8, "depth": 4, "pattern": "0:0,1:0,2:0,3:0,1:1,1:-1,2:2,2:-2,3:4"}),
+                        {"lanes": 8, "depth": 4, "pattern": "0:0,1:0,2:0,3:0,1:1,1:-1,2:2,2:-2,3:4"},
+                        {"pattern": "searched-4x4"}, {"lanes": 16, "depth": 3, "pattern": "searched-16x3"}),
     ),
     Block(
         name="td_pe",

@@ -188,6 +188,31 @@ def _rtl_check(args):
     return 0 if report["all_agree"] else 1
 
 
+def _patterns(args):
+    from trainforge.sim.tensordash import patterns
+    if min(args.screen_samples, args.screen_rows, args.samples, args.stream_rows, args.finalists, args.keep) < 1:
+        raise UsageError("--screen-samples, --screen-rows, --samples, --stream-rows, --finalists and --keep"
+                         " must be >= 1")
+    if args.epochs < 0 or args.refine_rounds < 0 or (args.max_sets is not None and args.max_sets < 1):
+        raise UsageError("--epochs and --refine-rounds must be >= 0, --max-sets >= 1")
+    bad = [s for s in args.sparsities if not 0 <= s < 1]
+    if bad:
+        raise UsageError(f"--sparsities {bad[0]} is invalid; allowed: 0 <= sparsity < 1")
+    report = patterns.search_report(
+        shapes=args.shapes, sparsities=tuple(args.sparsities), tile_rows=args.tile_rows,
+        screen_samples=args.screen_samples, screen_rows=args.screen_rows, samples=args.samples,
+        stream_rows=args.stream_rows, epochs=args.epochs, finalists=args.finalists,
+        refine_rounds=args.refine_rounds, max_sets=args.max_sets, keep=args.keep, seed=args.seed)
+    report["json"] = _write_json(pathlib.Path(args.out) / "patterns.json", report)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    for line in patterns.report_lines(report):
+        print(line)
+    print(f"wrote {report['json']}")
+    return 0
+
+
 def _area(args):
     from trainforge.commands.tensordash import area
     if not 2 <= args.width <= 32 or not 2 <= args.acc_width <= 64:
@@ -267,6 +292,32 @@ def register(subparsers):
                        help="simulator of the td_tile RTL (default verilator)")
     check.add_argument("--json", action="store_true", help="print the whole report as JSON")
     check.set_defaults(func=_rtl_check)
+    search = commands.add_parser("patterns", help="search connectivity patterns (8 options) of the 4x4 and 16x3 PEs"
+                                 " on random sparsity and the digits-CNN traces, against the paper's")
+    search.add_argument("--shapes", nargs="+", choices=("4x4", "16x3"), default=["4x4", "16x3"],
+                        help="PE shapes searched: lanes x depth (default both)")
+    search.add_argument("--sparsities", nargs="+", type=float, default=[0.3, 0.5, 0.62, 0.7, 0.9], metavar="S",
+                        help="random workloads (default 0.3 0.5 0.62 0.7 0.9)")
+    search.add_argument("--tile-rows", type=int, choices=(1, 4), default=4,
+                        help="PE rows sharing a schedule: 4 (the paper's tile, default) or 1 (one PE)")
+    search.add_argument("--screen-samples", type=int, default=16, help="streams per screening workload (default 16)")
+    search.add_argument("--screen-rows", type=int, default=256, help="rows per screening stream (default 256)")
+    search.add_argument("--samples", type=int, default=64, help="streams per final random workload (default 64)")
+    search.add_argument("--stream-rows", type=int, default=512, help="rows per final stream (default 512)")
+    search.add_argument("--epochs", type=int, default=4,
+                        help="traced digits-CNN epochs in the final scores, 0 for none (default 4)")
+    search.add_argument("--finalists", type=int, default=6, help="sets whose priority order is refined (default 6)")
+    search.add_argument("--refine-rounds", type=int, default=2,
+                        help="hill-climbing rounds over option swaps, 0 for none (default 2)")
+    search.add_argument("--max-sets", type=int, default=None,
+                        help="screen only the first N admissible sets of each shape (default all)")
+    search.add_argument("--keep", type=int, default=20, help="screened patterns listed per shape (default 20)")
+    search.add_argument("--seed", type=int, default=0,
+                        help="screening streams (final streams: seed + 1000; digits training: seed); default 0")
+    search.add_argument("--out", default=str(REPORTS), help=f"folder of patterns.json (default {REPORTS})")
+    search.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    search.set_defaults(out_kind="dir")
+    search.set_defaults(func=_patterns)
     area = commands.add_parser("area", help="synthesise td_pe and dense_pe of the same width: area ratio as JSON")
     area.add_argument("--lanes", type=int, default=4, help="multiplier lanes of both PEs (default 4)")
     area.add_argument("--width", type=int, default=8, help="operand width in bits, 2..32 (default 8)")
