@@ -28,6 +28,7 @@ COMMANDS = {
     "tensordash speedup --samples 2 --stream-rows 16": ["reports/tensordash/speedup.json"],
     "tensordash training --epochs 1": ["reports/tensordash/training.json"],
     "tensordash area --tile 1 2": ["reports/tensordash/area_l4_w8_a32_both.json"],
+    "tensordash patterns --max-sets 3 --screen-samples 2 --screen-rows 16 --samples 2 --stream-rows 16 --epochs 1 --finalists 1 --refine-rounds 0": ["reports/tensordash/patterns.json"],
     "neurotrainer lut-error --table-bits 4": ["reports/neurotrainer/lut_error.json"],
     "neurotrainer area --lanes 1": ["reports/neurotrainer/area_l1.json"],
     "neurotrainer alexnet": ["reports/neurotrainer/alexnet.json"],

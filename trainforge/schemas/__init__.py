@@ -32,6 +32,7 @@ KINDS = (
     ("tensordash/training.json", "tensordash_training"),
     ("tensordash/rtl_check_*.json", "tensordash_rtl_check"),
     ("tensordash/area_*.json", "tensordash_area"),
+    ("tensordash/patterns.json", "tensordash_patterns"),
     ("neurotrainer/lut_error.json", "neurotrainer_lut_error"),
     ("neurotrainer/area_*.json", "neurotrainer_area"),
     ("neurotrainer/alexnet.json", "neurotrainer_alexnet"),
