@@ -175,7 +175,9 @@ def fp32_add(m, a, b, stages, enable=1, name="fp32_add"):
     Parameters
     ----------
     m : Module or None
-        Where the registers go (``None`` when ``stages`` is 0).
+        Where the registers and the named results of the steps go. ``None``
+        is allowed with 0 stages but gives one very large expression tree
+        (every use of a step's result repeats it): pass a module.
     a, b : Value
         FP32 bit patterns (32 bits each).
     stages : int

@@ -1,7 +1,23 @@
 """Running a datapath written as a list of steps, with clock-enabled registers between chosen steps."""
 from amaranth import Signal, Value
 
-__all__ = ["register_values", "run_steps"]
+__all__ = ["register_values", "name_values", "run_steps"]
+
+
+def name_values(m, values, name):
+    """Drive one named combinational signal from each value of ``values`` in ``m``; the signals by the same keys.
+
+    Naming a step's results keeps each one a single net that later steps
+    share (an expression tree would be repeated at every use by the
+    simulators and the RTLIL export).
+    """
+    signals = {}
+    for key, value in values.items():
+        value = Value.cast(value)
+        signal = Signal(value.shape(), name=f"{name}_{key}")
+        m.d.comb += signal.eq(value)
+        signals[key] = signal
+    return signals
 
 
 def register_values(m, values, enable, name):
@@ -34,7 +50,9 @@ def run_steps(m, steps, values, cuts, enable, name):
     Parameters
     ----------
     m : Module or None
-        Where the registers go; ``None`` only when ``cuts`` is empty (pure combinational logic).
+        Where the registers and the named results of the uncut steps go;
+        ``None`` only when ``cuts`` is empty (then the result is one expression
+        tree: fine for a small datapath, very large for the FP32 adder).
     steps : sequence of callable
         Each takes the dict of named values and returns the next dict.
     values : dict of str to Value-castable
@@ -55,4 +73,6 @@ def run_steps(m, steps, values, cuts, enable, name):
         values = step(values)
         if index in cuts:
             values = register_values(m, values, enable, f"{name}_s{index}")
+        elif m is not None:
+            values = name_values(m, values, f"{name}_s{index}")
     return values
