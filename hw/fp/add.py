@@ -10,8 +10,8 @@ Step 0, ``swap``
     carried along.
 Step 1, ``align``
     Extend the smaller significand by guard, round and sticky bits and shift
-    it right by the exponent difference (at most 27), ORing the bits shifted
-    out into sticky.
+    it right by the exponent difference, ORing the bits shifted out into
+    sticky (27 or more apart: sticky only).
 Step 2, ``add``
     Add, or subtract when the signs differ (one adder with a carry-in).
 Step 3, ``count``
@@ -20,9 +20,11 @@ Step 3, ``count``
 Step 4, ``normalise``
     Shift left by the count, exponent minus the count.
 Step 5, ``round``
-    Round to nearest even on guard/round/sticky; a rounding carry renormalises.
+    Round to nearest even on guard/round/sticky; a rounding carry renormalises
+    (exponent + 1); the overflow (field >= 255) and underflow (field <= 0)
+    checks of both outcomes are made beside the rounding adder.
 Step 6, ``pack``
-    Exponent field >= 255 -> Inf, <= 0 -> signed zero (output flush), exact
+    Overflow -> Inf, underflow -> signed zero (output flush), exact
     cancellation -> ``+0``; the specials override.
 
 With 0 stages the adder is one combinational block (the accumulator's
@@ -101,11 +103,11 @@ def swap(values):
 
 
 def align(values):
+    # Shifting by the whole 8-bit difference needs no clamp: from 27 on, nothing is kept and all is sticky.
     difference = values["difference"]
-    distance = Mux(difference > EXTENDED_BITS, EXTENDED_BITS, difference[:5])
     small = Cat(C(0, GRS_BITS), values["small"])
-    shifted = (small >> distance)[:EXTENDED_BITS]
-    kept_mask = (C((1 << EXTENDED_BITS) - 1, EXTENDED_BITS) << distance)[:EXTENDED_BITS]
+    shifted = (small >> difference)[:EXTENDED_BITS]
+    kept_mask = (C((1 << EXTENDED_BITS) - 1, EXTENDED_BITS) << difference)[:EXTENDED_BITS]
     sticky = (small & ~kept_mask).any()
     out = {key: values[key] for key in ("sign", "subtract", "exponent", "big", "special", "special_result")}
     out["aligned"] = Cat(shifted[0] | sticky, shifted[1:])
@@ -144,22 +146,26 @@ def normalise(values):
 
 
 def round_(values):
-    value = values["value"]
+    value, exponent = values["value"], values["exponent"]
     low, kept = value[:GRS_BITS], value[GRS_BITS:]
     up = (low > 0b100) | ((low == 0b100) & kept[0])
     significand = kept + up
     carry = significand[FP32.significand_bits]
+    # A rounding carry (1.11...1 + ulp) gives fraction 0 and exponent + 1; the exponent's checks for both
+    # cases are made beside the rounding adder, and the carry only selects.
     out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
-    out["fraction"] = Mux(carry, significand[1:FP32.significand_bits], significand[:FP32.fraction_bits])
-    out["exponent"] = values["exponent"] + carry
+    out["fraction"] = Mux(carry, 0, significand[:FP32.fraction_bits])
+    out["field"] = Mux(carry, (exponent + 1)[:FP32.exponent_bits], exponent[:FP32.exponent_bits])
+    out["tiny"] = Mux(carry, exponent < 0, exponent <= 0)
+    out["overflow"] = Mux(carry, exponent >= FP32.exponent_max_field - 1, exponent >= FP32.exponent_max_field)
     return out
 
 
 def pack(values):
-    sign, exponent = values["sign"], values["exponent"]
-    result = Cat(values["fraction"], exponent[:FP32.exponent_bits], sign)
-    result = Mux(exponent <= 0, Cat(C(0, FP32.width - 1), sign), result)
-    result = Mux(exponent >= FP32.exponent_max_field,
+    sign = values["sign"]
+    result = Cat(values["fraction"], values["field"], sign)
+    result = Mux(values["tiny"], Cat(C(0, FP32.width - 1), sign), result)
+    result = Mux(values["overflow"],
                  Cat(C(0, FP32.fraction_bits), C(FP32.exponent_max_field, FP32.exponent_bits), sign), result)
     result = Mux(values["cancelled"], 0, result)
     return {"sum": Mux(values["special"], values["special_result"], result)}
