@@ -10,7 +10,7 @@ were accepted.
 """
 import numpy as np
 
-from trainforge.golden.fp import fp32_add
+from trainforge.golden.fp32_add import fp32_add
 from trainforge.spec import fp_units as spec
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
@@ -77,4 +77,4 @@ def golden(params, scenario):
     items = scenario.stimulus["i_operands"]
     a = np.array([item["a"] for item in items], dtype=np.int64)
     b = np.array([item["b"] for item in items], dtype=np.int64)
-    return Transactions({"o_sum": [int(value) for value in fp32_add(a, b)]})
+    return Transactions({"o_sum": [int(value) for value in fp32_add(a, b, **params)]})

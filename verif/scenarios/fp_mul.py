@@ -12,7 +12,7 @@ operands were accepted.
 """
 import numpy as np
 
-from trainforge.golden.fp import fp_mul_exact
+from trainforge.golden.fp_mul import fp_mul
 from trainforge.spec import fp_units as spec
 from trainforge.spec.mac import FLOAT_FORMATS
 
@@ -97,5 +97,5 @@ def golden(params, scenario):
     items = scenario.stimulus["i_operands"]
     a = np.array([item["a"] for item in items], dtype=np.int64)
     b = np.array([item["b"] for item in items], dtype=np.int64)
-    products = fp_mul_exact(a, b, FLOAT_FORMATS[params["format"]])
+    products = fp_mul(a, b, **params)
     return Transactions({"o_product": [int(value) for value in products]})
