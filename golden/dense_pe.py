@@ -2,6 +2,8 @@
 import numpy as np
 
 from ..spec import dense_pe as spec
+from ..spec.mac import FLOAT_FORMATS
+from .fp import fp32_accumulate, fp32_sum_tree, fp_mul_exact
 
 __all__ = ["wrap", "dense_pe"]
 
@@ -36,14 +38,19 @@ def wrap(values, bits, is_signed):
 def dense_pe(a, b, clear, read, **params):
     """Results of a dense PE over a stream of rows.
 
-    All arithmetic is modulo ``2**64`` in ``uint64`` (two's complement
-    operands embed exactly), then reduced to ``acc_width`` bits: this equals
-    the hardware's wrap-around for every ``acc_width <= 64``.
+    Integer MAC: all arithmetic is modulo ``2**64`` in ``uint64`` (two's
+    complement operands embed exactly), then reduced to ``acc_width`` bits:
+    this equals the hardware's wrap-around for every ``acc_width <= 64``.
+
+    FP MACs (``mac="fp16"`` or ``"bf16"``): per row, the exact FP32 product of
+    each lane (:func:`~trainforge.golden.fp.fp_mul_exact`), the pairwise adder
+    tree over the lanes (:func:`~trainforge.golden.fp.fp32_sum_tree`), then
+    the accumulate rule (:func:`~trainforge.golden.fp.fp32_accumulate`).
 
     Parameters
     ----------
     a, b : array_like of int, shape (rows, lanes)
-        Operands, already within the operand range.
+        Operands, already within the operand range (FP: 16-bit bit patterns).
     clear, read : array_like of bool, shape (rows,)
         Row flags, as in :class:`~trainforge.hw.dense_pe.DensePE`.
     **params :
@@ -54,10 +61,12 @@ def dense_pe(a, b, clear, read, **params):
     Returns
     -------
     numpy.ndarray
-        One accumulated value per ``read`` row, in row order.
+        One accumulated value per ``read`` row, in row order (FP: uint32 FP32 bit patterns).
     """
     # Callers that wrap the dense PE (the TensorDash MACs) pass their whole parameter dict.
     params = spec.PARAMS.resolve(**{name: value for name, value in params.items() if name in spec.PARAMS.names})
+    if params["mac"] in FLOAT_FORMATS:
+        return _dense_pe_float(a, b, clear, read, FLOAT_FORMATS[params["mac"]])
     a = np.asarray(a, dtype=np.int64).astype(np.uint64)
     b = np.asarray(b, dtype=np.int64).astype(np.uint64)
     clear = np.asarray(clear, dtype=bool)
@@ -70,3 +79,12 @@ def dense_pe(a, b, clear, read, **params):
     before_clear = np.where(last_clear > 0, running[np.maximum(last_clear - 1, 0)], np.uint64(0))
     accumulator = running - before_clear
     return wrap(accumulator[read], params["acc_width"], params["signed"])
+
+
+def _dense_pe_float(a, b, clear, read, fmt):
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    read = np.asarray(read, dtype=bool)
+    if a.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint32)
+    row_sums = fp32_sum_tree(fp_mul_exact(a, b, fmt), axis=1)
+    return fp32_accumulate(row_sums, clear)[read]

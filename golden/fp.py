@@ -45,6 +45,11 @@ Adder (:func:`fp32_add`), FP32 + FP32 -> FP32
        Inf + anything else -> that Inf; both operands zero -> ``-0`` only if
        both are ``-0``; one zero -> the other operand.
 
+Accumulation (:func:`fp32_accumulate`), the MAC's accumulator
+    Each row's sum is added by one :func:`fp32_add`, ``acc + row_sum``; a
+    ``clear`` row adds to ``+0`` instead (so a cleared accumulator holding a
+    row sum of ``-0`` or a subnormal is ``+0``).
+
 Adder tree (:func:`fp32_sum_tree`)
     Level by level, lanes ``0+1, 2+3, ...``; an odd lane left over at the end
     of a level passes to the next level unchanged (as its last lane). Each
@@ -55,7 +60,7 @@ import numpy as np
 from trainforge.errors import ParameterError
 from trainforge.spec.fp import BF16, FP16, FP32
 
-__all__ = ["fp_mul_exact", "fp32_add", "fp32_sum_tree", "to_bits", "from_bits"]
+__all__ = ["fp_mul_exact", "fp32_add", "fp32_sum_tree", "fp32_accumulate", "to_bits", "from_bits"]
 
 #: Guard, round and sticky bits below the adder's 24-bit significand.
 GRS_BITS = 3
@@ -252,6 +257,35 @@ def fp32_sum_tree(values_bits, axis=-1):
         sums = fp32_add(level[..., 0:2 * pairs:2], level[..., 1:2 * pairs:2])
         level = np.concatenate([sums, level[..., 2 * pairs:]], axis=-1)
     return level[..., 0]
+
+
+def fp32_accumulate(row_sums_bits, clear, accumulator=0):
+    """The accumulator after each row: ``fp32_add(+0 if clear else previous, row_sum)``, row after row.
+
+    Parameters
+    ----------
+    row_sums_bits : array_like of int, shape (rows,)
+        FP32 bit patterns of the rows' sums.
+    clear : array_like of bool, shape (rows,)
+        Rows that start from ``+0`` instead of the previous accumulator.
+    accumulator : int
+        FP32 bits of the accumulator before the first row (``+0`` after a reset).
+
+    Returns
+    -------
+    numpy.ndarray of uint32, shape (rows,)
+        The accumulator after each row.
+    """
+    row_sums_bits = _check_bits(row_sums_bits, FP32, "row_sums_bits").astype(np.int64)
+    clear = np.asarray(clear, dtype=bool)
+    if clear.shape != row_sums_bits.shape:
+        raise ParameterError(f"clear has shape {clear.shape}, the row sums {row_sums_bits.shape}")
+    after = np.zeros(row_sums_bits.shape, dtype=np.uint32)
+    for row, row_sum in enumerate(row_sums_bits):
+        start = 0 if clear[row] else accumulator
+        accumulator = int(fp32_add(start, row_sum))
+        after[row] = accumulator
+    return after
 
 
 def to_bits(values, fmt):

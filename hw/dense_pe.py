@@ -1,9 +1,9 @@
 """Dense baseline processing element (TensorDash, Fig. 2)."""
-from amaranth import Module, Signal, Mux
-from amaranth.lib import data, stream, wiring
+from amaranth import Module, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .adder_tree import adder_tree
+from .mac import MAC_UNITS
 from .stream_stage import StreamStage
 from ..spec import dense_pe as spec
 
@@ -14,8 +14,11 @@ class DensePE(wiring.Component):
     """A Tensorcore-style PE: L multipliers whose products all accumulate into one output every cycle.
 
     Each accepted row carries ``lanes`` operand pairs ``(a[k], b[k])``. The PE
-    adds ``sum_k a[k] * b[k]`` to its accumulator, which wraps around modulo
-    ``2 ** acc_width``. Two flags on the row make up the command set:
+    adds ``sum_k a[k] * b[k]`` to its accumulator with the MAC unit ``mac``
+    (:mod:`trainforge.hw.mac`): integer operands with an accumulator that
+    wraps around modulo ``2 ** acc_width``, or FP16 / bfloat16 operands with
+    exact FP32 products, a pairwise FP32 adder tree and an FP32 accumulator.
+    Two flags on the row make up the command set:
 
     - ``clear``: the accumulator starts from zero for this row (the row's own
       products are still added), so ``clear`` opens a new dot product;
@@ -23,25 +26,33 @@ class DensePE(wiring.Component):
       on ``o_sum``; ``read`` closes a dot product.
 
     A row with both flags is a one-row dot product; a zero row with ``clear``
-    just clears. The datapath is a two-stage pipeline (multiply, then reduce
-    and accumulate): it accepts one row every cycle while ``o_sum`` is not
-    stalled, and a ``read`` row's result is valid :attr:`LATENCY` cycles after
-    the row was accepted. Results leave through the shared
-    :class:`~trainforge.hw.stream_stage.StreamStage`, which holds up to two
-    results; the PE stalls its input only when a ``read`` row finds the stage
-    full. Its ``ready`` is a register, so ``i_row.ready`` does not depend
-    combinationally on ``o_sum.ready``.
+    just clears. The datapath is a pipeline: operand registers, the MAC's
+    multiplier stages, its lane-reduction stages, then the accumulator, whose
+    new value a ``read`` row hands to the shared
+    :class:`~trainforge.hw.stream_stage.StreamStage` in front of ``o_sum``. It
+    accepts one row every cycle while ``o_sum`` is not stalled, and a
+    ``read`` row's result is valid :func:`~trainforge.spec.dense_pe.latency`
+    cycles after the row was accepted. The whole pipeline moves on one clock
+    enable made of registers only (the output stage's registered ready and the
+    last stage's valid and read flags): it stalls only when a ``read`` row
+    reaches the accumulator while the output stage is full, so
+    ``i_row.ready`` does not depend combinationally on ``o_sum.ready``.
 
     Parameters
     ----------
     lanes : int
         Number of multiplier lanes L.
     width : int
-        Operand width in bits (both ``a`` and ``b``).
+        Operand width in bits (both ``a`` and ``b``); integer MAC only.
     acc_width : int
-        Accumulator and result width in bits.
+        Accumulator and result width in bits; integer MAC only.
     signed : bool
-        Operands and result are two's complement when true, unsigned otherwise.
+        Operands and result are two's complement when true, unsigned
+        otherwise; integer MAC only.
+    mac : str
+        MAC unit: ``"integer"``, ``"fp16"`` or ``"bf16"``
+        (:data:`trainforge.spec.mac.MAC`). The FP units take 16-bit operand bit
+        patterns and give FP32 bit patterns.
 
     Members
     -------
@@ -56,20 +67,21 @@ class DensePE(wiring.Component):
         Payload layout of ``i_row``: ``a`` and ``b`` arrays of ``lanes``
         operands, then the ``clear`` and ``read`` bits.
     result_shape : Shape
-        ``signed(acc_width)`` or ``unsigned(acc_width)``.
+        ``signed(acc_width)`` or ``unsigned(acc_width)``; ``unsigned(32)`` for the FP units.
+    latency : int
+        Cycles from a ``read`` row's acceptance to its result, without stalls.
     """
 
     PARAMS = spec.PARAMS
 
-    #: Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
-    LATENCY = spec.LATENCY
-
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)
         self.is_signed = self.signed
+        self.unit = MAC_UNITS[self.mac](self.params)
         self.operand_shape = spec.operand_shape(self.params)
         self.result_shape = spec.result_shape(self.params)
         self.row_layout = spec.row_layout(self.params)
+        self.latency = spec.latency(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
             "o_sum": Out(stream.Signature(self.result_shape)),
@@ -77,45 +89,50 @@ class DensePE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        unit = self.unit
 
-        # Stage 1: one product per lane.
-        product_shape = spec.product_shape(self.params)
-        products = Signal(data.ArrayLayout(product_shape, self.lanes))
-        products_valid = Signal()
-        products_clear = Signal()
-        products_read = Signal()
-
-        # Stage 2: reduce and accumulate; a read row's result goes through the output stage to o_sum.
         m.submodules.output_stage = output_stage = StreamStage(self.result_shape)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_sum))
-        accumulator = Signal(self.result_shape)
-        accumulate = Signal()
-        advance = Signal()
-        m.d.comb += [
-            # The stage's ready is a register: nothing runs from o_sum.ready back to i_row.ready.
-            accumulate.eq(products_valid & (~products_read | output_stage.i_stream.ready)),
-            advance.eq(~products_valid | accumulate),
-            self.i_row.ready.eq(advance),
-        ]
 
-        row_sum = adder_tree(products[lane] for lane in range(self.lanes))
+        # Valid and flag registers beside the datapath: the operand register, then one per MAC stage.
+        depth = 1 + unit.multiply_stages + unit.tree_stages
+        valid = [Signal(name=f"valid_{index}") for index in range(depth)]
+        clear = [Signal(name=f"clear_{index}") for index in range(depth)]
+        read = [Signal(name=f"read_{index}") for index in range(depth)]
+        enable = Signal()
+        m.d.comb += [
+            # Registers only: the stage's ready is a register, so nothing runs from o_sum.ready to i_row.ready.
+            enable.eq(~(valid[-1] & read[-1]) | output_stage.i_stream.ready),
+            self.i_row.ready.eq(enable),
+        ]
+        with m.If(enable):
+            m.d.sync += [
+                valid[0].eq(self.i_row.valid),
+                clear[0].eq(self.i_row.payload.clear),
+                read[0].eq(self.i_row.payload.read),
+            ]
+            for index in range(1, depth):
+                m.d.sync += [valid[index].eq(valid[index - 1]), clear[index].eq(clear[index - 1]),
+                             read[index].eq(read[index - 1])]
+
+        # Operand registers, then the MAC's multipliers and lane reduction.
+        a = [Signal(self.operand_shape, name=f"a_{lane}") for lane in range(self.lanes)]
+        b = [Signal(self.operand_shape, name=f"b_{lane}") for lane in range(self.lanes)]
+        with m.If(enable):
+            for lane in range(self.lanes):
+                m.d.sync += [a[lane].eq(self.i_row.payload.a[lane]), b[lane].eq(self.i_row.payload.b[lane])]
+        products = [unit.multiply(m, a[lane], b[lane], 1, enable, f"lane{lane}") for lane in range(self.lanes)]
+        row_sum = unit.reduce(m, products, enable, "tree")
+
+        # The accumulator: a read row's new value goes to the output stage.
+        accumulator = Signal(self.result_shape)
         updated = Signal(self.result_shape)
         m.d.comb += [
-            updated.eq(Mux(products_clear, 0, accumulator) + row_sum),
+            updated.eq(unit.accumulate(accumulator, row_sum, clear[-1], m=m)),
             output_stage.i_stream.payload.eq(updated),
-            output_stage.i_stream.valid.eq(products_valid & products_read),
+            output_stage.i_stream.valid.eq(valid[-1] & read[-1]),
         ]
-        with m.If(accumulate):
+        with m.If(enable & valid[-1]):
             m.d.sync += accumulator.eq(updated)
 
-        with m.If(advance):
-            m.d.sync += [
-                products_valid.eq(self.i_row.valid),
-                products_clear.eq(self.i_row.payload.clear),
-                products_read.eq(self.i_row.payload.read),
-            ]
-            for lane in range(self.lanes):
-                m.d.sync += products[lane].eq(self.i_row.payload.a[lane] * self.i_row.payload.b[lane])
-
         return m
-

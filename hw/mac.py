@@ -16,9 +16,19 @@ A MAC unit is an object with the members a PE uses, and nothing else:
 ``reduce(m, products, enable, name)``
     Adds the lane reduction and returns the lanes' sum after ``tree_stages``
     registers (clock enable ``enable``).
-``accumulate(accumulator, row_sum, clear)``
+``accumulate(accumulator, row_sum, clear, m=None)``
     The new accumulator (combinational): ``row_sum`` added to the accumulator,
-    or to zero when ``clear``. The PE registers it.
+    or to zero when ``clear``. The PE registers it. For the FP units this is
+    one whole FP32 adder without registers, ``fp32_add(clear ? +0 : acc,
+    row_sum)``: the accumulation loop is the FP PE's slowest path. The FP
+    units need the PE's module ``m`` (keyword): the adder's step results
+    become named combinational signals there (as one expression tree the
+    adder would be repeated at every use of a step's result, beyond what
+    Yosys and the simulators handle); the integer unit ignores ``m``.
+
+The floating-point units also have ``fmt`` (the operand
+:class:`~trainforge.spec.fp.FloatFormat`); both kinds have ``sum_shape``
+(the shape of ``reduce``'s result).
 
 :data:`MAC_UNITS` maps the ``mac`` parameter to the class; each class takes
 the resolved parameter dict of its PE.
@@ -27,8 +37,11 @@ from amaranth import Mux, Signal
 
 from ..spec import mac as spec
 from .adder_tree import adder_tree
+from .fp.add import fp32_add
+from .fp.multiply import fp_multiply
+from .fp.stages import register_values
 
-__all__ = ["IntegerMAC", "MAC_UNITS"]
+__all__ = ["IntegerMAC", "FloatMAC", "MAC_UNITS"]
 
 
 class IntegerMAC:
@@ -67,5 +80,57 @@ class IntegerMAC:
         return Mux(clear, 0, accumulator) + row_sum
 
 
+class FloatMAC:
+    """FP16 (or BF16) multiply, exact in FP32; pairwise FP32 adder tree; FP32 accumulator.
+
+    The arithmetic is bit for bit :func:`trainforge.golden.fp.fp_mul_exact`,
+    :func:`~trainforge.golden.fp.fp32_sum_tree` (lanes ``0+1, 2+3, ...`` level by
+    level, an odd last lane delayed to the next level) and
+    :func:`~trainforge.golden.fp.fp32_accumulate`.
+
+    Parameters
+    ----------
+    params : dict
+        Resolved parameters with ``lanes`` and ``mac`` (``"fp16"`` or ``"bf16"``);
+        ``width``, ``acc_width`` and ``signed`` are not read.
+    """
+
+    def __init__(self, params):
+        self.fmt = spec.FLOAT_FORMATS[params["mac"]]
+        self.lanes = params["lanes"]
+        self.operand_shape = spec.operand_shape(params)
+        self.product_shape = spec.product_shape(params)
+        self.result_shape = spec.result_shape(params)
+        self.sum_shape = spec.result_shape(params)
+        self.multiply_stages = spec.multiply_stages(params)
+        self.tree_stages = spec.tree_stages(params)
+
+    def is_zero(self, operand):
+        return operand[self.fmt.fraction_bits:self.fmt.fraction_bits + self.fmt.exponent_bits] == 0
+
+    def multiply(self, m, a, b, active, enable, name):
+        return fp_multiply(m, a, b, self.fmt, self.multiply_stages, enable, active, name=f"{name}_mul")
+
+    def reduce(self, m, products, enable, name):
+        level = list(products)
+        depth = 0
+        while len(level) > 1 or depth == 0:
+            sums = [fp32_add(m, level[k], level[k + 1], spec.FP32_ADD_STAGES, enable, name=f"{name}_add{depth}_{k // 2}")
+                    for k in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                odd = level[-1]
+                for stage in range(spec.FP32_ADD_STAGES):
+                    odd = register_values(m, {"lane": odd}, enable, f"{name}_pass{depth}_{stage}")["lane"]
+                sums.append(odd)
+            level = sums
+            depth += 1
+        return level[0]
+
+    def accumulate(self, accumulator, row_sum, clear, m=None):
+        if m is None:
+            raise TypeError("FloatMAC.accumulate needs the PE's module: accumulate(accumulator, row_sum, clear, m=m)")
+        return fp32_add(m, Mux(clear, 0, accumulator), row_sum, 0, name="accumulate")
+
+
 #: MAC unit classes by the value of a PE's ``mac`` parameter (:data:`trainforge.spec.mac.MAC_NAMES`).
-MAC_UNITS = {"integer": IntegerMAC}
+MAC_UNITS = {"integer": IntegerMAC, "fp16": FloatMAC, "bf16": FloatMAC}

@@ -83,11 +83,15 @@ def _blocks():
                 {},
                 {"lanes": 1, "width": 4, "acc_width": 6, "signed": False},
                 {"lanes": 16, "width": 16, "acc_width": 40},
+                {"mac": "fp16"},
+                {"mac": "bf16", "lanes": 3},
             ),
             regress_params=(
                 {"lanes": 64, "width": 32, "acc_width": 64},
                 {"lanes": 8, "width": 32, "acc_width": 64, "signed": False},
                 {"lanes": 3, "width": 2, "acc_width": 2},
+                {"mac": "fp16", "lanes": 1},
+                {"mac": "bf16", "lanes": 8},
             ),
         ),
         Block(

@@ -2,14 +2,18 @@
 
 Parameters
 ----------
-See :data:`PARAMS`: ``lanes``, ``width``, ``acc_width``, ``signed``.
+See :data:`PARAMS`: ``lanes``, ``width``, ``acc_width``, ``signed`` and
+``mac``, the MAC unit (:mod:`trainforge.spec.mac`). With ``mac="fp16"`` or
+``"bf16"`` the operands are 16-bit FP16 / bfloat16 bit patterns and the
+accumulator and results are FP32 bit patterns; ``width``, ``acc_width`` and
+``signed`` are then ignored.
 """
-from amaranth import signed as signed_shape, unsigned
 from amaranth.lib import data
 
+from . import mac
 from .params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LATENCY", "operand_shape", "product_shape", "result_shape", "row_layout"]
+__all__ = ["PARAMS", "latency", "operand_shape", "product_shape", "result_shape", "row_layout"]
 
 #: The parameters of ``dense_pe``; the component, golden model, testbench and CLI read them here.
 PARAMS = ParamSchema((
@@ -17,29 +21,35 @@ PARAMS = ParamSchema((
     Param("width", int, 8, "operand width in bits", minimum=2, maximum=32),
     Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64),
     Param("signed", bool, True, "two's complement operands and accumulator"),
+    mac.MAC,
 ))
 
-#: Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
-LATENCY = 2
 
+def latency(params):
+    """Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
 
-def _shape(width, is_signed):
-    return signed_shape(width) if is_signed else unsigned(width)
+    The operand register, the multiplier's and the lane reduction's register
+    stages (:func:`trainforge.spec.mac.multiply_stages`,
+    :func:`~trainforge.spec.mac.tree_stages`), then the output stream stage,
+    which takes the accumulated value: 4 for ``integer``; for the FP units
+    ``1 + 2 + 4 * ceil(log2(lanes)) + 1`` (12 at 4 lanes).
+    """
+    return 1 + mac.multiply_stages(params) + mac.tree_stages(params) + 1
 
 
 def operand_shape(params):
-    """Shape of one operand ``a[k]`` or ``b[k]``."""
-    return _shape(params["width"], params["signed"])
+    """Shape of one operand ``a[k]`` or ``b[k]`` (:func:`trainforge.spec.mac.operand_shape`)."""
+    return mac.operand_shape(params)
 
 
 def product_shape(params):
-    """Shape of one lane's exact product."""
-    return _shape(2 * params["width"], params["signed"])
+    """Shape of one lane's product (:func:`trainforge.spec.mac.product_shape`)."""
+    return mac.product_shape(params)
 
 
 def result_shape(params):
-    """Shape of the accumulator and of ``o_sum``'s payload."""
-    return _shape(params["acc_width"], params["signed"])
+    """Shape of the accumulator and of ``o_sum``'s payload (:func:`trainforge.spec.mac.result_shape`)."""
+    return mac.result_shape(params)
 
 
 def row_layout(params):

@@ -46,10 +46,12 @@ MAC = Param("mac", str, "integer", "MAC unit: 'integer', or FP16 / bfloat16 mult
 FLOAT_FORMATS = {"fp16": FP16, "bf16": BF16}
 
 #: Register stages of the multiplier, from the operand registers to the product register included.
-MULTIPLY_STAGES = {"integer": 1, "fp16": 1, "bf16": 1}
+MULTIPLY_STAGES = {"integer": 1, "fp16": 2, "bf16": 2}
 
 #: Register stages of one FP32 adder (the lane reduction of the FP units is a tree of these).
-FP32_ADD_STAGES = 1
+#: Four stages (swap | align, add | count, normalise | round, pack) meet 100 MHz on the ECP5;
+#: the accumulator's adder is the same logic with no register inside (one cycle, a loop).
+FP32_ADD_STAGES = 4
 
 #: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
 IDLE_PRODUCT = 0

@@ -5,9 +5,10 @@ from cocotb.triggers import RisingEdge
 
 from trainforge.golden.dense_pe import dense_pe, wrap
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack
+from trainforge.spec.mac import is_float
 
 import scenarios.dense_pe as table
-from scenario import table_test
+from scenario import rng_for, table_test
 from tbutil import start
 
 
@@ -18,7 +19,12 @@ def operand_range(component):
 
 
 def random_rows(bench, count, clear_probability=0.15, read_probability=0.3):
-    """Random operands and flags; the first row always clears."""
+    """Random operands and flags; the first row always clears. FP MACs: random values (a few zeros) as bit patterns."""
+    if is_float(bench.params):
+        rows = table.random_float_rows(rng_for(bench.seed, "reset", count), bench.params, count,
+                                       clear_probability, read_probability)
+        return (np.array([row["a"] for row in rows]), np.array([row["b"] for row in rows]),
+                np.array([bool(row["clear"]) for row in rows]), np.array([bool(row["read"]) for row in rows]))
     generator = np.random.default_rng(bench.seed)
     low, high = operand_range(bench.component)
     lanes = bench.component.lanes
@@ -40,6 +46,8 @@ def encode(bench, a, b, clear, read):
 
 def decode_results(bench, received):
     bits = np.array([payload for _, payload in received], dtype=np.uint64)
+    if is_float(bench.params):
+        return bits.astype(np.uint32)
     return wrap(bits, bench.component.acc_width, bench.component.is_signed)
 
 
@@ -52,7 +60,8 @@ def attach(bench, valid_probability, ready_probability):
 scenario_table = table_test(
     table,
     """Every scenario of ``verif/scenarios/dense_pe.py``: random rows with backpressure, full rate with the
-    latency of the spec, zeros, wrapping extremes; the same table the golden model meets in-process.""")
+    latency of the spec, zeros, wrapping extremes (integer) or signed zeros, Inf/NaN rows and cancellation (FP);
+    the same table the golden model meets in-process.""")
 
 
 @cocotb.test()

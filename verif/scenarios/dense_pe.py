@@ -1,17 +1,31 @@
-"""Scenario table of ``dense_pe``: random and corner rows under valid gaps and backpressure.
+"""Scenario table of ``dense_pe``: random and corner rows under valid gaps and backpressure, for every MAC unit.
 
-Reference: each ``read`` row's result is the sum, in Python integers, of
-``a[k] * b[k]`` over the rows since the last ``clear`` (inclusive), reduced
-modulo ``2 ** acc_width`` and read as two's complement when ``signed``. At
-full rate a result leaves :data:`~trainforge.spec.dense_pe.LATENCY` cycles
-after its ``read`` row was accepted, and rows are accepted one per cycle.
+Reference, integer MAC: each ``read`` row's result is the sum, in Python
+integers, of ``a[k] * b[k]`` over the rows since the last ``clear``
+(inclusive), reduced modulo ``2 ** acc_width`` and read as two's complement
+when ``signed``.
+
+Reference, FP MACs (``fp16``, ``bf16``): numpy float32 arithmetic in the
+hardware's order, independent of ``golden/fp.py``: each operand read as a
+float (FP16 through ``numpy.float16``, BF16 as the top half of a float32),
+subnormal operands flushed to zeros of their sign; each product a float32
+product (exact), flushed; the lanes summed pairwise, level by level (``0+1,
+2+3, ...``, an odd last lane carried up), each float32 sum flushed; then the
+accumulator ``(+0 if clear else accumulator) + row sum``, flushed. The flush
+(:func:`scenarios.fp_mul.flush32`) is the only step numpy does not do
+itself; a NaN result is expected as the canonical quiet NaN ``0x7FC00000``.
+
+At full rate a result leaves :func:`~trainforge.spec.dense_pe.latency`
+cycles after its ``read`` row was accepted, and rows are accepted one per cycle.
 """
 import numpy as np
 
 from trainforge.golden.dense_pe import dense_pe
 from trainforge.spec import dense_pe as spec
+from trainforge.spec.mac import is_float
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
+from scenarios.fp_mul import float32_bits, flush32, to_float32
 
 
 def operand_range(params):
@@ -20,8 +34,26 @@ def operand_range(params):
     return 0, (1 << params["width"]) - 1
 
 
+def float_reference(rows, params):
+    """Expected FP32 results of ``rows`` (dicts with a, b, clear, read), in numpy float32 arithmetic."""
+    results, total = [], np.float32(0)
+    with np.errstate(all="ignore"):
+        for row in rows:
+            level = [flush32(to_float32(x, params["mac"]) * to_float32(y, params["mac"]))
+                     for x, y in zip(row["a"], row["b"])]
+            while len(level) > 1:
+                level = [flush32(level[k] + level[k + 1]) for k in range(0, len(level) - 1, 2)] + \
+                    level[len(level) - len(level) % 2:]
+            total = flush32((np.float32(0) if row["clear"] else total) + level[0])
+            if row["read"]:
+                results.append(float32_bits(total))
+    return results
+
+
 def reference(rows, params):
     """Expected results of ``rows`` (dicts with a, b, clear, read), in plain Python integers."""
+    if is_float(params):
+        return float_reference(rows, params)
     bits = params["acc_width"]
     results, total = [], 0
     for row in rows:
@@ -58,12 +90,88 @@ def _scenario(name, rows, params, valid=(1,), ready=(1,), timed=False):
     expected = reference(rows, params)
     timing = {}
     if timed:
-        timing = {"o_sum": [index + spec.LATENCY for index, row in enumerate(rows) if row["read"]]}
+        timing = {"o_sum": [index + spec.latency(params) for index, row in enumerate(rows) if row["read"]]}
     return Scenario(name, {"i_row": rows}, {"o_sum": expected}, valid={"i_row": valid}, ready={"o_sum": ready},
                     timing=timing)
 
 
+#: FP operand bit patterns by format: +0, -0, a subnormal, +Inf, -Inf, a quiet NaN, the largest finite, 1.0, -1.0.
+FLOAT_SPECIALS = {
+    "fp16": {"+0": 0x0000, "-0": 0x8000, "subnormal": 0x0201, "+inf": 0x7C00, "-inf": 0xFC00, "nan": 0x7E01,
+             "max": 0x7BFF, "one": 0x3C00, "minus one": 0xBC00},
+    "bf16": {"+0": 0x0000, "-0": 0x8000, "subnormal": 0x0041, "+inf": 0x7F80, "-inf": 0xFF80, "nan": 0x7FC1,
+             "max": 0x7F7F, "one": 0x3F80, "minus one": 0xBF80},
+}
+
+
+def float_bits(value, format_name):
+    """Bits of a Python float in the operand format (FP16 by numpy's rounding, BF16 truncated from float32)."""
+    if format_name == "fp16":
+        return int(np.array([value], dtype=np.float16).view(np.uint16)[0])
+    return int(np.array([value], dtype=np.float32).view(np.uint32)[0]) >> 16
+
+
+def _random_float_operand(rng, format_name, special_probability=0.05):
+    if rng.random() < special_probability:
+        return FLOAT_SPECIALS[format_name][rng.choice(("+0", "-0", "subnormal"))]
+    return float_bits(rng.choice((-1, 1)) * rng.uniform(0.01, 8.0), format_name)
+
+
+def random_float_rows(rng, params, count, clear_probability=0.15, read_probability=0.3):
+    rows = []
+    for index in range(count):
+        rows.append({
+            "a": [_random_float_operand(rng, params["mac"]) for _ in range(params["lanes"])],
+            "b": [_random_float_operand(rng, params["mac"]) for _ in range(params["lanes"])],
+            "clear": int(index == 0 or rng.random() < clear_probability),
+            "read": int(index == count - 1 or rng.random() < read_probability),
+        })
+    return rows
+
+
+def float_scenarios(params, seed):
+    """The FP MACs' table: random values, bit patterns, zeros, Inf/NaN rows, cancellation, overflow."""
+    lanes, name = params["lanes"], params["mac"]
+    special = FLOAT_SPECIALS[name]
+    table = []
+    rng = rng_for(seed, "dense_pe", name, "random")
+    table.append(_scenario("random values with backpressure", random_float_rows(rng, params, 200), params,
+                           valid=random_pattern(rng, 0.7), ready=random_pattern(rng, 0.5)))
+    rng = rng_for(seed, "dense_pe", name, "full rate")
+    table.append(_scenario("one row per cycle", random_float_rows(rng, params, 100, read_probability=0.5),
+                           params, timed=True))
+    rng = rng_for(seed, "dense_pe", name, "bits")
+    rows = [{"a": [rng.getrandbits(16) for _ in range(lanes)], "b": [rng.getrandbits(16) for _ in range(lanes)],
+             "clear": int(rng.random() < 0.5), "read": 1} for _ in range(40)]
+    table.append(_scenario("random bit patterns", rows, params, ready=(1, 0)))
+
+    def row(a, b, clear=0, read=1):
+        return {"a": [a] * lanes, "b": [b] * lanes, "clear": clear, "read": read}
+
+    zeros = [row(special["+0"], special["one"], clear=1), row(special["-0"], special["one"]),
+             row(special["-0"], special["one"], clear=1), row(special["subnormal"], special["minus one"]),
+             row(special["subnormal"], special["subnormal"], clear=1)]
+    table.append(_scenario("zeros, signed zeros and flushed subnormals", zeros, params, timed=True))
+    infinities = [row(special["one"], special["one"], clear=1), row(special["+inf"], special["one"]),
+                  row(special["one"], special["one"]), row(special["-inf"], special["one"], clear=1),
+                  row(special["+inf"], special["one"]), row(special["+inf"], special["+0"], clear=1),
+                  row(special["nan"], special["one"], clear=1), row(special["one"], special["one"]),
+                  row(special["one"], special["one"], clear=1)]
+    table.append(_scenario("Inf and NaN rows, then a clear", infinities, params, ready=(1, 1, 0)))
+    x, y = float_bits(1.5, name), float_bits(-1.5, name)
+    mixed = [{"a": [x if lane % 2 == 0 else y for lane in range(lanes)], "b": [special["one"]] * lanes,
+              "clear": 1, "read": 1}]
+    big, small = float_bits(2.0 ** 10, name), float_bits(2.0 ** -9, name)
+    cancel = [row(big, big, clear=1, read=0), row(small, special["one"], read=1),
+              row(big, float_bits(-(2.0 ** 10), name), read=1), *mixed,
+              row(special["max"], special["max"], clear=1), row(special["max"], special["max"])]
+    table.append(_scenario("cancellation, lost low bits, largest products", cancel, params, timed=True))
+    return table
+
+
 def scenarios(params, seed):
+    if is_float(params):
+        return float_scenarios(params, seed)
     low, high = operand_range(params)
     extreme = low if params["signed"] else high
     table = []
@@ -92,4 +200,6 @@ def golden(params, scenario):
     b = np.array([row["b"] for row in rows], dtype=np.int64)
     clear = np.array([row["clear"] for row in rows], dtype=bool)
     read = np.array([row["read"] for row in rows], dtype=bool)
+    if len(rows) == 0:
+        return Transactions({"o_sum": []})
     return Transactions({"o_sum": [int(value) for value in dense_pe(a, b, clear, read, **params)]})

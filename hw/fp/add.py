@@ -1,0 +1,201 @@
+"""The FP32 adder (round to nearest even, flush to zero) as steps that can be cut into register stages.
+
+The steps and their order are those of :func:`trainforge.golden.fp.fp32_add`
+(policy: :mod:`trainforge.spec.fp`):
+
+Step 0, ``swap``
+    Unpack and classify both operands; the larger magnitude (compared as the
+    31-bit exponent-and-fraction field) goes first; exponent difference;
+    the result of the specials (NaN, Inf, zero operands), chosen here and
+    carried along.
+Step 1, ``align``
+    Extend the smaller significand by guard, round and sticky bits and shift
+    it right by the exponent difference, ORing the bits shifted out into
+    sticky (27 or more apart: sticky only).
+Step 2, ``add``
+    Add, or subtract when the signs differ (one adder with a carry-in).
+Step 3, ``count``
+    A carry out shifts right by one (into sticky, exponent + 1); leading-zero
+    count of the 27-bit sum (a tree of priority encoders).
+Step 4, ``normalise``
+    Shift left by the count, exponent minus the count.
+Step 5, ``round``
+    Round to nearest even on guard/round/sticky; a rounding carry renormalises
+    (exponent + 1); the overflow (field >= 255) and underflow (field <= 0)
+    checks of both outcomes are made beside the rounding adder.
+Step 6, ``pack``
+    Overflow -> Inf, underflow -> signed zero (output flush), exact
+    cancellation -> ``+0``; the specials override.
+
+With 0 stages the adder is one combinational block (the accumulator's
+single-cycle adder); :func:`add_cuts` says where the registers of a
+pipelined adder go.
+"""
+from amaranth import C, Cat, Mux
+
+from ...spec.fp import FP32
+from .stages import run_steps
+
+__all__ = ["ADD_STEPS", "add_cuts", "fp32_add"]
+
+#: Names of the adder's steps, in order.
+ADD_STEPS = ("swap", "align", "add", "count", "normalise", "round", "pack")
+
+#: Steps followed by a register, by the number of register stages (the last stage always holds the sum).
+_CUTS = {0: (), 1: (6,), 2: (2, 6), 3: (1, 4, 6), 4: (0, 2, 4, 6), 5: (0, 1, 2, 4, 6),
+         6: (0, 1, 2, 3, 4, 6), 7: (0, 1, 2, 3, 4, 5, 6)}
+
+#: Guard, round and sticky bits below the 24-bit significand.
+GRS_BITS = 3
+#: Width of an aligned significand: 24 bits and guard/round/sticky.
+EXTENDED_BITS = FP32.significand_bits + GRS_BITS
+
+
+def add_cuts(stages):
+    """Indices of the steps followed by a register when the adder has ``stages`` register stages (0 to 7)."""
+    if stages not in _CUTS:
+        raise ValueError(f"the FP32 adder has 0 to {len(ADD_STEPS)} register stages, not {stages}")
+    return _CUTS[stages]
+
+
+def _unpack(bits):
+    exponent = bits[FP32.fraction_bits:FP32.fraction_bits + FP32.exponent_bits]
+    fraction = bits[:FP32.fraction_bits]
+    top = exponent == FP32.exponent_max_field
+    return {"sign": bits[FP32.width - 1], "zero": exponent == 0,
+            "inf": top & (fraction == 0), "nan": top & (fraction != 0)}
+
+
+def _leading_zeros(bits):
+    """(all zero, count of leading zeros) of ``bits`` (a power-of-two width of at least 2), as a balanced tree."""
+    width = len(bits)
+    if width == 2:
+        return ~(bits[0] | bits[1]), ~bits[1]
+    low_zero, low_count = _leading_zeros(bits[:width // 2])
+    high_zero, high_count = _leading_zeros(bits[width // 2:])
+    return low_zero & high_zero, Mux(high_zero, Cat(low_count, C(1, 1)), Cat(high_count, C(0, 1)))
+
+
+def swap(values):
+    a, b = values["a"], values["b"]
+    ua, ub = _unpack(a), _unpack(b)
+    exchange = a[:FP32.width - 1] < b[:FP32.width - 1]
+    big, small = Mux(exchange, b, a), Mux(exchange, a, b)
+    exponent_big = big[FP32.fraction_bits:FP32.width - 1]
+    exponent_small = small[FP32.fraction_bits:FP32.width - 1]
+    # The specials, lowest priority first: one zero operand, both zero, an Inf, then NaN.
+    special_result = Mux(ub["zero"], a, b)
+    special_result = Mux(ua["zero"] & ub["zero"], Cat(C(0, FP32.width - 1), ua["sign"] & ub["sign"]), special_result)
+    special_result = Mux(ua["inf"], a, special_result)
+    special_result = Mux(ub["inf"], b, special_result)
+    invalid = ua["nan"] | ub["nan"] | (ua["inf"] & ub["inf"] & (ua["sign"] ^ ub["sign"]))
+    special_result = Mux(invalid, FP32.canonical_nan(), special_result)
+    return {
+        "sign": big[FP32.width - 1],
+        "subtract": ua["sign"] ^ ub["sign"],
+        "exponent": exponent_big,
+        "difference": (exponent_big - exponent_small)[:FP32.exponent_bits],
+        "big": Cat(big[:FP32.fraction_bits], C(1, 1)),
+        "small": Cat(small[:FP32.fraction_bits], C(1, 1)),
+        "special": ua["zero"] | ub["zero"] | ua["inf"] | ub["inf"] | invalid,
+        "special_result": special_result,
+    }
+
+
+def align(values):
+    # Shifting by the whole 8-bit difference needs no clamp: from 27 on, nothing is kept and all is sticky.
+    difference = values["difference"]
+    small = Cat(C(0, GRS_BITS), values["small"])
+    shifted = (small >> difference)[:EXTENDED_BITS]
+    kept_mask = (C((1 << EXTENDED_BITS) - 1, EXTENDED_BITS) << difference)[:EXTENDED_BITS]
+    sticky = (small & ~kept_mask).any()
+    out = {key: values[key] for key in ("sign", "subtract", "exponent", "big", "special", "special_result")}
+    out["aligned"] = Cat(shifted[0] | sticky, shifted[1:])
+    return out
+
+
+def add(values):
+    width = EXTENDED_BITS + 1
+    subtract = values["subtract"]
+    big = Cat(C(0, GRS_BITS), values["big"], C(0, 1))
+    small = Cat(values["aligned"], C(0, 1)) ^ subtract.replicate(width)
+    # One adder: the low bit pair (subtract, subtract) is the carry-in of a two's complement subtraction.
+    total = (Cat(subtract, big) + Cat(subtract, small))[1:width + 1]
+    out = {key: values[key] for key in ("sign", "exponent", "special", "special_result")}
+    out["total"] = total
+    return out
+
+
+def count(values):
+    total = values["total"]
+    carry = total[EXTENDED_BITS]
+    value = Mux(carry, Cat(total[0] | total[1], total[2:EXTENDED_BITS + 1]), total[:EXTENDED_BITS])
+    # Pad to 32 bits with ones below: a zero sum counts 27 (it is overridden by the cancellation rule).
+    all_zero, leading = _leading_zeros(Cat(C(0b11111, 32 - EXTENDED_BITS), value))
+    out = {key: values[key] for key in ("sign", "special", "special_result")}
+    out.update(value=value, shift=leading, cancelled=total == 0,
+               exponent=Cat(values["exponent"], C(0, 3)).as_signed() + carry)
+    return out
+
+
+def normalise(values):
+    out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
+    out["value"] = (values["value"] << values["shift"])[:EXTENDED_BITS]
+    out["exponent"] = values["exponent"] - values["shift"]
+    return out
+
+
+def round_(values):
+    value, exponent = values["value"], values["exponent"]
+    low, kept = value[:GRS_BITS], value[GRS_BITS:]
+    up = (low > 0b100) | ((low == 0b100) & kept[0])
+    significand = kept + up
+    carry = significand[FP32.significand_bits]
+    # A rounding carry (1.11...1 + ulp) gives fraction 0 and exponent + 1; the exponent's checks for both
+    # cases are made beside the rounding adder, and the carry only selects.
+    out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
+    out["fraction"] = Mux(carry, 0, significand[:FP32.fraction_bits])
+    out["field"] = Mux(carry, (exponent + 1)[:FP32.exponent_bits], exponent[:FP32.exponent_bits])
+    out["tiny"] = Mux(carry, exponent < 0, exponent <= 0)
+    out["overflow"] = Mux(carry, exponent >= FP32.exponent_max_field - 1, exponent >= FP32.exponent_max_field)
+    return out
+
+
+def pack(values):
+    sign = values["sign"]
+    result = Cat(values["fraction"], values["field"], sign)
+    result = Mux(values["tiny"], Cat(C(0, FP32.width - 1), sign), result)
+    result = Mux(values["overflow"],
+                 Cat(C(0, FP32.fraction_bits), C(FP32.exponent_max_field, FP32.exponent_bits), sign), result)
+    result = Mux(values["cancelled"], 0, result)
+    return {"sum": Mux(values["special"], values["special_result"], result)}
+
+
+#: The step functions, in the order of :data:`ADD_STEPS`.
+STEPS = (swap, align, add, count, normalise, round_, pack)
+
+
+def fp32_add(m, a, b, stages, enable=1, name="fp32_add"):
+    """``a + b`` in FP32 after ``stages`` clock-enabled register stages (0: combinational).
+
+    Parameters
+    ----------
+    m : Module or None
+        Where the registers and the named results of the steps go. ``None``
+        is allowed with 0 stages but gives one very large expression tree
+        (every use of a step's result repeats it): pass a module.
+    a, b : Value
+        FP32 bit patterns (32 bits each).
+    stages : int
+        Register stages, 0 to 7 (:func:`add_cuts`); the last one holds the sum.
+    enable : Value-castable
+        Clock enable of the registers.
+    name : str
+        Prefix of the register names.
+
+    Returns
+    -------
+    Value
+        The 32-bit FP32 sum.
+    """
+    return run_steps(m, STEPS, {"a": a, "b": b}, add_cuts(stages), enable, name)["sum"]

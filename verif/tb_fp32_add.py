@@ -1,0 +1,20 @@
+"""cocotb testbench of ``fp32_add``: its scenario table (shared with the golden model's test), and registered ready."""
+import cocotb
+
+from trainforge.cocotb_streams import check_no_ready_path
+
+import scenarios.fp32_add as table
+from scenario import table_test
+from tbutil import start
+
+scenario_table = table_test(
+    table,
+    """Every scenario of ``verif/scenarios/fp32_add.py``: random and corner operands under valid gaps and
+    backpressure, full rate with the latency of the spec; the same table the golden model meets in-process.""")
+
+
+@cocotb.test()
+async def ready_has_no_path_from_the_output(dut):
+    """The input's ``ready`` does not follow the output's ``ready`` within a cycle (one registered clock enable)."""
+    bench = await start(dut)
+    await check_no_ready_path(bench)
