@@ -21,7 +21,8 @@ BLOCKS = (
         component=TDPE,
         testbench="tb_td_pe",
         summary="TensorDash PE: staging buffers, sparse muxes, scheduler, L multipliers, one accumulator",
-        test_params=({}, {"lanes": 16, "depth": 3, "mode": "b_only", "width": 6, "acc_width": 20}),
+        test_params=({}, {"lanes": 16, "depth": 3, "mode": "b_only", "width": 6, "acc_width": 20}, {"mac": "fp16"},
+                     {"mac": "bf16", "mode": "b_only", "depth": 3}),
         regress_params=({"depth": 2, "signed": False}, {"depth": 5, "width": 16, "acc_width": 40},
                         {"depth": 3, "mode": "b_only"}),
     ),
@@ -30,7 +31,7 @@ BLOCKS = (
         component=TDTile,
         testbench="tb_td_tile",
         summary="TensorDash R x C tile, B-side skipping, rows synchronized on min(AS)",
-        test_params=({"rows": 2, "cols": 2},),
+        test_params=({"rows": 2, "cols": 2}, {"rows": 2, "cols": 2, "mac": "bf16"}),
         regress_params=({}, {"rows": 4, "cols": 2, "depth": 3}),
     ),
     Block(
