@@ -204,17 +204,24 @@ class TDSparseCore(wiring.Component):
         m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
 
         # This cycle's shift s is the number of drained rows (``drained`` is its thermometer code).
-        # Everything the shift decides is computed from registers for each s, then picked by the code.
+        # Everything the shift decides is computed from registers for each s, then picked by its one-hot code.
         # While the pipeline stops, the whole buffer holds (every update below is enabled by ``enable``,
         # a function of registers).
         state = []  # the buffer's register updates, made while enabled
 
+        shift_is = [Signal(name=f"shift_is{step}") for step in range(depth + 1)]  # one-hot: shift == s
+        m.d.comb += shift_is[0].eq(~drained[0])
+        for step in range(1, depth + 1):
+            more = drained[step] if step < depth else Const(0)
+            m.d.comb += shift_is[step].eq(drained[step - 1] & ~more)
+
         def pick(values, name, shape):
-            """``values[s]`` for this cycle's shift ``s``."""
+            """``values[s]`` for this cycle's shift ``s``: an AND-OR of the one-hot code (two LUT levels
+            for the late selects, whatever the depth of the early values)."""
             picked = Signal(shape, name=name)
-            result = values[0]
-            for step in range(1, depth + 1):
-                result = Mux(drained[step - 1], values[step], result)
+            result = 0
+            for step, value in enumerate(values):
+                result = result | Mux(shift_is[step], value, 0)
             m.d.comb += picked.eq(result)
             return picked
 
