@@ -1,4 +1,4 @@
-"""The FP MAC pieces outside simulation: the accumulate rule's golden model, stage counts, latencies, interface errors."""
+"""The FP MAC pieces outside simulation: the accumulate rule's golden model, stage counts, latencies, interface."""
 import numpy as np
 import pytest
 from amaranth import Signal
