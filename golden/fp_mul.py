@@ -1,4 +1,4 @@
-"""Golden model of the ``fp_mul`` block (:class:`trainforge.hw.fp.multiplier.FPMultiplier`): one product per operand pair."""
+"""Golden model of the ``fp_mul`` block (:class:`~trainforge.hw.fp.multiplier.FPMultiplier`): a product per pair."""
 import numpy as np
 
 from ..spec import fp_units as spec

@@ -11,8 +11,9 @@ A MAC unit is an object with the members a PE uses, and nothing else:
 ``multiply(m, a, b, active, enable, name)``
     Adds one lane's multiplier to module ``m`` and returns its product after
     ``multiply_stages`` registers (clock enable ``enable``); an idle lane
-    (``active`` low) gives the idle product. ``a`` and ``b`` come from
-    registers.
+    (``active`` low) gives the idle product. ``a``, ``b`` and ``active``
+    come from registers (the FP units carry ``active`` down their pipeline
+    beside the operands).
 ``reduce(m, products, enable, name)``
     Adds the lane reduction and returns the lanes' sum after ``tree_stages``
     registers (clock enable ``enable``).
@@ -36,6 +37,7 @@ the resolved parameter dict of its PE.
 from amaranth import Mux, Signal
 
 from ..spec import mac as spec
+from ..spec.fp import FP32
 from .adder_tree import adder_tree
 from .fp.add import fp32_add
 from .fp.multiply import fp_multiply
@@ -115,7 +117,8 @@ class FloatMAC:
         level = list(products)
         depth = 0
         while len(level) > 1 or depth == 0:
-            sums = [fp32_add(m, level[k], level[k + 1], spec.FP32_ADD_STAGES, enable, name=f"{name}_add{depth}_{k // 2}")
+            sums = [fp32_add(m, level[k], level[k + 1], spec.FP32_ADD_STAGES, enable,
+                             name=f"{name}_add{depth}_{k // 2}")
                     for k in range(0, len(level) - 1, 2)]
             if len(level) % 2:
                 odd = level[-1]
@@ -129,7 +132,12 @@ class FloatMAC:
     def accumulate(self, accumulator, row_sum, clear, m=None):
         if m is None:
             raise TypeError("FloatMAC.accumulate needs the PE's module: accumulate(accumulator, row_sum, clear, m=m)")
-        return fp32_add(m, Mux(clear, 0, accumulator), row_sum, 0, name="accumulate")
+        # fp32_add(+0, row_sum) is row_sum itself, +0 for a zero or subnormal, the canonical NaN for a NaN:
+        # chosen after the adder, so that ``clear`` is not at the head of the loop.
+        exponent = row_sum[FP32.fraction_bits:FP32.width - 1]
+        nan = (exponent == FP32.exponent_max_field) & (row_sum[:FP32.fraction_bits] != 0)
+        cleared = Mux(exponent == 0, 0, Mux(nan, FP32.canonical_nan(), row_sum))
+        return Mux(clear, cleared, fp32_add(m, accumulator, row_sum, 0, name="accumulate"))
 
 
 #: MAC unit classes by the value of a PE's ``mac`` parameter (:data:`trainforge.spec.mac.MAC_NAMES`).

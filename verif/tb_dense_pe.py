@@ -1,4 +1,4 @@
-"""cocotb testbench of ``dense_pe``: its scenario table (shared with the golden model's test), and a reset mid-stream."""
+"""cocotb testbench of ``dense_pe``: its scenario table (shared with the golden model's test), a reset mid-stream."""
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge

@@ -1,4 +1,4 @@
-"""The FP MAC pieces outside simulation: the accumulate rule's golden model, stage counts, latencies, interface errors."""
+"""The FP MAC pieces outside simulation: the accumulate rule's golden model, stage counts, latencies, interface."""
 import numpy as np
 import pytest
 from amaranth import Signal
@@ -69,3 +69,65 @@ def test_float_zero_detector_reads_the_exponent():
     operand = Signal(16)
     assert len(unit.is_zero(operand)) == 1
     assert unit.operand_shape.width == 16 and unit.product_shape.width == 32 and unit.result_shape.width == 32
+
+
+def _run_unit(mac, lanes, cases, latency):
+    """Feed ``cases`` (a, b, active lists per lane) to a FloatMAC's multiply+reduce, one per cycle; the sums and
+    zero flags seen ``latency`` cycles later."""
+    from amaranth import Module
+    from amaranth.sim import Simulator
+
+    unit = MAC_UNITS[mac](DensePE.PARAMS.resolve(mac=mac, lanes=lanes))
+    m = Module()
+    a = [Signal(16, name=f"a{lane}") for lane in range(lanes)]
+    b = [Signal(16, name=f"b{lane}") for lane in range(lanes)]
+    active = [Signal(name=f"active{lane}") for lane in range(lanes)]
+    zero = [Signal(name=f"zero{lane}") for lane in range(lanes)]
+    m.d.comb += [zero[lane].eq(unit.is_zero(a[lane])) for lane in range(lanes)]
+    products = [unit.multiply(m, a[lane], b[lane], active[lane], 1, f"lane{lane}") for lane in range(lanes)]
+    row_sum = Signal(32)
+    m.d.comb += row_sum.eq(unit.reduce(m, products, 1, "tree"))
+    sums, zeros = [], []
+    simulator = Simulator(m)
+    simulator.add_clock(1e-6)
+
+    async def bench(ctx):
+        for cycle in range(len(cases) + latency):
+            if cycle < len(cases):
+                for lane in range(lanes):
+                    ctx.set(a[lane], cases[cycle][0][lane])
+                    ctx.set(b[lane], cases[cycle][1][lane])
+                    ctx.set(active[lane], cases[cycle][2][lane])
+                zeros.append([ctx.get(zero[lane]) for lane in range(lanes)])
+            if cycle >= latency:
+                sums.append(ctx.get(row_sum))
+            await ctx.tick()
+
+    simulator.add_testbench(bench)
+    simulator.run()
+    return sums, zeros
+
+
+@pytest.mark.parametrize("mac,lanes", [("fp16", 3), ("bf16", 4), ("bf16", 1)])
+def test_float_unit_multiply_reduce_and_zero_detector(mac, lanes, seed):
+    """``multiply`` (idle lanes give +0), ``reduce`` (the golden tree order) and ``is_zero`` of ``FloatMAC``."""
+    from trainforge.golden.fp import fp32_sum_tree, fp_mul_exact
+    from trainforge.spec.mac import FLOAT_FORMATS
+
+    fmt = FLOAT_FORMATS[mac]
+    rng = np.random.default_rng(seed)
+    rows = 40
+    a = rng.integers(0, 1 << 16, (rows, lanes))
+    b = rng.integers(0, 1 << 16, (rows, lanes))
+    a[::5] &= 0x807F if mac == "bf16" else 0x83FF    # zeros and subnormals: exponent field 0
+    active = rng.random((rows, lanes)) < 0.7
+    # An idle lane holding Inf x 0 would be NaN if it were multiplied.
+    a[3], b[3], active[3] = fmt.infinity(), 0, False
+    cases = [(a[row].tolist(), b[row].tolist(), active[row].astype(int).tolist()) for row in range(rows)]
+    unit = MAC_UNITS[mac](DensePE.PARAMS.resolve(mac=mac, lanes=lanes))
+    latency = unit.multiply_stages + unit.tree_stages
+    sums, zeros = _run_unit(mac, lanes, cases, latency)
+    products = np.where(active, fp_mul_exact(a, b, fmt), 0)
+    assert sums == fp32_sum_tree(products, axis=1).tolist()
+    exponent = (a >> fmt.fraction_bits) & fmt.exponent_max_field
+    assert zeros == (exponent == 0).astype(int).tolist()

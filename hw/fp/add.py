@@ -33,6 +33,7 @@ pipelined adder go.
 """
 from amaranth import C, Cat, Mux
 
+from ...errors import ParameterError
 from ...spec.fp import FP32
 from .stages import run_steps
 
@@ -54,7 +55,7 @@ EXTENDED_BITS = FP32.significand_bits + GRS_BITS
 def add_cuts(stages):
     """Indices of the steps followed by a register when the adder has ``stages`` register stages (0 to 7)."""
     if stages not in _CUTS:
-        raise ValueError(f"the FP32 adder has 0 to {len(ADD_STEPS)} register stages, not {stages}")
+        raise ParameterError(f"the FP32 adder has 0 to {len(ADD_STEPS)} register stages, not {stages}")
     return _CUTS[stages]
 
 
@@ -81,8 +82,12 @@ def swap(values):
     ua, ub = _unpack(a), _unpack(b)
     exchange = a[:FP32.width - 1] < b[:FP32.width - 1]
     big, small = Mux(exchange, b, a), Mux(exchange, a, b)
+    exponent_a = a[FP32.fraction_bits:FP32.width - 1]
+    exponent_b = b[FP32.fraction_bits:FP32.width - 1]
     exponent_big = big[FP32.fraction_bits:FP32.width - 1]
-    exponent_small = small[FP32.fraction_bits:FP32.width - 1]
+    # Both differences beside the magnitude comparison; the comparison only selects.
+    difference = Mux(exchange, (exponent_b - exponent_a)[:FP32.exponent_bits],
+                     (exponent_a - exponent_b)[:FP32.exponent_bits])
     # The specials, lowest priority first: one zero operand, both zero, an Inf, then NaN.
     special_result = Mux(ub["zero"], a, b)
     special_result = Mux(ua["zero"] & ub["zero"], Cat(C(0, FP32.width - 1), ua["sign"] & ub["sign"]), special_result)
@@ -94,7 +99,7 @@ def swap(values):
         "sign": big[FP32.width - 1],
         "subtract": ua["sign"] ^ ub["sign"],
         "exponent": exponent_big,
-        "difference": (exponent_big - exponent_small)[:FP32.exponent_bits],
+        "difference": difference,
         "big": Cat(big[:FP32.fraction_bits], C(1, 1)),
         "small": Cat(small[:FP32.fraction_bits], C(1, 1)),
         "special": ua["zero"] | ub["zero"] | ua["inf"] | ub["inf"] | invalid,
@@ -130,17 +135,22 @@ def count(values):
     total = values["total"]
     carry = total[EXTENDED_BITS]
     value = Mux(carry, Cat(total[0] | total[1], total[2:EXTENDED_BITS + 1]), total[:EXTENDED_BITS])
-    # Pad to 32 bits with ones below: a zero sum counts 27 (it is overridden by the cancellation rule).
-    all_zero, leading = _leading_zeros(Cat(C(0b11111, 32 - EXTENDED_BITS), value))
+    # The count of the sum without its carry bit, beside the carry's selection (a carry means no left shift).
+    # Padded to 32 bits with ones below: a zero sum counts 27 (it is overridden by the cancellation rule).
+    all_zero, leading = _leading_zeros(Cat(C(0b11111, 32 - EXTENDED_BITS), total[:EXTENDED_BITS]))
     out = {key: values[key] for key in ("sign", "special", "special_result")}
-    out.update(value=value, shift=leading, cancelled=total == 0,
+    out.update(value=value, shift=Mux(carry, 0, leading), cancelled=total == 0,
                exponent=Cat(values["exponent"], C(0, 3)).as_signed() + carry)
     return out
 
 
 def normalise(values):
     out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
-    out["value"] = (values["value"] << values["shift"])[:EXTENDED_BITS]
+    # Shift by the count's bits from the top one down: the top bits of a leading-zero count are known first.
+    value, shift = values["value"], values["shift"]
+    for bit in reversed(range(len(shift))):
+        value = Mux(shift[bit], (value << (1 << bit))[:EXTENDED_BITS], value)
+    out["value"] = value
     out["exponent"] = values["exponent"] - values["shift"]
     return out
 

@@ -17,6 +17,7 @@ Step 1, ``normalise_pack``
 """
 from amaranth import C, Cat, Mux
 
+from ...errors import ParameterError
 from ...spec.fp import BF16, FP16, FP32
 from .stages import run_steps
 
@@ -29,7 +30,7 @@ MULTIPLY_STEPS = ("unpack_multiply", "normalise_pack")
 def multiply_cuts(stages):
     """Indices of the steps followed by a register when the multiplier has ``stages`` register stages (0 to 2)."""
     if not 0 <= stages <= len(MULTIPLY_STEPS):
-        raise ValueError(f"the FP multiplier has 0 to {len(MULTIPLY_STEPS)} register stages, not {stages}")
+        raise ParameterError(f"the FP multiplier has 0 to {len(MULTIPLY_STEPS)} register stages, not {stages}")
     return {0: (), 1: (1,), 2: (0, 1)}[stages]
 
 
@@ -105,6 +106,6 @@ def fp_multiply(m, a, b, fmt, stages, enable=1, active=1, name="fp_mul"):
         The 32-bit FP32 product.
     """
     if fmt not in (FP16, BF16):
-        raise ValueError(f"fmt must be FP16 or BF16, not {getattr(fmt, 'name', fmt)!r}")
+        raise ParameterError(f"fmt must be FP16 or BF16, not {getattr(fmt, 'name', fmt)!r}")
     values = run_steps(m, _steps(fmt), {"a": a, "b": b, "active": active}, multiply_cuts(stages), enable, name)
     return values["product"]

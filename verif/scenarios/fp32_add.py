@@ -1,4 +1,4 @@
-"""Scenario table of ``fp32_add``: random bit patterns, near exponents (cancellation), corner operands, hand-picked cases.
+"""Scenario table of ``fp32_add``: random bit patterns, near exponents (cancellation), corners, hand-picked cases.
 
 Reference: numpy's IEEE float32 addition, independent of ``golden/fp.py``,
 with subnormal operands flushed to zeros of their sign beforehand and a

@@ -66,7 +66,8 @@ def reference_product(a, b, format_name):
 
 def _random_normal(rng, fmt):
     exponent = rng.randint(1, fmt.exponent_max_field - 1)
-    return (rng.getrandbits(1) << (fmt.width - 1)) | (exponent << fmt.fraction_bits) | rng.getrandbits(fmt.fraction_bits)
+    sign = rng.getrandbits(1) << (fmt.width - 1)
+    return sign | (exponent << fmt.fraction_bits) | rng.getrandbits(fmt.fraction_bits)
 
 
 def _scenario(name, pairs, params, valid=(1,), ready=(1,), timed=False):
