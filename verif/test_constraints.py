@@ -16,15 +16,15 @@ _SR_LO_SEED = ("parameter 'seed' = {seed} is invalid (the SR-LO LFSR has 8 stage
 CASES = [
     ("td_scheduler", {"pattern": "1:0,0:0"},
      "parameter 'pattern' = '1:0,0:0' is invalid (the first option is (1, 0), but the dense schedule (0, 0) must "
-     "come first); allowed: 'default' or 'step:offset,...' with distinct options, steps in 0..3 and (0, 0) first",
+     "come first); allowed: 'default', a named pattern or 'step:offset,...' with distinct options, steps in 0..3 and (0, 0) first",
      {"pattern": "0:0,1:0"}),
     ("td_pe", {"depth": 2, "pattern": "0:0,2:0"},
      "parameter 'pattern' = '0:0,2:0' is invalid (option 1 (2, 0): step 2 is outside 0..1 (depth 2)); allowed: "
-     "'default' or 'step:offset,...' with distinct options, steps in 0..1 and (0, 0) first",
+     "'default', a named pattern or 'step:offset,...' with distinct options, steps in 0..1 and (0, 0) first",
      {"depth": 2, "pattern": "0:0,1:0"}),
     ("td_tile", {"pattern": "0:0,1:1,1:5"},
      "parameter 'pattern' = '0:0,1:1,1:5' is invalid (option 2 (1, 5) repeats option 1 (1, 1) (offsets compare "
-     "modulo 4 lanes)); allowed: 'default' or 'step:offset,...' with distinct options, steps in 0..3 and (0, 0) first",
+     "modulo 4 lanes)); allowed: 'default', a named pattern or 'step:offset,...' with distinct options, steps in 0..3 and (0, 0) first",
      {"pattern": "0:0,1:1,1:2"}),
     ("nt_mac", {"rounding": "sr_lo", "seed": 256}, _SR_LO_SEED.format(seed=256),
      {"rounding": "sr_lo", "seed": 255}),
