@@ -24,7 +24,8 @@ BLOCKS = (
         test_params=({}, {"lanes": 16, "depth": 3, "mode": "b_only", "width": 6, "acc_width": 20}, {"mac": "fp16"},
                      {"mac": "bf16", "mode": "b_only", "depth": 3}),
         regress_params=({"depth": 2, "signed": False}, {"depth": 5, "width": 16, "acc_width": 40},
-                        {"depth": 3, "mode": "b_only"}),
+                        {"depth": 3, "mode": "b_only"}, {"mac": "bf16", "lanes": 16, "depth": 3},
+                        {"mac": "fp16", "depth": 2, "lanes": 3}),
     ),
     Block(
         name="td_tile",
@@ -32,7 +33,7 @@ BLOCKS = (
         testbench="tb_td_tile",
         summary="TensorDash R x C tile, B-side skipping, rows synchronized on min(AS)",
         test_params=({"rows": 2, "cols": 2}, {"rows": 2, "cols": 2, "mac": "bf16"}),
-        regress_params=({}, {"rows": 4, "cols": 2, "depth": 3}),
+        regress_params=({}, {"rows": 4, "cols": 2, "depth": 3}, {"mac": "fp16"}),
     ),
     Block(
         name="td_transposer",
