@@ -231,11 +231,11 @@ GROUP_REGISTERS = 3
 def latency(params):
     """PE and tile: cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
 
-    Registered selects, registered multiplier operands, the multiplier's and
-    the lane reduction's stages (:mod:`trainforge.spec.mac`), the
-    accumulator, then the output stream stage.
+    Registered selects, the window rotated into stream order, registered
+    multiplier operands, the multiplier's and the lane reduction's stages
+    (:mod:`trainforge.spec.mac`), the accumulator, then the output stream stage.
     """
-    return 2 + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
+    return 3 + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
 
 
 def result_cycle(params, read_cycle):
