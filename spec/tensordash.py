@@ -33,7 +33,7 @@ from .params import Param, ParamSchema
 __all__ = ["PAPER_PATTERN", "SHALLOW_PATTERNS", "WIDE_PATTERN", "default_pattern", "parse_pattern",
            "format_pattern", "validate_pattern", "resolve_pattern", "option_slots", "lane_levels", "select_bits",
            "LANES", "DEPTH", "PATTERN", "WIDTH", "ACC_WIDTH", "SIGNED", "MAC", "MAC_NAMES", "pattern_of",
-           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "FILL_LATENCY", "GROUP_REGISTERS", "latency",
+           "check_pattern", "SCHEDULER_PARAMS", "PE_PARAMS", "TILE_PARAMS", "TRANSPOSER_PARAMS", "FILL_LATENCY", "GROUP_REGISTERS", "latency", "rotates_window",
            "result_cycle",
            "SCHEDULER_LATENCY", "candidate_layout", "schedule_layout", "operand_shape",
            "result_shape", "pe_row_layout", "tile_row_layout", "tile_result_layout", "group_layout",
@@ -231,11 +231,22 @@ GROUP_REGISTERS = 3
 def latency(params):
     """PE and tile: cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
 
-    Registered selects, the window rotated into stream order, registered
-    multiplier operands, the multiplier's and the lane reduction's stages
-    (:mod:`trainforge.spec.mac`), the accumulator, then the output stream stage.
+    Registered selects, the window rotated into stream order (a tile of more
+    than one row, :func:`rotates_window`), registered multiplier operands, the
+    multiplier's and the lane reduction's stages (:mod:`trainforge.spec.mac`),
+    the accumulator, then the output stream stage.
     """
-    return 3 + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
+    return 2 + rotates_window(params) + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
+
+
+def rotates_window(params):
+    """Whether the PE or tile rotates each operand stream's window into stream order in a registered stage.
+
+    A tile of more than one row does: a column's A window then serves all its PEs through 8-input
+    muxes, instead of each PE's lanes reaching every window slot (16 inputs for the paper's pattern).
+    A single row of PEs (the PE) folds the head into each lane's select instead.
+    """
+    return params.get("rows", 1) > 1
 
 
 def result_cycle(params, read_cycle):

@@ -169,13 +169,14 @@ async def reset_mid_stream(dut):
     await send_and_check(harness, source, sink, a, b, clear, read, "after reset")
 
 
-#: Groups the default PE (and 4 x 4 tile: lanes 4, depth 4, integer MAC) takes while ``o_sum`` is stalled and
+#: Groups the default PE (and a tile of lanes 4, depth 4, integer MAC) takes while ``o_sum`` is stalled and
 #: every row is a dense one-row dot product, worked out by hand from the pipeline. One row leaves the
 #: window per scheduling cycle c = 0, 1, ...; results 0 and 1 fill the output stream stage and result 2
-#: stops everything at c = 7 (rows 3-6 in the sum, product, operand and rotated-window registers). Until
-#: then the group registers take a group whenever at most 8 rows wait in them at the start of a cycle; the
-#: rows waiting are 0 and 4 in the two cycles before c = 0 (groups 0 and 1 taken), then 4, 7, 10, 9, 8, 11,
-#: 10 at c = 0..6 (groups 2, 3 and 4 taken at c = 0, 1 and 4): 5 groups.
+#: stops everything at c = 6 in the PE (rows 3-5 in the sum, product and operand registers), at c = 7 in
+#: a tile (row 6 in the rotated window too). Until then the group registers take a group whenever at most
+#: 8 rows wait in them at the start of a cycle; the rows waiting are 0 and 4 in the two cycles before c = 0
+#: (groups 0 and 1 taken), then 4, 7, 10, 9, 8, 11 at c = 0..5 and 10 at c = 6 (groups 2, 3 and 4 taken
+#: at c = 0, 1 and 4): 5 groups in both.
 STALLED_CAPACITY_GROUPS = 5
 
 

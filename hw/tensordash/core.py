@@ -52,12 +52,15 @@ class TDSparseCore(wiring.Component):
         decides is precomputed from registers for each possible advance, then
         picked. ``MS``, ``active`` and the head are registered.
     Operand stages
-        Each operand stream's window is rotated into stream order by the
-        registered head and registered (once per stream: the B side per
-        scheduler row, the A side per column, shared by the column's PEs); then
-        each lane's sparse mux picks its option among those rows (8 inputs for
-        the paper's pattern) into registered multiplier operands (B side per
-        scheduler row, A side per PE).
+        In a tile of more than one row, each operand stream's window is rotated
+        into stream order by the registered head and registered (once per
+        stream: the B side per scheduler row, the A side per column, shared by
+        the column's PEs); then each lane's sparse mux picks its option among
+        those rows (8 inputs for the paper's pattern). A single row of PEs
+        (the PE) folds the head into each lane's select instead: one stage,
+        each lane choosing among the window slots it can reach at any head (16
+        for the paper's pattern). Either way the multiplier operands are
+        registered (B side per scheduler row, A side per PE).
     MAC
         The MAC unit's multiplier and lane reduction
         (:mod:`trainforge.hw.mac`), then the accumulator; a ``read`` row's sums
@@ -332,9 +335,12 @@ class TDSparseCore(wiring.Component):
         clear = _delayed(m, row_clear[0], 1, enable, "scheduled_clear", reset=False)
         read = _delayed(m, read_drained, 1, enable, "scheduled_read", reset=False)
 
-        # Operand stages. First, each operand stream's window rotated into stream order by the head
-        # (registered, shared by every PE that reads the stream); then each lane's sparse mux picks its
-        # option among those rows, into registered multiplier operands.
+        # Operand stages. In a tile of more than one row, each operand stream's window is first rotated into
+        # stream order by the head (registered, shared by the PEs that read the stream), then each lane's
+        # sparse mux picks its option among those rows; a single row of PEs folds the head into each lane's
+        # select instead (one stage, no rotation). Either way the operands are registered.
+        rotate = spec.rotates_window(self.params)
+
         def rotated(value_of, name):
             rows_in_order = [Signal.like(value_of(window[0]), name=f"{name}_d{d}") for d in range(depth)]
             with m.Switch(select_head):
@@ -348,28 +354,60 @@ class TDSparseCore(wiring.Component):
                 m.d.sync += [register.eq(row) for register, row in zip(registered, rows_in_order)]
             return registered
 
-        b_rows = [rotated(lambda row, r=r: self.operand_b(row, r), f"b_r{r}") for r in range(rows)]
-        a_rows = [rotated(lambda row, c=c: self.operand_a(row, c), f"a_c{c}") for c in range(cols)]
-        mux_selects = [[_delayed(m, selects[r][lane], 1, enable, f"mux_select_r{r}_l{lane}", reset=False)
-                        for lane in range(lanes)] for r in range(rows)]
+        def folded(value_of, r, lane, name):
+            """Lane ``lane``'s operand straight from the window: the select is (option, head)."""
+            sources, index = [], {}
+            for option, (step, column) in enumerate(option_slots(self.pattern, lanes, lane)):
+                for head in range(depth):
+                    slot = ((head + step) % depth, column)
+                    if slot not in sources:
+                        sources.append(slot)
+                    index[option, head] = sources.index(slot)
+            source = Signal(range(len(sources)), name=f"{name}_source")
+            # Every Switch ends on a Default arm: select values that never occur add no logic.
+            options = len(self.pattern)
+            with m.Switch(selects[r][lane]):
+                for option in range(options):
+                    with m.Case(option) if option < options - 1 else m.Default():
+                        with m.Switch(select_head):
+                            for head in range(depth):
+                                with m.Case(head) if head < depth - 1 else m.Default():
+                                    m.d.comb += source.eq(index[option, head])
+            value = Signal(self.operand_shape, name=name)
+            with m.Switch(source):
+                for number, (slot, column) in enumerate(sources):
+                    with m.Case(number) if number < len(sources) - 1 else m.Default():
+                        m.d.comb += value.eq(value_of(window[slot])[column])
+            return _delayed(m, value, 1, enable, f"{name}_operand", reset=False)
 
-        def operand(r, lane, stream_rows, name):
+        if rotate:
+            b_rows = [rotated(lambda row, r=r: self.operand_b(row, r), f"b_r{r}") for r in range(rows)]
+            a_rows = [rotated(lambda row, c=c: self.operand_a(row, c), f"a_c{c}") for c in range(cols)]
+            mux_selects = [[_delayed(m, selects[r][lane], 1, enable, f"mux_select_r{r}_l{lane}", reset=False)
+                            for lane in range(lanes)] for r in range(rows)]
+
+        def operand(r, lane, stream, value_of, name):
+            if not rotate:
+                return folded(value_of, r, lane, name)
             value = Signal(self.operand_shape, name=name)
             options = option_slots(self.pattern, lanes, lane)
             with m.Switch(mux_selects[r][lane]):  # the Default arm is the last option
                 for index, (step, column) in enumerate(options):
                     with m.Case(index) if index < len(options) - 1 else m.Default():
-                        m.d.comb += value.eq(stream_rows[step][column])
+                        m.d.comb += value.eq(stream[step][column])
             return _delayed(m, value, 1, enable, f"{name}_operand", reset=False)
 
-        b_operands = [[operand(r, lane, b_rows[r], f"b_r{r}_l{lane}") for lane in range(lanes)] for r in range(rows)]
-        a_operands = [[[operand(r, lane, a_rows[c], f"a_r{r}_c{c}_l{lane}") for lane in range(lanes)]
+        b_operands = [[operand(r, lane, rotate and b_rows[r], lambda row, r=r: self.operand_b(row, r),
+                               f"b_r{r}_l{lane}") for lane in range(lanes)] for r in range(rows)]
+        a_operands = [[[operand(r, lane, rotate and a_rows[c], lambda row, c=c: self.operand_a(row, c),
+                                f"a_r{r}_c{c}_l{lane}") for lane in range(lanes)]
                        for c in range(cols)] for r in range(rows)]
-        actives = [_delayed(m, selects_active[r], 2, enable, f"operands_active_r{r}", reset=False)
+        operand_stages = 2 if rotate else 1
+        actives = [_delayed(m, selects_active[r], operand_stages, enable, f"operands_active_r{r}", reset=False)
                    for r in range(rows)]
-        valid = _delayed(m, valid, 2, enable, "operands_valid", reset=True)
-        clear = _delayed(m, clear, 2, enable, "operands_clear", reset=False)
-        read = _delayed(m, read, 2, enable, "operands_read", reset=False)
+        valid = _delayed(m, valid, operand_stages, enable, "operands_valid", reset=True)
+        clear = _delayed(m, clear, operand_stages, enable, "operands_clear", reset=False)
+        read = _delayed(m, read, operand_stages, enable, "operands_read", reset=False)
 
         # MAC unit: multipliers, lane reductions, then the accumulators.
         sums = [[unit.reduce(m, [unit.multiply(m, a_operands[r][c][lane], b_operands[r][lane], actives[r][lane],
