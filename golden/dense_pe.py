@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..spec import dense_pe as spec
-from ..spec.mac import FLOAT_FORMATS
+from ..spec.mac import ACCUMULATOR_PARTIALS, FLOAT_FORMATS
 from .fp import fp32_accumulate, fp32_sum_tree, fp_mul_exact
 
 __all__ = ["wrap", "dense_pe"]
@@ -45,7 +45,8 @@ def dense_pe(a, b, clear, read, **params):
     FP MACs (``mac="fp16"`` or ``"bf16"``): per row, the exact FP32 product of
     each lane (:func:`~trainforge.golden.fp.fp_mul_exact`), the pairwise adder
     tree over the lanes (:func:`~trainforge.golden.fp.fp32_sum_tree`), then
-    the accumulate rule (:func:`~trainforge.golden.fp.fp32_accumulate`).
+    the interleaved accumulator (:func:`~trainforge.golden.fp.fp32_accumulate`,
+    :data:`~trainforge.spec.mac.ACCUMULATOR_PARTIALS` partial sums).
 
     Parameters
     ----------
@@ -87,4 +88,4 @@ def _dense_pe_float(a, b, clear, read, fmt):
     if a.shape[0] == 0:
         return np.zeros(0, dtype=np.uint32)
     row_sums = fp32_sum_tree(fp_mul_exact(a, b, fmt), axis=1)
-    return fp32_accumulate(row_sums, clear)[read]
+    return fp32_accumulate(row_sums, clear, ACCUMULATOR_PARTIALS, read)

@@ -45,10 +45,15 @@ Adder (:func:`fp32_add`), FP32 + FP32 -> FP32
        Inf + anything else -> that Inf; both operands zero -> ``-0`` only if
        both are ``-0``; one zero -> the other operand.
 
-Accumulation (:func:`fp32_accumulate`), the MAC's accumulator
-    Each row's sum is added by one :func:`fp32_add`, ``acc + row_sum``; a
-    ``clear`` row adds to ``+0`` instead (so a cleared accumulator holding a
-    row sum of ``-0`` or a subnormal is ``+0``).
+Accumulation (:func:`fp32_accumulate`), the MAC's interleaved accumulator
+    ``partials`` partial sums (:data:`trainforge.spec.mac.ACCUMULATOR_PARTIALS`).
+    The rows since the last ``clear`` (included; reset counts as a clear) are
+    numbered ``j = 0, 1, ...``; row ``j`` updates partial ``j mod partials``
+    by one :func:`fp32_add`, ``partial + row_sum``, where a partial's first
+    row after the clear adds to ``+0`` (so a lone row sum of ``-0`` gives
+    ``+0``). The value after a row is :func:`fp32_sum_tree` over the partials,
+    a partial not yet written since the clear taken as ``+0``. With one
+    partial this is the plain accumulator ``(+0 if clear else acc) + row_sum``.
 
 Adder tree (:func:`fp32_sum_tree`)
     Level by level, lanes ``0+1, 2+3, ...``; an odd lane left over at the end
@@ -259,32 +264,49 @@ def fp32_sum_tree(values_bits, axis=-1):
     return level[..., 0]
 
 
-def fp32_accumulate(row_sums_bits, clear, accumulator=0):
-    """The accumulator after each row: ``fp32_add(+0 if clear else previous, row_sum)``, row after row.
+def fp32_accumulate(row_sums_bits, clear, partials, read=None):
+    """The interleaved accumulator's value after each row (module docstring).
 
     Parameters
     ----------
-    row_sums_bits : array_like of int, shape (rows,)
-        FP32 bit patterns of the rows' sums.
+    row_sums_bits : array_like of int, shape (rows, ...)
+        FP32 bit patterns of the rows' sums; trailing axes are independent
+        accumulators sharing the rows' flags (the PEs of a tile).
     clear : array_like of bool, shape (rows,)
-        Rows that start from ``+0`` instead of the previous accumulator.
-    accumulator : int
-        FP32 bits of the accumulator before the first row (``+0`` after a reset).
+        Rows that start a new sum.
+    partials : int
+        Partial sums of the accumulator (at least 1).
+    read : array_like of bool, shape (rows,), optional
+        Return the values after these rows only (the others are not summed).
 
     Returns
     -------
-    numpy.ndarray of uint32, shape (rows,)
-        The accumulator after each row.
+    numpy.ndarray of uint32, shape (rows, ...) or (reads, ...)
+        The accumulator's value after each row (or each ``read`` row).
     """
-    row_sums_bits = _check_bits(row_sums_bits, FP32, "row_sums_bits").astype(np.int64)
+    row_sums_bits = _check_bits(row_sums_bits, FP32, "row_sums_bits").astype(np.uint32)
     clear = np.asarray(clear, dtype=bool)
-    if clear.shape != row_sums_bits.shape:
+    if clear.shape != row_sums_bits.shape[:1]:
         raise ParameterError(f"clear has shape {clear.shape}, the row sums {row_sums_bits.shape}")
-    after = np.zeros(row_sums_bits.shape, dtype=np.uint32)
+    if int(partials) < 1:
+        raise ParameterError(f"partials must be at least 1, got {partials}")
+    read = np.ones(clear.shape, dtype=bool) if read is None else np.asarray(read, dtype=bool)
+    if read.shape != clear.shape:
+        raise ParameterError(f"read has shape {read.shape}, clear {clear.shape}")
+    state = np.zeros((partials,) + row_sums_bits.shape[1:], dtype=np.uint32)
+    after = np.zeros((int(read.sum()),) + row_sums_bits.shape[1:], dtype=np.uint32)
+    rows_since_clear, out = 0, 0
     for row, row_sum in enumerate(row_sums_bits):
-        start = 0 if clear[row] else accumulator
-        accumulator = int(fp32_add(start, row_sum))
-        after[row] = accumulator
+        if clear[row]:
+            rows_since_clear = 0
+        index = rows_since_clear % partials
+        start = state[index] if rows_since_clear >= partials else np.uint32(0)
+        state[index] = fp32_add(start, row_sum)
+        rows_since_clear += 1
+        if read[row]:
+            written = (np.arange(partials) < rows_since_clear).reshape((partials,) + (1,) * (state.ndim - 1))
+            after[out] = fp32_sum_tree(np.where(written, state, np.uint32(0)), axis=0)
+            out += 1
     return after
 
 

@@ -94,15 +94,17 @@ class DensePE(wiring.Component):
         m.submodules.output_stage = output_stage = StreamStage(self.result_shape)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_sum))
 
-        # Valid and flag registers beside the datapath: the operand register, then one per MAC stage.
-        depth = 1 + unit.multiply_stages + unit.tree_stages
+        # Valid and flag registers beside the datapath: the operand register, then one per stage of the
+        # multiplier and the lane reduction but the last (the accumulator registers the flags of its row).
+        depth = unit.multiply_stages + unit.tree_stages
         valid = [Signal(name=f"valid_{index}") for index in range(depth)]
         clear = [Signal(name=f"clear_{index}") for index in range(depth)]
         read = [Signal(name=f"read_{index}") for index in range(depth)]
         enable = Signal()
+        result_valid = Signal()
         m.d.comb += [
             # Registers only: the stage's ready is a register, so nothing runs from o_sum.ready to i_row.ready.
-            enable.eq(~(valid[-1] & read[-1]) | output_stage.i_stream.ready),
+            enable.eq(~result_valid | output_stage.i_stream.ready),
             self.i_row.ready.eq(enable),
         ]
         with m.If(enable):
@@ -124,15 +126,12 @@ class DensePE(wiring.Component):
         products = [unit.multiply(m, a[lane], b[lane], 1, enable, f"lane{lane}") for lane in range(self.lanes)]
         row_sum = unit.reduce(m, products, enable, "tree")
 
-        # The accumulator: a read row's new value goes to the output stage.
-        accumulator = Signal(self.result_shape)
-        updated = Signal(self.result_shape)
+        # The accumulator: a read row's result goes to the output stage.
+        accumulator = unit.accumulator(m, valid[-1], clear[-1], read[-1], enable, "accumulate")
         m.d.comb += [
-            updated.eq(unit.accumulate(accumulator, row_sum, clear[-1], m=m)),
-            output_stage.i_stream.payload.eq(updated),
-            output_stage.i_stream.valid.eq(valid[-1] & read[-1]),
+            result_valid.eq(accumulator.result_valid),
+            output_stage.i_stream.payload.eq(accumulator.add(row_sum, "accumulator")),
+            output_stage.i_stream.valid.eq(result_valid),
         ]
-        with m.If(enable & valid[-1]):
-            m.d.sync += accumulator.eq(updated)
 
         return m

@@ -17,15 +17,19 @@ A MAC unit is an object with the members a PE uses, and nothing else:
 ``reduce(m, products, enable, name)``
     Adds the lane reduction and returns the lanes' sum after ``tree_stages``
     registers (clock enable ``enable``).
-``accumulate(accumulator, row_sum, clear, m=None)``
-    The new accumulator (combinational): ``row_sum`` added to the accumulator,
-    or to zero when ``clear``. The PE registers it. For the FP units this is
-    one whole FP32 adder without registers, ``fp32_add(clear ? +0 : acc,
-    row_sum)``: the accumulation loop is the FP PE's slowest path. The FP
-    units need the PE's module ``m`` (keyword): the adder's step results
-    become named combinational signals there (as one expression tree the
-    adder would be repeated at every use of a step's result, beyond what
-    Yosys and the simulators handle); the integer unit ignores ``m``.
+``accumulator(m, valid, clear, read, enable, name)``
+    The control of the accumulators of a PE (or of a tile's PEs, which share
+    their rows' flags), given the flags of the row whose sum reaches the
+    accumulator *next* cycle (registers of the lane reduction's last stage
+    but one: the unit registers them, and the FP unit chooses a row's
+    partial sum from them a cycle ahead). It has ``result_valid`` (made of registers: a ``read`` row's
+    result is out this cycle, :func:`trainforge.spec.mac.accumulate_stages`
+    cycles after the row came in) and ``add(row_sum, name)``, which adds one
+    PE's accumulator and returns its result. The integer accumulator is one
+    register, ``(clear ? 0 : acc) + row_sum``, the new value being the result
+    in the row's own cycle. The FP units' is the interleaved accumulator of
+    :mod:`trainforge.hw.fp.accumulate`, whose loops are no longer than one
+    stage of the pipelined FP32 adder.
 
 The floating-point units also have ``fmt`` (the operand
 :class:`~trainforge.spec.fp.FloatFormat`); both kinds have ``sum_shape``
@@ -37,13 +41,49 @@ the resolved parameter dict of its PE.
 from amaranth import Mux, Signal
 
 from ..spec import mac as spec
-from ..spec.fp import FP32
 from .adder_tree import adder_tree
+from .fp.accumulate import InterleavedAccumulator
 from .fp.add import fp32_add
 from .fp.multiply import fp_multiply
 from .fp.stages import register_values
 
-__all__ = ["IntegerMAC", "FloatMAC", "MAC_UNITS"]
+__all__ = ["IntegerAccumulator", "IntegerMAC", "FloatMAC", "MAC_UNITS"]
+
+
+class IntegerAccumulator:
+    """The wrap-around accumulators of a PE's integer MAC units: one register each, no added stage.
+
+    Parameters
+    ----------
+    m : Module
+        The PE's module.
+    valid, clear, read : Value
+        The flags of the row whose sum reaches the accumulator next cycle (registered here).
+    enable : Value
+        The PE's clock enable.
+    result_shape : Shape
+        Shape of an accumulator.
+
+    Members
+    -------
+    result_valid : Value
+        A valid ``read`` row is at the accumulator: its result is the accumulator's new value, this cycle.
+    """
+
+    def __init__(self, m, valid, clear, read, enable, result_shape):
+        flags = register_values(m, {"valid": valid, "clear": clear, "read": read}, enable, "accumulate_row")
+        self.m, self.valid, self.clear, self.enable = m, flags["valid"], flags["clear"], enable
+        self.result_shape = result_shape
+        self.result_valid = flags["valid"] & flags["read"]
+
+    def add(self, row_sum, name):
+        """One accumulator; returns its new value (combinational), which it loads on a valid row."""
+        accumulator = Signal(self.result_shape, name=f"{name}_accumulator")
+        updated = Signal(self.result_shape, name=f"{name}_updated")
+        self.m.d.comb += updated.eq(Mux(self.clear, 0, accumulator) + row_sum)
+        with self.m.If(self.enable & self.valid):
+            self.m.d.sync += accumulator.eq(updated)
+        return updated
 
 
 class IntegerMAC:
@@ -84,17 +124,17 @@ class IntegerMAC:
             m.d.sync += row_sum.eq(adder_tree(products))
         return row_sum
 
-    def accumulate(self, accumulator, row_sum, clear, m=None):
-        return Mux(clear, 0, accumulator) + row_sum
+    def accumulator(self, m, valid, clear, read, enable, name):
+        return IntegerAccumulator(m, valid, clear, read, enable, self.result_shape)
 
 
 class FloatMAC:
-    """FP16 (or BF16) multiply, exact in FP32; pairwise FP32 adder tree; FP32 accumulator.
+    """FP16 (or BF16) multiply, exact in FP32; pairwise FP32 adder tree; interleaved FP32 accumulator.
 
     The arithmetic is bit for bit :func:`trainforge.golden.fp.fp_mul_exact`,
     :func:`~trainforge.golden.fp.fp32_sum_tree` (lanes ``0+1, 2+3, ...`` level by
     level, an odd last lane delayed to the next level) and
-    :func:`~trainforge.golden.fp.fp32_accumulate`.
+    :func:`~trainforge.golden.fp.fp32_accumulate` (:mod:`trainforge.hw.fp.accumulate`).
 
     Parameters
     ----------
@@ -135,15 +175,8 @@ class FloatMAC:
             depth += 1
         return level[0]
 
-    def accumulate(self, accumulator, row_sum, clear, m=None):
-        if m is None:
-            raise TypeError("FloatMAC.accumulate needs the PE's module: accumulate(accumulator, row_sum, clear, m=m)")
-        # fp32_add(+0, row_sum) is row_sum itself, +0 for a zero or subnormal, the canonical NaN for a NaN:
-        # chosen after the adder, so that ``clear`` is not at the head of the loop.
-        exponent = row_sum[FP32.fraction_bits:FP32.width - 1]
-        nan = (exponent == FP32.exponent_max_field) & (row_sum[:FP32.fraction_bits] != 0)
-        cleared = Mux(exponent == 0, 0, Mux(nan, FP32.canonical_nan(), row_sum))
-        return Mux(clear, cleared, fp32_add(m, accumulator, row_sum, 0, name="accumulate"))
+    def accumulator(self, m, valid, clear, read, enable, name):
+        return InterleavedAccumulator(m, valid, clear, read, enable, self.reduce, name)
 
 
 #: MAC unit classes by the value of a PE's ``mac`` parameter (:data:`trainforge.spec.mac.MAC_NAMES`).

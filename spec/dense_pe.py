@@ -28,13 +28,14 @@ PARAMS = ParamSchema((
 def latency(params):
     """Cycles from the acceptance of a ``read`` row to its result on ``o_sum``, without stalls.
 
-    The operand register, the multiplier's and the lane reduction's register
-    stages (:func:`trainforge.spec.mac.multiply_stages`,
-    :func:`~trainforge.spec.mac.tree_stages`), then the output stream stage,
-    which takes the accumulated value: 4 for ``integer``; for the FP units
-    ``1 + 2 + 4 * ceil(log2(lanes)) + 1`` (12 at 4 lanes).
+    The operand register, the multiplier's, the lane reduction's and the
+    accumulator's register stages (:func:`trainforge.spec.mac.multiply_stages`,
+    :func:`~trainforge.spec.mac.tree_stages`,
+    :func:`~trainforge.spec.mac.accumulate_stages`), then the output stream
+    stage: 5 for ``integer``; for the FP units
+    ``1 + 2 + 4 * ceil(log2(lanes)) + 13 + 1`` (25 at 4 lanes).
     """
-    return 1 + mac.multiply_stages(params) + mac.tree_stages(params) + 1
+    return 1 + mac.multiply_stages(params) + mac.tree_stages(params) + mac.accumulate_stages(params) + 1
 
 
 def operand_shape(params):

@@ -16,10 +16,25 @@ register stages its multiplier and its lane reduction take.
     :mod:`trainforge.golden.fp`; the policy is :mod:`trainforge.spec.fp`).
     ``width``, ``acc_width`` and ``signed`` do not apply.
 
-The pipeline of a unit, from registered operands to the accumulator:
+The pipeline of a unit, from registered operands to the result:
 :func:`multiply_stages` registers in the multiplier (the last one holds the
 product), :func:`tree_stages` registers in the lane reduction (the last one
-holds the sum), then the accumulator register.
+holds the sum), then :func:`accumulate_stages` registers in the accumulator.
+
+The integer accumulator is one register: the result of a row is its new
+value, in the row's own cycle (0 stages). The FP32 accumulator is the
+*interleaved* one: one FP32 adder of :data:`FP32_ADD_STAGES` stages whose
+sum goes back to its input, so that no loop is shorter than the adder. It
+keeps :data:`ACCUMULATOR_PARTIALS` partial sums: the rows since the last
+``clear`` (that row included) are counted from 0, and row ``j`` is added to
+partial ``j mod ACCUMULATOR_PARTIALS``, which starts from ``+0`` at its
+first row after the clear. A row's result is the sum of the partials after
+it, by the pairwise adder tree (``(p0 + p1) + (p2 + p3)``; a partial not yet
+written since the clear counts as ``+0``): :func:`accumulate_stages` is the
+adder's stages (the row's partial), a register of the partials, and the
+tree's. Reset acts as a clear.
+The order of the additions, and so the rounding, is the golden model's
+:func:`trainforge.golden.fp.fp32_accumulate`.
 
 Zero detection (the TensorDash zero detectors): an integer operand is zero
 when all its bits are; a floating-point operand is zero when its exponent
@@ -33,6 +48,7 @@ from .fp import BF16, FP16, FP32
 from .params import Param
 
 __all__ = ["MAC_NAMES", "MAC", "FLOAT_FORMATS", "is_float", "multiply_stages", "tree_stages",
+           "ACCUMULATOR_PARTIALS", "accumulate_stages",
            "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT", "zero_operands"]
 
 #: The MAC units, by the value of a PE's ``mac`` parameter.
@@ -55,6 +71,10 @@ MULTIPLY_STAGES = {"integer": 2, "fp16": 2, "bf16": 2}
 #: the accumulator's adder is the same logic with no register inside (one cycle, a loop).
 FP32_ADD_STAGES = 4
 
+#: Partial sums of the FP32 accumulator: one per stage of its adder, so that a row's partial was last
+#: written by the row ``ACCUMULATOR_PARTIALS`` before it, whose sum has just left the adder.
+ACCUMULATOR_PARTIALS = FP32_ADD_STAGES
+
 #: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
 IDLE_PRODUCT = 0
 
@@ -75,6 +95,15 @@ def tree_stages(params):
         return 1
     levels = max(1, (params["lanes"] - 1).bit_length())
     return levels * FP32_ADD_STAGES
+
+
+def accumulate_stages(params):
+    """Register stages from the lane sum to the result: 0 for the integer accumulator (its new value is the
+    result); for FP32, the interleaved accumulator's adder, a register of the partials, then the adder tree
+    over them (4 + 1 + 8 = 13)."""
+    if not is_float(params):
+        return 0
+    return FP32_ADD_STAGES + 1 + max(1, (ACCUMULATOR_PARTIALS - 1).bit_length()) * FP32_ADD_STAGES
 
 
 def _shape(width, is_signed):

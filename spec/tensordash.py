@@ -233,10 +233,11 @@ def latency(params):
 
     Registered selects, the window rotated into stream order (a tile of more
     than one row, :func:`rotates_window`), registered multiplier operands, the
-    multiplier's and the lane reduction's stages (:mod:`trainforge.spec.mac`),
-    the accumulator, then the output stream stage.
+    multiplier's, the lane reduction's and the accumulator's stages
+    (:mod:`trainforge.spec.mac`), then the output stream stage.
     """
-    return 2 + rotates_window(params) + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params) + 1
+    return (2 + rotates_window(params) + mac_spec.multiply_stages(params) + mac_spec.tree_stages(params)
+            + mac_spec.accumulate_stages(params) + 1)
 
 
 def rotates_window(params):

@@ -10,41 +10,56 @@ from trainforge.hw.fp.multiply import multiply_cuts
 from trainforge.hw.mac import MAC_UNITS
 from trainforge.spec import dense_pe as dense_spec
 
-from scenarios.fp_mul import QUIET_NAN32, flush32
+from scenarios.dense_pe import interleaved_float32_sums
+from scenarios.fp_mul import float32_bits, flush32
 
 
-def test_accumulate_matches_numpy_float32(seed):
-    """``fp32_accumulate`` equals a float32 loop, ``(+0 if clear else acc) + row_sum`` with the flush, row by row."""
+@pytest.mark.parametrize("partials", [1, 2, 4])
+def test_accumulate_matches_numpy_float32(seed, partials):
+    """``fp32_accumulate`` equals the interleaved accumulator written in numpy float32 (``scenarios.dense_pe``)."""
     rng = np.random.default_rng(seed)
     values = (rng.standard_normal(400) * 2.0 ** rng.integers(-30, 30, 400)).astype(np.float32)
     values[5] = np.float32(2.0 ** -130)                     # a subnormal row sum
     values[9] = np.float32("inf")
-    values[10] = np.float32("-inf")                         # Inf - Inf in the accumulator, unless cleared
+    values[14] = np.float32("-inf")                         # Inf - Inf in a partial or in the final sum
+    values[20:28] = -0.0
     clear = rng.random(400) < 0.1
     clear[0] = True
-    expected, total = [], np.float32(0)
-    with np.errstate(all="ignore"):
-        for value, cleared in zip(values, clear):
-            total = flush32((np.float32(0) if cleared else total) + flush32(value))
-            expected.append(QUIET_NAN32 if np.isnan(total) else int(np.float32(total).view(np.uint32)))
-    actual = fp32_accumulate(values.view(np.uint32), clear)
+    read = rng.random(400) < 0.6
+    expected = [float32_bits(total) for total in interleaved_float32_sums(
+        [flush32(value) for value in values], clear, read, partials)]
+    actual = fp32_accumulate(values.view(np.uint32), clear, partials, read)
     assert actual.dtype == np.uint32 and actual.tolist() == expected
 
 
-def test_cleared_negative_zero_is_positive_zero():
-    assert fp32_accumulate([0x80000000, 0x80000000], [True, False]).tolist() == [0, 0]
-    assert fp32_accumulate([0x3F800000], [False], accumulator=0x3F800000).tolist() == [0x40000000]
-    # 1.5 then -1.5: exact cancellation gives +0; a clear row of -1.5 restarts from +0.
-    assert fp32_accumulate([0x3FC00000, 0xBFC00000, 0xBFC00000], [True, False, True]).tolist() == \
-        [0x3FC00000, 0, 0xBFC00000]
+def test_accumulate_by_hand():
+    one, half, three_halves = 0x3F800000, 0x3F000000, 0x3FC00000
+    # One partial: the plain accumulator; a cleared -0 restarts from +0; 1.5 - 1.5 cancels to +0.
+    assert fp32_accumulate([0x80000000, 0x80000000], [True, False], 1).tolist() == [0, 0]
+    assert fp32_accumulate([three_halves, 0xBFC00000, 0xBFC00000], [True, False, True], 1).tolist() == \
+        [three_halves, 0, 0xBFC00000]
+    # Four partials, rows 1, 2, 4, 8, 16 after a clear: partials (1+16, 2, 4, 8); read after each row.
+    rows = [one, 0x40000000, 0x40800000, 0x41000000, 0x41800000]
+    assert fp32_accumulate(rows, [True, False, False, False, False], 4).tolist() == \
+        [one, 0x40400000, 0x40E00000, 0x41700000, 0x41F80000]       # 1, 3, 7, 15, 31
+    # Rounding order: 2**24 then eight 1.0s. One accumulator rounds each 2**24 + 1 back to 2**24 (a tie, to even).
+    big = 0x4B800000                                                  # 2**24
+    rows = [big] + [one] * 8
+    clear = [True] + [False] * 8
+    assert fp32_accumulate(rows, clear, 1, [False] * 8 + [True]).tolist() == [big]
+    # Four partials: partial 0 gets rows 0, 4, 8 (2**24, each + 1 a tie back to 2**24), partials 1-3 two 1.0s
+    # each; (2**24 + 2) + (2 + 2) = 2**24 + 6, exact.
+    assert fp32_accumulate(rows, clear, 4, [False] * 8 + [True]).tolist() == [0x4B800003]
+    # A clear restarts every partial: the unwritten ones count as +0.
+    assert fp32_accumulate([big, big, half], [True, True, True], 4).tolist() == [big, big, half]
 
 
 def test_latencies_by_hand():
-    """Operand register, multiplier, tree, output stage: integer 1+1+1+1; FP 1+2+4*levels+1."""
+    """Operand register, multiplier, tree, accumulator, output stage: integer 1+2+1+0+1; FP 1+2+4*levels+4+1+8+1."""
     assert dense_spec.latency(DensePE.PARAMS.resolve()) == 5
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 12
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 16
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 8
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 25
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 29
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 21
 
 
 def test_stage_cuts():
@@ -56,12 +71,6 @@ def test_stage_cuts():
         add_cuts(8)
     with pytest.raises(ValueError):
         multiply_cuts(3)
-
-
-def test_float_accumulate_needs_the_module():
-    unit = MAC_UNITS["fp16"](DensePE.PARAMS.resolve(mac="fp16"))
-    with pytest.raises(TypeError, match="module"):
-        unit.accumulate(Signal(32), Signal(32), Signal())
 
 
 def test_float_zero_detector_reads_the_exponent():

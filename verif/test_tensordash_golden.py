@@ -205,8 +205,10 @@ def test_fp_results_follow_the_schedule_order():
     lane 1 takes row 1's lane 2 (option ``(1, +1)``), lane 2 takes row 1's lane 3 (its ``(1, 2)`` slot
     went to lane 1, so option ``(1, +1)``), lane 3 finds nothing. The tree adds ``(2**24 + 1) + (1 + 0)``:
     ``2**24 + 1`` is a tie and rounds to even, ``2**24``, and so does ``2**24 + 1``: the result is
-    ``2**24``. The dense PE adds row by row, ``2**24 + (1 + 1) = 2**24 + 2`` exactly.
+    ``2**24``. The dense PE takes a row per cycle, rows 0 and 1 into partials 0 and 1 of its accumulator:
+    ``(2**24 + (1 + 1)) + (0 + 0) = 2**24 + 2`` exactly.
     """
+    from trainforge.golden.dense_pe import dense_pe
     from trainforge.golden.tensordash.pe import td_pe
 
     one, big = 0x3F80, 0x4B80  # bfloat16 1.0 and 2**24
@@ -215,6 +217,7 @@ def test_fp_results_follow_the_schedule_order():
     clear = np.array([True, False, False, False])
     read = np.array([False, False, False, True])
     assert td_pe(a, b, clear, read, mac="bf16").tolist() == [0x4B800000]  # float32 2**24, not 2**24 + 2
+    assert dense_pe(a, b, clear, read, mac="bf16").tolist() == [0x4B800001]  # 2**24 + 2
 
 
 def _random_streams(generator, depth, rows, density, count=20, groups=30):

@@ -5,8 +5,9 @@ order of the products). The floating-point MACs add in the hardware's order:
 in each scheduling cycle, the lanes' products (an idle lane gives ``+0``, a
 lane multiplies the pair its ``MS`` selects) go through the FP32 adder tree
 (:func:`~trainforge.golden.fp.fp32_sum_tree`, lane order), and the tree's sum
-is added to the accumulator (``+0`` instead of the accumulator in the first
-cycle of a dot product). So a TensorDash PE's FP results depend on its schedule
+goes to the interleaved accumulator (:func:`~trainforge.golden.fp.fp32_accumulate`:
+the dot product's scheduling cycles counted from its first, cycle ``j`` added
+to partial ``j mod 4``, the result the adder tree over the partials). So a TensorDash PE's FP results depend on its schedule
 and may differ from the dense PE's in the last bits.
 """
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from ...spec import mac as mac_spec, tensordash as spec
 from ...spec.tensordash import option_slots
 from ..dense_pe import dense_pe
-from ..fp import fp32_add, fp32_sum_tree, fp_mul_exact
+from ..fp import fp32_accumulate, fp32_sum_tree, fp_mul_exact
 from .core import pad_rows, run_cores
 
 __all__ = ["pad_stream", "scheduled_fp_results", "td_pe", "td_pe_cycles", "td_tile", "td_tile_cycles"]
@@ -91,15 +92,10 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides):
     products = fp_mul_exact(a_values, b_values[:, :, None, :], fmt)     # (C, rows, cols, lanes)
     products = np.where(active[:, :, None, :], products, np.uint32(mac_spec.IDLE_PRODUCT))
     sums = fp32_sum_tree(products, axis=-1)                             # (C, rows, cols)
-    accumulator = np.zeros((rows, cols), dtype=np.uint32)
-    reads = set(int(cycle) for cycle in run.read_cycles[0])
-    out = []
-    for cycle in range(cycles):
-        start = np.uint32(0) if clear[heads[cycle]] else accumulator
-        accumulator = fp32_add(start, sums[cycle])
-        if cycle in reads:
-            out.append(accumulator)
-    return np.array(out, dtype=np.uint32).reshape(-1, rows, cols)
+    reads = np.zeros(cycles, dtype=bool)
+    reads[np.asarray(run.read_cycles[0], dtype=np.int64)] = True
+    out = fp32_accumulate(sums, np.asarray(clear, dtype=bool)[heads], mac_spec.ACCUMULATOR_PARTIALS, reads)
+    return out.reshape(-1, rows, cols)
 
 
 def td_pe(a, b, clear, read, **params):

@@ -6,12 +6,14 @@ The steps and their order are those of :func:`trainforge.golden.fp.fp32_add`
 Step 0, ``swap``
     Unpack and classify both operands; the larger magnitude (compared as the
     31-bit exponent-and-fraction field) goes first; exponent difference;
-    the result of the specials (NaN, Inf, zero operands), chosen here and
-    carried along.
+    the flags of the specials (NaN, Inf, zero operands), decided here and
+    carried along with the larger operand; the position of the smaller significand's lowest one bit
+    (a trailing-zero count of each operand, beside the comparison).
 Step 1, ``align``
     Extend the smaller significand by guard, round and sticky bits and shift
-    it right by the exponent difference, ORing the bits shifted out into
-    sticky (27 or more apart: sticky only).
+    it right by the exponent difference (27 or more apart: nothing kept).
+    The sticky bit, the OR of the bits shifted out, is whether that lowest
+    one bit lies below the difference: a comparison beside the shifter.
 Step 2, ``add``
     Add, or subtract when the signs differ (one adder with a carry-in).
 Step 3, ``count``
@@ -25,11 +27,14 @@ Step 5, ``round``
     checks of both outcomes are made beside the rounding adder.
 Step 6, ``pack``
     Overflow -> Inf, underflow -> signed zero (output flush), exact
-    cancellation -> ``+0``; the specials override.
+    cancellation -> ``+0``; the specials override: NaN, a zero signed by
+    both operands when both are zero, else the larger operand unchanged
+    (the other is a zero, or it is an Inf).
 
-With 0 stages the adder is one combinational block (the accumulator's
-single-cycle adder); :func:`add_cuts` says where the registers of a
-pipelined adder go.
+With 0 stages the adder is one combinational block; :func:`add_cuts` says
+where the registers of a pipelined adder go (``register_sum=False`` leaves
+out the last one, for the interleaved accumulator, whose partial sums are
+that register).
 """
 from amaranth import C, Cat, Mux
 
@@ -45,6 +50,9 @@ ADD_STEPS = ("swap", "align", "add", "count", "normalise", "round", "pack")
 #: Steps followed by a register, by the number of register stages (the last stage always holds the sum).
 _CUTS = {0: (), 1: (6,), 2: (2, 6), 3: (1, 4, 6), 4: (0, 2, 4, 6), 5: (0, 1, 2, 4, 6),
          6: (0, 1, 2, 3, 4, 6), 7: (0, 1, 2, 3, 4, 5, 6)}
+
+#: What swap decides of the specials, carried to pack (which builds their result).
+SPECIALS = ("special", "invalid", "both_zero", "zero_sign", "big_magnitude")
 
 #: Guard, round and sticky bits below the 24-bit significand.
 GRS_BITS = 3
@@ -88,13 +96,13 @@ def swap(values):
     # Both differences beside the magnitude comparison; the comparison only selects.
     difference = Mux(exchange, (exponent_b - exponent_a)[:FP32.exponent_bits],
                      (exponent_a - exponent_b)[:FP32.exponent_bits])
-    # The specials, lowest priority first: one zero operand, both zero, an Inf, then NaN.
-    special_result = Mux(ub["zero"], a, b)
-    special_result = Mux(ua["zero"] & ub["zero"], Cat(C(0, FP32.width - 1), ua["sign"] & ub["sign"]), special_result)
-    special_result = Mux(ua["inf"], a, special_result)
-    special_result = Mux(ub["inf"], b, special_result)
+    # The specials: NaN; both operands zero (a zero signed by both); else one zero or an Inf, whose result is
+    # the operand of larger magnitude as it is (an Inf is above every finite, a zero below every nonzero).
+    # Only the flags are decided here; pack builds the result from them and the larger operand.
     invalid = ua["nan"] | ub["nan"] | (ua["inf"] & ub["inf"] & (ua["sign"] ^ ub["sign"]))
-    special_result = Mux(invalid, FP32.canonical_nan(), special_result)
+    # Where the smaller significand's lowest one bit will sit once extended by guard/round/sticky, from both
+    # operands beside the comparison: align's sticky bit is then a comparison, not a shifted-out OR.
+    lowest = Mux(exchange, _lowest_one(a), _lowest_one(b))
     return {
         "sign": big[FP32.width - 1],
         "subtract": ua["sign"] ^ ub["sign"],
@@ -103,18 +111,32 @@ def swap(values):
         "big": Cat(big[:FP32.fraction_bits], C(1, 1)),
         "small": Cat(small[:FP32.fraction_bits], C(1, 1)),
         "special": ua["zero"] | ub["zero"] | ua["inf"] | ub["inf"] | invalid,
-        "special_result": special_result,
+        "invalid": invalid,
+        "both_zero": ua["zero"] & ub["zero"],
+        "zero_sign": ua["sign"] & ub["sign"],
+        "big_magnitude": big[:FP32.width - 1],
+        "lowest": lowest,
     }
 
 
+def _lowest_one(bits):
+    """Position of the lowest one bit of the 24-bit significand of FP32 ``bits`` (hidden one included),
+    counted in the 27-bit extended significand: the trailing zeros of the fraction plus the 3 GRS bits."""
+    significand = Cat(bits[:FP32.fraction_bits], C(1, 1))
+    # Leading zeros of the bit-reversed significand, padded below with ones to 32 bits: its trailing zeros.
+    _, trailing = _leading_zeros(Cat(C(0xFF, 32 - FP32.significand_bits), *reversed(list(significand))))
+    return trailing + GRS_BITS
+
+
 def align(values):
-    # Shifting by the whole 8-bit difference needs no clamp: from 27 on, nothing is kept and all is sticky.
+    # From 27 on nothing is kept; the shifter takes the difference's low 5 bits and a 'far' zeroing.
     difference = values["difference"]
     small = Cat(C(0, GRS_BITS), values["small"])
-    shifted = (small >> difference)[:EXTENDED_BITS]
-    kept_mask = (C((1 << EXTENDED_BITS) - 1, EXTENDED_BITS) << difference)[:EXTENDED_BITS]
-    sticky = (small & ~kept_mask).any()
-    out = {key: values[key] for key in ("sign", "subtract", "exponent", "big", "special", "special_result")}
+    far = difference >= EXTENDED_BITS
+    shifted = Mux(far, 0, (small >> difference[:5])[:EXTENDED_BITS])
+    # Some one bit is shifted out exactly when the lowest one bit lies below the difference.
+    sticky = values["lowest"] < difference
+    out = {key: values[key] for key in ("sign", "subtract", "exponent", "big", *SPECIALS)}
     out["aligned"] = Cat(shifted[0] | sticky, shifted[1:])
     return out
 
@@ -126,7 +148,7 @@ def add(values):
     small = Cat(values["aligned"], C(0, 1)) ^ subtract.replicate(width)
     # One adder: the low bit pair (subtract, subtract) is the carry-in of a two's complement subtraction.
     total = (Cat(subtract, big) + Cat(subtract, small))[1:width + 1]
-    out = {key: values[key] for key in ("sign", "exponent", "special", "special_result")}
+    out = {key: values[key] for key in ("sign", "exponent", *SPECIALS)}
     out["total"] = total
     return out
 
@@ -138,14 +160,14 @@ def count(values):
     # The count of the sum without its carry bit, beside the carry's selection (a carry means no left shift).
     # Padded to 32 bits with ones below: a zero sum counts 27 (it is overridden by the cancellation rule).
     all_zero, leading = _leading_zeros(Cat(C(0b11111, 32 - EXTENDED_BITS), total[:EXTENDED_BITS]))
-    out = {key: values[key] for key in ("sign", "special", "special_result")}
+    out = {key: values[key] for key in ("sign", *SPECIALS)}
     out.update(value=value, shift=Mux(carry, 0, leading), cancelled=total == 0,
                exponent=Cat(values["exponent"], C(0, 3)).as_signed() + carry)
     return out
 
 
 def normalise(values):
-    out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
+    out = {key: values[key] for key in ("sign", *SPECIALS, "cancelled")}
     # Shift by the count's bits from the top one down: the top bits of a leading-zero count are known first.
     value, shift = values["value"], values["shift"]
     for bit in reversed(range(len(shift))):
@@ -163,7 +185,7 @@ def round_(values):
     carry = significand[FP32.significand_bits]
     # A rounding carry (1.11...1 + ulp) gives fraction 0 and exponent + 1; the exponent's checks for both
     # cases are made beside the rounding adder, and the carry only selects.
-    out = {key: values[key] for key in ("sign", "special", "special_result", "cancelled")}
+    out = {key: values[key] for key in ("sign", *SPECIALS, "cancelled")}
     out["fraction"] = Mux(carry, 0, significand[:FP32.fraction_bits])
     out["field"] = Mux(carry, (exponent + 1)[:FP32.exponent_bits], exponent[:FP32.exponent_bits])
     out["tiny"] = Mux(carry, exponent < 0, exponent <= 0)
@@ -178,14 +200,17 @@ def pack(values):
     result = Mux(values["overflow"],
                  Cat(C(0, FP32.fraction_bits), C(FP32.exponent_max_field, FP32.exponent_bits), sign), result)
     result = Mux(values["cancelled"], 0, result)
-    return {"sum": Mux(values["special"], values["special_result"], result)}
+    special_result = Mux(values["both_zero"], Cat(C(0, FP32.width - 1), values["zero_sign"]),
+                         Cat(values["big_magnitude"], sign))
+    special_result = Mux(values["invalid"], FP32.canonical_nan(), special_result)
+    return {"sum": Mux(values["special"], special_result, result)}
 
 
 #: The step functions, in the order of :data:`ADD_STEPS`.
 STEPS = (swap, align, add, count, normalise, round_, pack)
 
 
-def fp32_add(m, a, b, stages, enable=1, name="fp32_add"):
+def fp32_add(m, a, b, stages, enable=1, name="fp32_add", register_sum=True):
     """``a + b`` in FP32 after ``stages`` clock-enabled register stages (0: combinational).
 
     Parameters
@@ -202,10 +227,18 @@ def fp32_add(m, a, b, stages, enable=1, name="fp32_add"):
         Clock enable of the registers.
     name : str
         Prefix of the register names.
+    register_sum : bool
+        ``False`` leaves out the last stage's register (the one that holds
+        the sum): the sum is then combinational after ``stages - 1``
+        registers, for a caller that registers it itself (the interleaved
+        accumulator writes it into one of its partial sums).
 
     Returns
     -------
     Value
         The 32-bit FP32 sum.
     """
-    return run_steps(m, STEPS, {"a": a, "b": b}, add_cuts(stages), enable, name)["sum"]
+    cuts = add_cuts(stages)
+    if not register_sum:
+        cuts = cuts[:-1]
+    return run_steps(m, STEPS, {"a": a, "b": b}, cuts, enable, name)["sum"]

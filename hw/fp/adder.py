@@ -17,7 +17,7 @@ class FP32Adder(wiring.Component):
     (:func:`trainforge.hw.fp.add.fp32_add`), then the shared stream stage: a
     sum leaves ``stages + 2`` cycles after its operands were accepted
     (:func:`trainforge.spec.fp_units.latency`). With ``stages=1`` the whole
-    adder lies between two registers, as in the PE's single-cycle accumulator.
+    adder lies between two registers (the measure of a one-cycle accumulation loop).
 
     Parameters
     ----------

@@ -194,8 +194,7 @@ class TDSparseCore(wiring.Component):
 
         # The output stage's ready is a register; the pipeline stops only for a result it cannot take.
         result_valid = Signal()
-        result_read = Signal()
-        m.d.comb += enable.eq(~(result_valid & result_read & ~result_stage.i_stream.ready))
+        m.d.comb += enable.eq(~(result_valid & ~result_stage.i_stream.ready))
 
         # This cycle's shift s is the number of drained rows (``drained`` is its thermometer code).
         # Everything the shift decides is computed from registers for each s, then picked by its one-hot code.
@@ -414,20 +413,17 @@ class TDSparseCore(wiring.Component):
                                                enable, f"mul_r{r}_c{c}_l{lane}") for lane in range(lanes)],
                              enable, f"reduce_r{r}_c{c}") for c in range(cols)] for r in range(rows)]
         stages = unit.multiply_stages + unit.tree_stages
+        # The accumulator takes the flags a stage ahead of its rows' sums (it registers them).
+        accumulator = unit.accumulator(m, _delayed(m, valid, stages - 1, enable, "mac_valid", reset=True),
+                                       _delayed(m, clear, stages - 1, enable, "mac_clear", reset=False),
+                                       _delayed(m, read, stages - 1, enable, "mac_read", reset=False),
+                                       enable, "accumulate")
         m.d.comb += [
-            result_valid.eq(_delayed(m, valid, stages, enable, "mac_valid", reset=True)),
-            result_read.eq(_delayed(m, read, stages, enable, "mac_read", reset=False)),
+            result_valid.eq(accumulator.result_valid),
+            result_stage.i_stream.valid.eq(result_valid),
         ]
-        clear = _delayed(m, clear, stages, enable, "mac_clear", reset=False)
-        m.d.comb += result_stage.i_stream.valid.eq(result_valid & result_read)
         for r in range(rows):
             for c in range(cols):
-                accumulator = Signal(unit.result_shape, name=f"accumulator_r{r}_c{c}")
-                updated = Signal(unit.result_shape, name=f"updated_r{r}_c{c}")
-                m.d.comb += [
-                    updated.eq(unit.accumulate(accumulator, sums[r][c], clear, m=m)),
-                    self.result(result_stage.i_stream.payload, r, c).eq(updated),
-                ]
-                with m.If(enable & result_valid):
-                    m.d.sync += accumulator.eq(updated)
+                m.d.comb += self.result(result_stage.i_stream.payload, r, c).eq(
+                    accumulator.add(sums[r][c], f"accumulator_r{r}_c{c}"))
         return m

@@ -11,7 +11,10 @@ float (FP16 through ``numpy.float16``, BF16 as the top half of a float32),
 subnormal operands flushed to zeros of their sign; each product a float32
 product (exact), flushed; the lanes summed pairwise, level by level (``0+1,
 2+3, ...``, an odd last lane carried up), each float32 sum flushed; then the
-accumulator ``(+0 if clear else accumulator) + row sum``, flushed. The flush
+interleaved accumulator (:mod:`trainforge.spec.mac`): the rows since the last
+``clear`` numbered from 0, row ``j`` added to partial ``j mod 4`` (``+0`` at
+its first row), flushed; a ``read`` row's result the same pairwise sum over
+the four partials, those not written since the clear as ``+0``. The flush
 (:func:`scenarios.fp_mul.flush32`) is the only step numpy does not do
 itself; a NaN result is expected as the canonical quiet NaN ``0x7FC00000``.
 
@@ -22,7 +25,7 @@ import numpy as np
 
 from trainforge.golden.dense_pe import dense_pe
 from trainforge.spec import dense_pe as spec
-from trainforge.spec.mac import is_float
+from trainforge.spec.mac import ACCUMULATOR_PARTIALS, is_float
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 from scenarios.fp_mul import float32_bits, flush32, to_float32
@@ -34,20 +37,38 @@ def operand_range(params):
     return 0, (1 << params["width"]) - 1
 
 
+def pairwise_float32_sum(values):
+    """``values`` (float32) summed level by level, ``0+1, 2+3, ...`` (an odd last one carried up), each sum flushed."""
+    level = list(values)
+    with np.errstate(all="ignore"):
+        while len(level) > 1:
+            level = [flush32(level[k] + level[k + 1]) for k in range(0, len(level) - 1, 2)] + \
+                level[len(level) - len(level) % 2:]
+    return level[0]
+
+
+def interleaved_float32_sums(row_sums, clear, read, partials=ACCUMULATOR_PARTIALS):
+    """The interleaved accumulator's value after each ``read`` row, in numpy float32 (module docstring)."""
+    results, values, since_clear = [], [np.float32(0)] * partials, 0
+    with np.errstate(all="ignore"):
+        for row_sum, cleared, wanted in zip(row_sums, clear, read):
+            since_clear = 0 if cleared else since_clear
+            index = since_clear % partials
+            values[index] = flush32((values[index] if since_clear >= partials else np.float32(0)) + row_sum)
+            since_clear += 1
+            if wanted:
+                results.append(pairwise_float32_sum(
+                    [value if k < since_clear else np.float32(0) for k, value in enumerate(values)]))
+    return results
+
+
 def float_reference(rows, params):
     """Expected FP32 results of ``rows`` (dicts with a, b, clear, read), in numpy float32 arithmetic."""
-    results, total = [], np.float32(0)
     with np.errstate(all="ignore"):
-        for row in rows:
-            level = [flush32(to_float32(x, params["mac"]) * to_float32(y, params["mac"]))
-                     for x, y in zip(row["a"], row["b"])]
-            while len(level) > 1:
-                level = [flush32(level[k] + level[k + 1]) for k in range(0, len(level) - 1, 2)] + \
-                    level[len(level) - len(level) % 2:]
-            total = flush32((np.float32(0) if row["clear"] else total) + level[0])
-            if row["read"]:
-                results.append(float32_bits(total))
-    return results
+        row_sums = [pairwise_float32_sum([flush32(to_float32(x, params["mac"]) * to_float32(y, params["mac"]))
+                                          for x, y in zip(row["a"], row["b"])]) for row in rows]
+    return [float32_bits(total) for total in interleaved_float32_sums(
+        row_sums, [row["clear"] for row in rows], [row["read"] for row in rows])]
 
 
 def reference(rows, params):

@@ -30,6 +30,29 @@ CASES = ((0x3F800000, 0x33800000), (0x3F800001, 0x33800000), (0x3F800000, 0x3380
          (0x3FC00000, 0x3FC00000), (0xC0000000, 0x3FFFFFFF))
 
 
+def sticky_pairs():
+    """Pairs whose rounding turns on the sticky bit alone, for every exponent difference the aligner keeps.
+
+    The larger operand is ``2**d``; the smaller, at exponent 0, has its hidden one, its guard bit set after
+    a shift by ``d`` (round bit and kept bits zero), and one more bit ``k`` places below the round bit:
+    ``k = 1`` is the sticky position itself (kept), ``k = 2`` and ``k = 3`` are shifted out (sticky set).
+    Without the sticky bit a sum is a tie and rounds to even; with it, it rounds away. Both signs of the
+    smaller operand (addition and subtraction).
+    """
+    pairs = []
+    for difference in range(1, 26):
+        for below in (1, 2, 3):
+            low = difference - below + 1          # the bit's place in the 27-bit extended significand
+            extended = (1 << 26) | (1 << (difference + 2))
+            if low < 3 or difference + 2 >= 26:
+                continue
+            extended |= 1 << low
+            small = (127 << 23) | ((extended >> 3) & 0x7FFFFF)
+            big = (127 + difference) << 23
+            pairs += [(big, small), (big, small | 0x80000000)]
+    return pairs
+
+
 def as_float32(bits):
     return flush32(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
@@ -70,6 +93,7 @@ def scenarios(params, seed):
                            ready=(1, 0, 1)))
     table.append(_scenario("rounding, cancellation, overflow, underflow", [*CASES, *((b, a) for a, b in CASES)],
                            timed_params=params))
+    table.append(_scenario("the sticky bit at every exponent difference", sticky_pairs()))
     return table
 
 
