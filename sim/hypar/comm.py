@@ -7,8 +7,10 @@ leading batch of partitions):
 * W_l, dW_l: kernel and gradient, ``C_in x C_out x K x K``.
 * F_{l+1}, E_{l+1}: output feature map and its error. Two sizes matter: the
   partial sums a model-parallel layer exchanges are taken *before* pooling
-  (max pooling does not commute with a sum of partial sums), and the tensors
-  handed to the next layer are taken *after* pooling.
+  (max pooling does not commute with a sum of partial sums; the default,
+  ``TrainingSetup.mp_partial_sums = "pre_pooling"``), and the tensors handed
+  to the next layer are taken *after* pooling. ``"post_pooling"`` sizes the
+  partial sums after pooling, as the authors' public partitioner does.
 
 Communication between the two groups of one level (Tables 1 and 2), in
 elements, counted for *both* groups (each side fetches its half from the
@@ -24,8 +26,22 @@ mp -> dp   0.5 A(E_{l+1})
 =========  ==============================================
 
 The inter-layer entry for the boundary between layers l-1 and l is charged to
-layer l and uses the R tensors of layer l-1 (its post-pooling output), in
-layer l-1's current shape.
+layer l. Two conventions (``TrainingSetup.inter_layer``):
+
+* ``"consumer"`` (default, the paper's): Algorithm 1 step 1 builds each
+  layer's F_l and E_l, and Table 2 charges the transition into the consumer
+  with A(F) and A(E) of the consumer's L tensors, i.e. layer l's input map and
+  error in layer l's *current* shape (its own batch share and C_in share).
+  Every mp level above halves the consumer's C_in, so below an mp level the
+  boundary shrinks with it. This is what each group *needs*.
+* ``"producer"``: the R tensors of layer l-1 (its post-pooling output) in
+  layer l-1's current shape. Physical argument: model parallelism splits
+  layer l-1's kernel along C_in, so below an mp level of layer l-1 each group
+  still holds the *whole* reduced output F_{l+1}; a re-layout has to move
+  quarters and halves of what the groups hold, which does not shrink with
+  the consumer's C_in share. This is what each group *holds*; it is the
+  larger of the two whenever the consumer was mp above (10-12 % more traffic
+  for AlexNet and VGG-A under HyPar).
 
 Model parallelism splits the kernel along its *input* dimension (Section
 3.1.2: ``[32x35] x [35x100]`` gives partial sums of the full ``[32x100]``
@@ -110,18 +126,19 @@ class LevelCosts:
 
     @classmethod
     def of(cls, tensors, setup):
-        """Costs from :class:`LayerTensors` (one group's shapes)."""
+        """Costs from :class:`LayerTensors` (one group's shapes), under ``setup``'s conventions."""
         scale = BOTH_SIDES * setup.bytes_per_element
-
-        def into(previous_output):
-            shifted = np.zeros_like(previous_output)
-            shifted[..., 1:] = previous_output[..., :-1]
-            return shifted
-
-        boundary = into(tensors.output_map) * scale
+        if setup.inter_layer == "consumer":
+            boundary = np.array(tensors.input_map, dtype=np.float64, copy=True)
+            boundary[..., 0] = 0.0
+        else:
+            boundary = np.zeros_like(tensors.output_map)
+            boundary[..., 1:] = tensors.output_map[..., :-1]
+        boundary = boundary * scale
+        partial_sums = tensors.partial_sums if setup.mp_partial_sums == "pre_pooling" else tensors.output_map
         return cls(
             intra_dp=tensors.weights * scale,
-            intra_mp=tensors.partial_sums * scale,
+            intra_mp=partial_sums * scale,
             dp_mp_forward=0.25 * boundary,
             dp_mp_backward=0.25 * boundary,
             mp_to_any_backward=0.5 * boundary,

@@ -16,10 +16,24 @@ TOPOLOGIES = ("htree", "torus")
 #: The ``topology`` parameter of :class:`ArrayConfig` (checks the value, names the choices).
 TOPOLOGY = Param("topology", str, "htree", "accelerator array topology", choices=TOPOLOGIES)
 
+#: Inter-layer conventions (see :mod:`trainforge.sim.hypar.comm`): whose tensors a boundary is charged with.
+INTER_LAYER_CONVENTIONS = ("consumer", "producer")
+
+#: The ``inter_layer`` parameter of :class:`TrainingSetup`.
+INTER_LAYER = Param("inter_layer", str, "consumer", "tensors charged at a layer boundary",
+                    choices=INTER_LAYER_CONVENTIONS)
+
+#: Sizes of the partial sums a model-parallel layer exchanges (see :mod:`trainforge.sim.hypar.comm`).
+PARTIAL_SUM_SIZES = ("pre_pooling", "post_pooling")
+
+#: The ``mp_partial_sums`` parameter of :class:`TrainingSetup`.
+MP_PARTIAL_SUMS = Param("mp_partial_sums", str, "pre_pooling", "size of the mp partial sums",
+                        choices=PARTIAL_SUM_SIZES)
+
 
 @dataclass(frozen=True)
 class TrainingSetup:
-    """What is trained: batch size and word width.
+    """What is trained (batch size, word width) and how its communication is counted.
 
     Parameters
     ----------
@@ -27,14 +41,29 @@ class TrainingSetup:
         Mini-batch size B (samples per training step), >= 1. Paper: 256.
     bytes_per_element : int
         Bytes of one tensor element, 1..8. Paper: fp32, 4 bytes.
+    inter_layer : str
+        ``"consumer"`` (default, the paper's Algorithm 1 and Table 2): the
+        boundary into layer l is charged with layer l's own input map and
+        error in layer l's current shape. ``"producer"``: it is charged with
+        layer l-1's output in layer l-1's current shape (what the groups
+        hold rather than what they need; see :mod:`trainforge.sim.hypar.comm`).
+    mp_partial_sums : str
+        ``"pre_pooling"`` (default): an mp layer exchanges its partial sums
+        before pooling (max pooling does not commute with a sum).
+        ``"post_pooling"``: sized after pooling, as the authors' public
+        partitioner (AccPar, HyPar mode) counts them.
     """
 
     batch: int = 256
     bytes_per_element: int = 4
+    inter_layer: str = "consumer"
+    mp_partial_sums: str = "pre_pooling"
 
     def __post_init__(self):
         check_range("batch", self.batch, 1)
         check_range("bytes_per_element", self.bytes_per_element, 1, 8)
+        INTER_LAYER.check(self.inter_layer)
+        MP_PARTIAL_SUMS.check(self.mp_partial_sums)
 
 
 @dataclass(frozen=True)

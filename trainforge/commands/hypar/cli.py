@@ -21,7 +21,8 @@ from trainforge.errors import ParameterError, UsageError
 from trainforge.outputs import write_json
 
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
-from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, TrainingSetup
+from trainforge.sim.hypar.config import (INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, TOPOLOGIES, ArrayConfig,
+                                        TrainingSetup)
 from trainforge.sim.hypar.network import from_spec, load_network
 from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
 from trainforge.progress import progress
@@ -45,7 +46,8 @@ def _network(name):
 
 
 def _configs(args):
-    return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element),
+    return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element,
+                          inter_layer=args.inter_layer, mp_partial_sums=args.mp_partial_sums),
             ArrayConfig(levels=args.levels, topology=args.topology, link_bits_per_second=args.link_mbps * 1e6))
 
 
@@ -139,6 +141,12 @@ def _common(parser):
     parser.add_argument("--bytes-per-element", type=int, default=4, help="bytes per tensor element (fp32: 4)")
     parser.add_argument("--topology", default="htree", help=f"one of {', '.join(TOPOLOGIES)}")
     parser.add_argument("--link-mbps", type=float, default=1600.0, help="leaf link bandwidth, Mb/s")
+    parser.add_argument("--inter-layer", default="consumer",
+                        help=f"tensors charged at a layer boundary: {', '.join(INTER_LAYER_CONVENTIONS)} "
+                             "(default consumer, the paper's Table 2)")
+    parser.add_argument("--mp-partial-sums", default="pre_pooling",
+                        help=f"size of mp partial sums: {', '.join(PARTIAL_SUM_SIZES)} "
+                             "(default pre_pooling; post_pooling is the authors' partitioner)")
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
