@@ -8,11 +8,13 @@ bars is reconstructed in ``PAPER_FIG8`` and explained in README.md).
 Every builder takes the simulated ``node_model`` (default: the roofline
 node); ``nodes`` compares the node models of :mod:`trainforge.sim.hypar.nodes`.
 """
+import dataclasses
+
 import numpy as np
 
 from .builtins import BUILTIN_NETWORKS, builtin_network
 from .comm import LayerTensors
-from .config import ArrayConfig, TrainingSetup
+from .config import ArrayConfig
 from .network import Network
 from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
@@ -222,7 +224,7 @@ def fig13(setup, array, node_model=None):
         layer = vgg_e.layers[vgg_e.names.index(layer_name)]
         network = Network(f"VGG-E {layer_name}", (layer,))
         for batch in (32, 4096):
-            batch_setup = TrainingSetup(batch=batch, bytes_per_element=setup.bytes_per_element)
+            batch_setup = dataclasses.replace(setup, batch=batch)
             tensors = LayerTensors.of(network, batch_setup)
             for levels in (2, 3, 4):
                 level_array = ArrayConfig(levels=levels, topology=array.topology,

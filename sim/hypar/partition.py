@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainforge.checks import check_range
+from trainforge.errors import ConfigError
 
 from .comm import LayerTensors, LevelCosts
 
@@ -157,6 +158,37 @@ def group_shares(choices):
     return batch_share, in_channel_share
 
 
+def check_samples(network, setup, batch_share, choices, first_level=0):
+    """Refuse a dp level that leaves a group with less than one sample of some layer.
+
+    Parameters
+    ----------
+    network : Network
+    setup : TrainingSetup
+    batch_share : numpy.ndarray, shape (..., H, L)
+        The share of the batch each group holds *before* level h's split.
+    choices : numpy.ndarray of bool, shape (..., H, L)
+    first_level : int
+        The level of index 0 of the H axis (0 = H1).
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        Naming the first such level (H1 = the top split) and layer.
+    """
+    samples_after = setup.batch * np.asarray(batch_share) * np.where(choices, 1.0, 0.5)
+    short = ~np.asarray(choices, dtype=bool) & (samples_after < 1.0)
+    if short.any():
+        where = np.argwhere(short)
+        first = where[np.lexsort((where[:, -1], where[:, -2]))[0]]
+        level, layer = int(first[-2]) + first_level, int(first[-1])
+        after = float(setup.batch * np.broadcast_to(batch_share, short.shape)[tuple(first)]) / 2
+        raise ConfigError(
+            f"network {network.name!r}: layer {network.names[layer]!r} at level H{level + 1}: data parallelism "
+            f"would leave {after:g} samples (less than one) per group of batch {setup.batch}; use a larger batch, "
+            f"fewer levels or model parallelism for this layer at this level")
+
+
 def traffic_of(network, setup, choices):
     """The traffic of a given partition, vectorised over leading axes of ``choices``.
 
@@ -174,6 +206,7 @@ def traffic_of(network, setup, choices):
     if choices.shape[-1] != len(network):
         raise ValueError(f"choices has {choices.shape[-1]} layers; network {network.name!r} has {len(network)}")
     batch_share, in_channel_share = group_shares(choices)
+    check_samples(network, setup, batch_share[..., :-1, :], choices)
     costs = _level_costs(network, setup, batch_share[..., :-1, :], in_channel_share[..., :-1, :])
     previous = np.zeros_like(choices)
     previous[..., 1:] = choices[..., :-1]
@@ -211,6 +244,7 @@ def hierarchical_partition(network, setup, levels):
     for level in range(levels):
         level_total, choices[level] = partition_two_groups(
             _level_costs(network, setup, batch_share, in_channel_share))
+        check_samples(network, setup, batch_share[None], choices[level][None], first_level=level)
         total += 2.0 ** level * level_total
         batch_share = np.where(choices[level], batch_share, 0.5 * batch_share)
         in_channel_share = np.where(choices[level], 0.5 * in_channel_share, in_channel_share)
