@@ -14,7 +14,7 @@ import numpy as np
 
 from .builtins import BUILTIN_NETWORKS, builtin_network
 from .comm import LayerTensors
-from .config import ArrayConfig
+from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig
 from .network import Network
 from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
@@ -59,16 +59,71 @@ def fig5(setup, array, node_model=None):
                      for name, network in _networks().items()}}
 
 
-def fig8(setup, array, node_model=None):
-    """Communication per step, GB, for MP, DP and HyPar."""
+def _fig8_table(setup, levels):
     ours = {}
     for name, network in _networks().items():
         ours[name] = [float(traffic_of(network, setup, strategy_choices(strategy, network, setup,
-                                                                        array.levels)).total_bytes / 1e9)
+                                                                        levels)).total_bytes / 1e9)
                       for strategy in STRATEGIES]
     ours["Gmean"] = [geometric_mean([row[index] for row in ours.values()]) for index in range(3)]
-    return {"columns": list(STRATEGIES), "unit": "GB per step", "ours": ours,
-            "paper": {name: list(values) for name, values in PAPER_FIG8.items()}}
+    return ours
+
+
+#: How every traffic figure counts: both groups of a pair fetch their half (twice the authors' com_cost).
+DIRECTIONS = ("both directions: each group of a pair fetches its missing half, so a level's traffic is twice "
+              "Tables 1/2 (the paper's worked 56 KB example; the authors' partitioner counts one group)")
+
+
+def fig8(setup, array, node_model=None):
+    """Communication per step, GB, for MP, DP and HyPar, with mp partial sums before and after pooling.
+
+    ``ours`` uses ``setup``'s conventions; ``by_mp_partial_sums`` gives the
+    table under both sizings (pre-pooling, the physically right default, and
+    post-pooling, the authors' partitioner's), the other conventions kept.
+    """
+    by_sizing = {sizing: _fig8_table(dataclasses.replace(setup, mp_partial_sums=sizing), array.levels)
+                 for sizing in PARTIAL_SUM_SIZES}
+    return {"columns": list(STRATEGIES), "unit": "GB per step", "directions": DIRECTIONS,
+            "inter_layer": setup.inter_layer, "mp_partial_sums": setup.mp_partial_sums,
+            "ours": by_sizing[setup.mp_partial_sums], "by_mp_partial_sums": by_sizing,
+            "paper": {name: list(values) for name, values in PAPER_FIG8.items()},
+            "authors_partitioner": authors_partitioner(setup)}
+
+
+#: The authors' public partitioner (github.com/linghaosong/AccPar, commit 8f28c36, HyPar mode: h_partition with
+#: two types) on its Alexnet.txt and Vgg11.txt (= VGG-A), main.cpp set to batch 256 and 4 levels:
+#: total = sum_h 2^h com_cost[h], elements fetched by one group (one direction), and its partition (every level).
+AUTHORS_PARTITIONER = {
+    "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111")},
+    "VGG-A": {"DP": (1_992_770_880, "00000000000"), "HyPar": (190_602_560, "00000000111")},
+}
+
+
+def authors_partitioner(setup):
+    """Ours against the authors' partitioner: AlexNet and VGG-A, H = 4, batch 256, every convention.
+
+    The authors' totals are converted to ours: x 2 (both groups) x ``setup.bytes_per_element``.
+    ``setup``'s batch and conventions are not used (the authors' numbers are for batch 256, H = 4;
+    every convention is listed).
+    """
+    rows = []
+    for name, strategies in AUTHORS_PARTITIONER.items():
+        network = builtin_network(name)
+        for strategy, (elements, partition) in strategies.items():
+            theirs = 2 * setup.bytes_per_element * elements / 1e9
+            for inter_layer in INTER_LAYER_CONVENTIONS:
+                for sizing in PARTIAL_SUM_SIZES:
+                    convention = dataclasses.replace(setup, batch=256, inter_layer=inter_layer,
+                                                     mp_partial_sums=sizing)
+                    choices = strategy_choices(strategy, network, convention, 4)
+                    ours = float(traffic_of(network, convention, choices).total_bytes / 1e9)
+                    rows.append({"network": name, "strategy": strategy, "inter_layer": inter_layer,
+                                 "mp_partial_sums": sizing, "ours_GB": ours, "authors_GB": theirs,
+                                 "difference_percent": 100.0 * (ours / theirs - 1.0),
+                                 "ours_partition": format_choices(choices), "authors_partition": [partition] * 4,
+                                 "same_partition": format_choices(choices) == [partition] * 4})
+    return {"directions": DIRECTIONS, "levels": 4, "batch": 256, "rows": rows,
+            "source": "github.com/linghaosong/AccPar commit 8f28c36, HyPar mode, batch 256, 4 levels"}
 
 
 def fig6_7(setup, array, node_model=None):
@@ -355,23 +410,49 @@ def _plot_fig6_7(plt, data):
 
 
 def _plot_fig8(plt, data):
-    figure, axis = plt.subplots(figsize=(12, 5))
-    names = list(data["ours"])
-    series = []
-    for index, strategy in enumerate(data["columns"]):
-        series.append((f"{strategy} ours", [data["ours"][n][index] for n in names], COLOURS[strategy], None))
-        series.append((f"{strategy} paper", [data["paper"][n][index] for n in names], COLOURS[strategy], "///"))
-    _bar_groups(axis, names, series)
-    for patch in axis.patches:
-        if patch.get_hatch():
-            patch.set_alpha(0.55)
-    axis.set_ylabel("communication per training step (GB, log)")
-    axis.set_xlabel("network (Gmean: geometric mean)")
-    axis.set_title("HyPar Fig. 8: total communication per step, H = 4 (16 accelerators), batch 256, fp32 - ours (solid) vs "
-                   "paper (hatched)\npaper labels of VGG-B..E reassigned by their DP value (= weight count)",
-                   fontsize=10)
-    axis.legend(fontsize=7, ncol=3)
+    tables = data.get("by_mp_partial_sums", {data.get("mp_partial_sums", "pre_pooling"): data["ours"]})
+    panels = len(tables) + ("authors_partitioner" in data)
+    figure, axes = plt.subplots(panels, 1, figsize=(12, 4.5 * panels), squeeze=False)
+    if "authors_partitioner" in data:
+        _plot_authors(axes[-1, 0], data["authors_partitioner"])
+    for axis, (sizing, table) in zip(axes[:, 0], tables.items()):
+        names = list(table)
+        series = []
+        for index, strategy in enumerate(data["columns"]):
+            series.append((f"{strategy} ours", [table[n][index] for n in names], COLOURS[strategy], None))
+            series.append((f"{strategy} paper", [data["paper"][n][index] for n in names], COLOURS[strategy], "///"))
+        _bar_groups(axis, names, series)
+        for patch in axis.patches:
+            if patch.get_hatch():
+                patch.set_alpha(0.55)
+        axis.set_ylabel("communication per step (GB, log)")
+        axis.set_title(f"mp partial sums {sizing.replace('_', '-')}, inter-layer rule: {data.get('inter_layer', '-')}",
+                       fontsize=9)
+        axis.legend(fontsize=7, ncol=3)
+    axes[len(tables) - 1, 0].set_xlabel("network (Gmean: geometric mean)")
+    figure.suptitle("HyPar Fig. 8: total communication per step (both directions), H = 4 (16 accelerators), "
+                    "batch 256, fp32 - ours (solid) vs paper (hatched)\n"
+                    "paper labels of VGG-B..E reassigned by their DP value (= weight count)", fontsize=10)
     return figure
+
+
+def _plot_authors(axis, data):
+    rows = data["rows"]
+    groups = sorted({(r["network"], r["strategy"]) for r in rows}, key=lambda g: (g[0], g[1]))
+    conventions = [(i, s) for i in INTER_LAYER_CONVENTIONS for s in PARTIAL_SUM_SIZES]
+    names = [f"{network} {strategy}" for network, strategy in groups]
+    series = [("authors' partitioner", [next(r["authors_GB"] for r in rows if (r["network"], r["strategy"]) == g)
+                                        for g in groups], "black", None)]
+    for (inter_layer, sizing), colour in zip(conventions, ("tab:green", "tab:olive", "tab:red", "tab:pink")):
+        series.append((f"ours: {inter_layer}, {sizing.replace('_', '-')}",
+                       [next(r["ours_GB"] for r in rows if (r["network"], r["strategy"]) == g
+                             and r["inter_layer"] == inter_layer and r["mp_partial_sums"] == sizing)
+                        for g in groups], colour, None))
+    _bar_groups(axis, names, series)
+    axis.set_ylabel("communication per step (GB, log)")
+    axis.set_title("ours vs the authors' partitioner (AccPar, HyPar mode), AlexNet and VGG-A, H = 4, batch 256, fp32",
+                   fontsize=9)
+    axis.legend(fontsize=7)
 
 
 def _heat_map(figure, axis, grid, keys, marks):
