@@ -96,19 +96,34 @@ class ArrayConfig:
         return 2 ** self.levels
 
 
+#: The paper's array node: one Eyeriss-like processing unit per HMC vault (Section 6.1, see NodeConfig).
+UNITS_PER_HMC = 16
+
+
 @dataclass(frozen=True)
 class NodeConfig:
-    """One accelerator for the default roofline compute model.
+    """One accelerator (one HMC) for the default roofline compute model.
 
     Parameters
     ----------
+    units_per_hmc : int
+        Processing units in the HMC's logic die, one per vault, 1..1024.
+        Default 16: Section 6.1 puts a unit in every vault, "Within an HMC
+        vault (i.e., an Eyeriss accelerator and its local memory), we modeled
+        the computation cost and the memory access between vaults"; the
+        paper does not state the vault count, and its HMC figures ("the DRAM
+        bandwidth is 320 GB/s and each HMC has 8 GB memory") are those of the
+        8-link HMC 1.0 cube, which has 16 vaults ("HMC 1.0 is composed of 4
+        DRAM dies partitioned into 16 vaults", NeuroTrainer paper, Section
+        3). The units split each layer's work evenly and share the HMC's DRAM
+        bandwidth; traffic between vaults is not modelled.
     macs_per_cycle : float
-        Multiply-accumulates per cycle, > 0. Paper: 168 PEs, one MAC each
+        Multiply-accumulates per cycle of one unit, > 0. Paper: 168 PEs, one MAC each
         (168 x 250 MHz x 2 ops = 84 GOPS).
     frequency_hz : float
         Clock, > 0. Paper: 250 MHz.
     dram_bytes_per_second : float
-        Local HMC bandwidth, > 0. Paper: 320 GB/s.
+        Local HMC bandwidth (shared by its units), > 0. Paper: 320 GB/s.
     dram_capacity_bytes : float
         Local HMC capacity, > 0. Paper: 8 GB (documents the node; the timing model does not use it).
     buffer_bytes : float
@@ -116,6 +131,7 @@ class NodeConfig:
         model assumes each tensor is streamed from DRAM once per phase).
     """
 
+    units_per_hmc: int = UNITS_PER_HMC
     macs_per_cycle: float = 168.0
     frequency_hz: float = 250e6
     dram_bytes_per_second: float = 320e9
@@ -123,6 +139,7 @@ class NodeConfig:
     buffer_bytes: float = 108 * 1024
 
     def __post_init__(self):
+        check_range("units_per_hmc", self.units_per_hmc, 1, 1024)
         for name in ("macs_per_cycle", "frequency_hz", "dram_bytes_per_second",
                      "dram_capacity_bytes", "buffer_bytes"):
             check_range(name, getattr(self, name), 0, kind="number", exclusive_minimum=True)

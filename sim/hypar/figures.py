@@ -93,9 +93,14 @@ def fig8(setup, array, node_model=None):
 #: The authors' public partitioner (github.com/linghaosong/AccPar, commit 8f28c36, HyPar mode: h_partition with
 #: two types) on its Alexnet.txt and Vgg11.txt (= VGG-A), main.cpp set to batch 256 and 4 levels:
 #: total = sum_h 2^h com_cost[h], elements fetched by one group (one direction), and its partition (every level).
+#: MP is every layer type II (mp) at every level, as print_partitions counts it. The authors' Alexnet.txt differs
+#: from our AlexNet in its conv feature maps (conv1 out 55x55 unpooled, conv2 in 55x55 out 27x27), which only
+#: MP's partial sums see; its Vgg11.txt gives post-pooling outputs, our VGG-A's.
 AUTHORS_PARTITIONER = {
-    "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111")},
-    "VGG-A": {"DP": (1_992_770_880, "00000000000"), "HyPar": (190_602_560, "00000000111")},
+    "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111"),
+                "MP": (2_720_462_848, "11111111")},
+    "VGG-A": {"DP": (1_992_770_880, "00000000000"), "HyPar": (190_602_560, "00000000111"),
+              "MP": (12_377_167_872, "11111111111")},
 }
 
 

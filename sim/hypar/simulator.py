@@ -20,9 +20,9 @@ traffic times the topology's per-byte time at that level.
 
 Node compute model
 ------------------
-:class:`RooflineNode` (the default) is the paper's Eyeriss-like row-stationary
-unit as a roofline: ``max(MACs / (macs_per_cycle x f), DRAM bytes / DRAM
-bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
+:class:`RooflineNode` (the default) is the paper's HMC node, one Eyeriss-like
+row-stationary unit per vault, as a roofline: ``max(MACs / (units_per_hmc x
+macs_per_cycle x f), DRAM bytes / DRAM bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
 replace it: :mod:`trainforge.sim.hypar.nodes` plugs in the golden cycle /
 throughput models of the verified blocks (TensorDash, CATERPILLAR,
 NeuroTrainer), each turning a :class:`LayerWork` into per-phase seconds.
@@ -90,7 +90,7 @@ class LayerWork:
 
 @dataclass(frozen=True)
 class RooflineNode:
-    """Default node compute model: a roofline of one accelerator.
+    """Default node compute model: a roofline of one accelerator (an HMC with ``node.units_per_hmc`` units).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ class RooflineNode:
 
     def phase_seconds(self, work):
         """Seconds per phase and layer, shape (3, L)."""
-        compute = work.macs / (self.node.macs_per_cycle * self.node.frequency_hz)
+        compute = work.macs / (self.node.units_per_hmc * self.node.macs_per_cycle * self.node.frequency_hz)
         memory = work.dram_bytes / self.node.dram_bytes_per_second
         return np.maximum(compute, memory)
 

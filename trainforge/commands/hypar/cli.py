@@ -64,9 +64,9 @@ def _node(args):
             raise UsageError(f"--sparsity {args.sparsity!r}: expected S or A,G (numbers 0..1)")
         sparsity = (values[0], values[-1])
     try:
-        return make_node(args.node, sparsity)
+        return make_node(args.node, sparsity, args.units_per_hmc)
     except ParameterError as error:
-        raise UsageError(f"--node/--sparsity: {error}") from error
+        raise UsageError(f"--node/--sparsity/--units-per-hmc: {error}") from error
     except ImportError as error:
         raise UsageError(f"--node {args.node}: its block model is not available ({error})") from error
 
@@ -156,6 +156,8 @@ def _node_options(parser):
                         help=f"node model: {', '.join(NODE_KINDS)} (sim/hypar/nodes.py; default roofline)")
     parser.add_argument("--sparsity", help="tensordash only: zero fraction of activations and gradients, "
                                            "S or A,G (default 0.62)")
+    parser.add_argument("--units-per-hmc", type=int, help="roofline only: processing units per HMC, one per vault "
+                                                          "(default 16, see sim/hypar/config.py NodeConfig)")
 
 
 def register(subparsers):
