@@ -23,7 +23,7 @@ from .comm import LayerTensors, LevelCosts
 
 
 def _level_costs(network, setup, batch_scale, in_channel_scale):
-    return LevelCosts.of(LayerTensors.of(network, setup, batch_scale, in_channel_scale), setup)
+    return LevelCosts.of(LayerTensors.of(network, setup, batch_scale, in_channel_scale), setup, network)
 
 
 def partition_two_groups(costs):
@@ -42,6 +42,8 @@ def partition_two_groups(costs):
         The choice per layer (ties go to dp, which has no inter-layer cost
         after dp).
     """
+    if costs.main_producer is not None:
+        return _partition_two_groups_dag(costs)
     intra_dp = costs.intra_dp.tolist()
     intra_mp = costs.intra_mp.tolist()
     dp_to_mp = (costs.dp_mp_forward + costs.dp_mp_backward).tolist()
@@ -64,6 +66,71 @@ def partition_two_groups(costs):
     return min(com_dp, com_mp), model_parallel
 
 
+def _partition_two_groups_dag(costs):
+    """Algorithm 1 generalised to a network with branches and residual edges (exact).
+
+    The layers are visited in their (topological) order. After layer i, the
+    *frontier* is the set of layers j <= i with an edge to a layer after i;
+    the cost of every later edge depends on the past only through the
+    choices of the frontier layers. The dynamic programme therefore keeps,
+    for each assignment of dp/mp to the frontier, the cheapest cost of the
+    layers so far: 2**|frontier| states instead of the chain's 2. For
+    ResNets the frontier holds at most the current layer, a block's input
+    and its projection (at most 8 states); for a DAG with wide frontiers it
+    becomes an exhaustive search over the frontier's choices. Ties go to dp.
+    """
+    intra = np.stack([np.asarray(costs.intra_dp, dtype=np.float64),
+                      np.asarray(costs.intra_mp, dtype=np.float64)], axis=-1).tolist()
+    layers = len(intra)
+    # edges into each layer: (source, dp->mp bytes, mp->any bytes)
+    incoming = [[] for _ in range(layers)]
+    for layer, source in enumerate(costs.main_producer.tolist()):
+        if source >= 0:
+            incoming[layer].append((source, float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer]),
+                                    float(costs.mp_to_any_backward[layer])))
+    if costs.residual_producer is not None:
+        for edge, (source, layer) in enumerate(zip(costs.residual_producer.tolist(),
+                                                   costs.residual_consumer.tolist())):
+            incoming[layer].append((source, 0.5 * float(costs.residual_boundary[edge]),
+                                    0.5 * float(costs.residual_boundary[edge])))
+    last_use = list(range(layers))
+    for layer, edges in enumerate(incoming):
+        for source, _, _ in edges:
+            last_use[source] = max(last_use[source], layer)
+    # states: frontier (tuple of layers) -> {choices of the frontier: (cost, back pointer)}
+    frontier = ()
+    states = {(): (0.0, None)}
+    history = []
+    for layer in range(layers):
+        keep = tuple(j for j in (*frontier, layer) if last_use[j] > layer)
+        position = {j: index for index, j in enumerate(frontier)}
+        new_states = {}
+        for assignment, (cost, _) in states.items():
+            for choice in (0, 1):
+                added = intra[layer][choice]
+                for source, dp_to_mp, mp_to_any in incoming[layer]:
+                    source_choice = assignment[position[source]]
+                    added += mp_to_any if source_choice else (dp_to_mp if choice else 0.0)
+                full = dict(zip(frontier, assignment))
+                full[layer] = choice
+                key = tuple(full[j] for j in keep)
+                total = cost + added
+                if key not in new_states or total < new_states[key][0]:
+                    new_states[key] = (total, (assignment, choice))
+        history.append((frontier, new_states))
+        frontier, states = keep, new_states
+    best_key = min(states, key=lambda key: states[key][0])
+    total = states[best_key][0]
+    model_parallel = np.zeros(layers, dtype=bool)
+    key = best_key
+    for layer in range(layers - 1, -1, -1):
+        _, layer_states = history[layer]
+        assignment, choice = layer_states[key][1]
+        model_parallel[layer] = bool(choice)
+        key = assignment
+    return total, model_parallel
+
+
 def level_bytes_of(costs, model_parallel):
     """Traffic of one level for given choices, vectorised over leading axes.
 
@@ -77,9 +144,7 @@ def level_bytes_of(costs, model_parallel):
     -------
     numpy.ndarray, shape (...)
     """
-    previous = np.zeros_like(model_parallel)
-    previous[..., 1:] = model_parallel[..., :-1]
-    forward, backward = costs.inter(previous, model_parallel)
+    forward, backward = costs.transfers(model_parallel)
     intra = np.where(model_parallel, costs.intra_mp, costs.intra_dp)
     return (intra + forward + backward).sum(axis=-1)
 
@@ -208,9 +273,7 @@ def traffic_of(network, setup, choices):
     batch_share, in_channel_share = group_shares(choices)
     check_samples(network, setup, batch_share[..., :-1, :], choices)
     costs = _level_costs(network, setup, batch_share[..., :-1, :], in_channel_share[..., :-1, :])
-    previous = np.zeros_like(choices)
-    previous[..., 1:] = choices[..., :-1]
-    forward, backward = costs.inter(previous, choices)
+    forward, backward = costs.transfers(choices)
     return Traffic(
         choices=choices,
         forward_reduce=np.where(choices, costs.intra_mp, 0.0),
