@@ -16,7 +16,7 @@ from .builtins import BUILTIN_NETWORKS, builtin_network
 from .comm import LayerTensors
 from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig
 from .network import Network
-from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
+from .partition import enumerate_partitions, format_choices, hierarchical_partition, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
 from trainforge.outputs import save_figure
 
@@ -87,7 +87,27 @@ def fig8(setup, array, node_model=None):
             "inter_layer": setup.inter_layer, "mp_partial_sums": setup.mp_partial_sums,
             "ours": by_sizing[setup.mp_partial_sums], "by_mp_partial_sums": by_sizing,
             "paper": {name: list(values) for name, values in PAPER_FIG8.items()},
-            "authors_partitioner": authors_partitioner(setup)}
+            "authors_partitioner": authors_partitioner(setup),
+            "third_type": third_type_comparison(setup, array.levels)}
+
+
+def third_type_comparison(setup, levels):
+    """HyPar's two partition types against three (AccPar's type III added), GB per step, per network.
+
+    The ten networks of the paper and the built-in ResNets (``"residual": true``), under ``setup``'s conventions.
+    """
+    from .builtins import DAG_NETWORKS
+    from . import third_type
+    rows = {}
+    for name, network in {**_networks(), **{name: build() for name, build in DAG_NETWORKS.items()}}.items():
+        two_total, two = hierarchical_partition(network, setup, levels)
+        three_total, three = third_type.hierarchical_partition(network, setup, levels)
+        rows[name] = {"residual": not network.is_chain, "HyPar_GB": float(two_total / 1e9),
+                      "three_types_GB": float(three_total / 1e9),
+                      "change_percent": float(100.0 * (three_total / two_total - 1.0)),
+                      "HyPar_levels": format_choices(two), "three_types_levels": third_type.format_types(three)}
+    return {"unit": "GB per step", "directions": DIRECTIONS, "levels": levels, "networks": rows,
+            "legend": "levels: one digit per layer, 0 = dp (batch), 1 = mp (C_in), 2 = type III (C_out)"}
 
 
 #: The authors' public partitioner (github.com/linghaosong/AccPar, commit 8f28c36, HyPar mode: h_partition with

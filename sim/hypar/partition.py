@@ -81,23 +81,43 @@ def _partition_two_groups_dag(costs):
     """
     intra = np.stack([np.asarray(costs.intra_dp, dtype=np.float64),
                       np.asarray(costs.intra_mp, dtype=np.float64)], axis=-1).tolist()
-    layers = len(intra)
-    # edges into each layer: (source, dp->mp bytes, mp->any bytes)
-    incoming = [[] for _ in range(layers)]
+    incoming = [[] for _ in intra]
     for layer, source in enumerate(costs.main_producer.tolist()):
         if source >= 0:
-            incoming[layer].append((source, float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer]),
-                                    float(costs.mp_to_any_backward[layer])))
+            dp_to_mp = float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer])
+            mp_to_any = float(costs.mp_to_any_backward[layer])
+            incoming[layer].append((source, ((0.0, dp_to_mp), (mp_to_any, mp_to_any))))
     if costs.residual_producer is not None:
         for edge, (source, layer) in enumerate(zip(costs.residual_producer.tolist(),
                                                    costs.residual_consumer.tolist())):
-            incoming[layer].append((source, 0.5 * float(costs.residual_boundary[edge]),
-                                    0.5 * float(costs.residual_boundary[edge])))
+            half = 0.5 * float(costs.residual_boundary[edge])
+            incoming[layer].append((source, ((0.0, half), (half, half))))
+    total, types = frontier_partition(intra, incoming)
+    return total, np.array(types, dtype=bool)
+
+
+def frontier_partition(intra, incoming):
+    """The exact minimum of one level's traffic over per-layer types, by dynamic programming over frontiers.
+
+    Parameters
+    ----------
+    intra : list of list of float
+        ``intra[l][t]``: the intra-layer cost of layer l under type t.
+    incoming : list of list of (int, table)
+        ``incoming[l]``: the edges into layer l, each ``(source, table)`` with
+        ``table[t_source][t_l]`` the edge's cost; every source is an earlier layer.
+
+    Returns
+    -------
+    total : float
+    types : list of int
+        The type per layer (ties go to the lower type).
+    """
+    layers, kinds = len(intra), len(intra[0])
     last_use = list(range(layers))
     for layer, edges in enumerate(incoming):
-        for source, _, _ in edges:
+        for source, _ in edges:
             last_use[source] = max(last_use[source], layer)
-    # states: frontier (tuple of layers) -> {choices of the frontier: (cost, back pointer)}
     frontier = ()
     states = {(): (0.0, None)}
     history = []
@@ -106,29 +126,23 @@ def _partition_two_groups_dag(costs):
         position = {j: index for index, j in enumerate(frontier)}
         new_states = {}
         for assignment, (cost, _) in states.items():
-            for choice in (0, 1):
-                added = intra[layer][choice]
-                for source, dp_to_mp, mp_to_any in incoming[layer]:
-                    source_choice = assignment[position[source]]
-                    added += mp_to_any if source_choice else (dp_to_mp if choice else 0.0)
+            for kind in range(kinds):
+                total = cost + intra[layer][kind]
+                for source, table in incoming[layer]:
+                    total += table[assignment[position[source]]][kind]
                 full = dict(zip(frontier, assignment))
-                full[layer] = choice
+                full[layer] = kind
                 key = tuple(full[j] for j in keep)
-                total = cost + added
                 if key not in new_states or total < new_states[key][0]:
-                    new_states[key] = (total, (assignment, choice))
-        history.append((frontier, new_states))
+                    new_states[key] = (total, (assignment, kind))
+        history.append(new_states)
         frontier, states = keep, new_states
-    best_key = min(states, key=lambda key: states[key][0])
-    total = states[best_key][0]
-    model_parallel = np.zeros(layers, dtype=bool)
-    key = best_key
+    key = min(states, key=lambda key: states[key][0])
+    total = states[key][0]
+    types = [0] * layers
     for layer in range(layers - 1, -1, -1):
-        _, layer_states = history[layer]
-        assignment, choice = layer_states[key][1]
-        model_parallel[layer] = bool(choice)
-        key = assignment
-    return total, model_parallel
+        key, types[layer] = history[layer][key][1]
+    return total, types
 
 
 def level_bytes_of(costs, model_parallel):

@@ -86,6 +86,10 @@ def partition_handler(args):
         choices = strategy_choices(strategy, network, setup, array.levels)
         result["strategies"][strategy] = {"choices": format_choices(choices),
                                           "GB_per_step": traffic_of(network, setup, choices).total_bytes / 1e9}
+    if args.third_type:
+        from trainforge.sim.hypar import third_type
+        total, types = third_type.hierarchical_partition(network, setup, array.levels)
+        result["strategies"]["AccPar"] = {"choices": third_type.format_types(types), "GB_per_step": total / 1e9}
     lines = [f"{network.name}: layers {' '.join(network.names)}"]
     lines += [f"  {name:6s} {result['strategies'][name]['GB_per_step']:.4g} GB/step  "
               f"{' '.join(row['choices']) if (row := result['strategies'][name]) else ''}"
@@ -168,6 +172,8 @@ def register(subparsers):
                     "(trainforge networks list) or a .json/.yaml network file")
     partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
     partition.add_argument("network", help=network_help)
+    partition.add_argument("--third-type", action="store_true",
+                           help="add AccPar: three partition types per layer (2 = split C_out), see third_type.py")
     _common(partition)
     partition.set_defaults(func=partition_handler)
     simulate = commands.add_parser("simulate", help="simulate one training step")
