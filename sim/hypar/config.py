@@ -111,12 +111,14 @@ class NodeConfig:
         Default 16: Section 6.1 puts a unit in every vault, "Within an HMC
         vault (i.e., an Eyeriss accelerator and its local memory), we modeled
         the computation cost and the memory access between vaults"; the
-        paper does not state the vault count, and its HMC figures ("the DRAM
-        bandwidth is 320 GB/s and each HMC has 8 GB memory") are those of the
-        8-link HMC 1.0 cube, which has 16 vaults ("HMC 1.0 is composed of 4
-        DRAM dies partitioned into 16 vaults", NeuroTrainer paper, Section
-        3). The units split each layer's work evenly and share the HMC's DRAM
-        bandwidth; traffic between vaults is not modelled.
+        paper does not state the vault count. Its HMC figures ("the DRAM
+        bandwidth is 320 GB/s and each HMC has 8 GB memory") are the peak of
+        the 8-link HMC 1.0 cube, which has 16 vaults ("HMC 1.0 is composed of
+        4 DRAM dies partitioned into 16 vaults", NeuroTrainer paper, Section
+        3); the paper cites specification 2.1, whose vault count we did not
+        check, hence a parameter. The units split each layer's work evenly
+        and share the HMC's DRAM bandwidth; traffic between vaults is not
+        modelled.
     macs_per_cycle : float
         Multiply-accumulates per cycle of one unit, > 0. Paper: 168 PEs, one MAC each
         (168 x 250 MHz x 2 ops = 84 GOPS).
