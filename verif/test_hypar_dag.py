@@ -110,3 +110,18 @@ def test_dag_errors_name_the_layer():
         Network("bad", (fc("a", 4, 4), Layer("b", "fc", 4, 4, input_from="z")))
     with pytest.raises(ConfigError, match=r"^layer 'b': residual_from on a layer no other layer reads"):
         Network("bad", (fc("a", 4, 4), Layer("b", "fc", 4, 4, residual_from="a")))
+
+
+def test_timeline_waits_for_every_producer_and_reader():
+    """The residual network a, b, c (+a), d: d's forward transfer waits for a and c; a's backward waits for the
+    error transfers of both its readers, b and d."""
+    from trainforge.sim.hypar.simulator import _task_graph
+    deps = {name: set(needs) for name, _, _, needs in _task_graph(RESIDUAL)}
+    assert deps["fwd-transfer 3"] == {"fwd 2", "fwd-reduce 2", "fwd 0", "fwd-reduce 0"}
+    assert deps["bwd 0"] == deps["grad 0"] == {"bwd-transfer 1", "bwd-transfer 3"}
+    assert deps["bwd 3"] == {"fwd-reduce 3"}
+    chain = Network("chain", (fc("a", 4, 4), fc("b", 4, 4), fc("c", 4, 2)))
+    assert [name for name, *_ in _task_graph(chain)] == [
+        "fwd 0", "fwd-reduce 0", "fwd-transfer 1", "fwd 1", "fwd-reduce 1", "fwd-transfer 2", "fwd 2",
+        "fwd-reduce 2", "bwd 2", "grad 2", "grad-reduce 2", "bwd-transfer 2", "bwd 1", "grad 1", "grad-reduce 1",
+        "bwd-transfer 1", "bwd 0", "grad 0", "grad-reduce 0"]
