@@ -127,8 +127,9 @@ def test_producer_rule_is_the_gap_to_the_authors():
 
 
 def test_authors_figure_reports_the_same_numbers():
-    """``trainforge hypar figures --only fig8`` (``authors_partitioner``): the paper's (consumer) rule agrees with the authors' totals and
-    partitions under both partial-sum sizings; the producer rule is 11.5 % (AlexNet) and 6.1 % (VGG-A) above."""
+    """``trainforge hypar figures --only fig8`` (``authors_partitioner``): the paper's (consumer) rule agrees with
+    the authors' totals and partitions under both partial-sum sizings; the producer rule is 11.5 % (AlexNet) and
+    6.1 % (VGG-A) above."""
     from trainforge.sim.hypar.figures import AUTHORS_PARTITIONER, authors_partitioner
     assert {name: {strategy: AUTHORS_PARTITIONER[name][strategy] for strategy in AUTHORS[name]}
             for name in AUTHORS} == AUTHORS

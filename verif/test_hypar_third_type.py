@@ -9,7 +9,7 @@ from trainforge.sim.hypar import third_type
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, DAG_NETWORKS, builtin_network, fc
 from trainforge.sim.hypar.config import TrainingSetup
 from trainforge.sim.hypar.network import Network
-from trainforge.sim.hypar.partition import frontier_partition, hierarchical_partition, traffic_of
+from trainforge.sim.hypar.partition import frontier_partition, hierarchical_partition
 
 TWO = Network("two", (fc("a", 4, 6), fc("b", 6, 2)))
 SMALL = TrainingSetup(batch=2, bytes_per_element=1)

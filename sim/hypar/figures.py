@@ -14,7 +14,7 @@ import numpy as np
 
 from .builtins import BUILTIN_NETWORKS, builtin_network
 from .comm import LayerTensors
-from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig
+from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig, NodeConfig
 from .network import Network
 from .partition import enumerate_partitions, format_choices, hierarchical_partition, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
@@ -151,6 +151,15 @@ def authors_partitioner(setup):
             "source": "github.com/linghaosong/AccPar commit 8f28c36, HyPar mode, batch 256, 4 levels"}
 
 
+def describe_node(node_model):
+    """One line naming the node model of a timed figure (the roofline node with its units per HMC)."""
+    node = getattr(node_model, "node", None) if node_model is not None else NodeConfig()
+    if node_model is None or node is not None:
+        return (f"roofline node: {node.units_per_hmc} units/HMC x {node.macs_per_cycle:g} MACs at "
+                f"{node.frequency_hz / 1e6:g} MHz, {node.dram_bytes_per_second / 1e9:g} GB/s")
+    return f"{type(node_model).__name__} node"
+
+
 def fig6_7(setup, array, node_model=None):
     """Performance and energy efficiency of MP, DP, HyPar (and the trick), normalised to DP."""
     strategies = ("MP", "DP", "HyPar", "Trick")
@@ -162,7 +171,8 @@ def fig6_7(setup, array, node_model=None):
         efficiency[name] = [results["DP"].energy_joules / results[strategy].energy_joules for strategy in strategies]
     for table in (performance, efficiency):
         table["Gmean"] = [geometric_mean([row[index] for row in table.values()]) for index in range(len(strategies))]
-    return {"columns": list(strategies), "performance": performance, "energy_efficiency": efficiency,
+    return {"columns": list(strategies), "node": describe_node(node_model),
+            "performance": performance, "energy_efficiency": efficiency,
             "paper": {key: value for key, value in PAPER_PROSE.items() if key.startswith(("fig6", "fig7"))}}
 
 
@@ -293,7 +303,7 @@ def fig12(setup, array, node_model=None):
                                                            node_model=node_model).seconds
                       for topology, topology_array in (("torus", torus), ("htree", htree))}
     ours["Gmean"] = {key: geometric_mean([row[key] for row in ours.values()]) for key in ("torus", "htree")}
-    return {"ours": ours, "paper": {"Gmean": PAPER_PROSE["fig12_gmean"]}}
+    return {"node": describe_node(node_model), "ours": ours, "paper": {"Gmean": PAPER_PROSE["fig12_gmean"]}}
 
 
 def fig13(setup, array, node_model=None):
@@ -320,7 +330,7 @@ def fig13(setup, array, node_model=None):
     summary = {"performance_mean": geometric_mean([row["performance"] for row in ours]),
                "energy_mean": geometric_mean([row["energy_efficiency"] for row in ours]),
                "performance_max": max(row["performance"] for row in ours)}
-    return {"ours": ours, "ours_summary": summary, "paper": PAPER_PROSE["fig13"]}
+    return {"node": describe_node(node_model), "ours": ours, "ours_summary": summary, "paper": PAPER_PROSE["fig13"]}
 
 
 def nodes(setup, array, node_model=None):
@@ -428,7 +438,8 @@ def _plot_fig6_7(plt, data):
                      label=f"paper: HyPar on the other 8 networks, {low:g}-{high:g}x")
         axis.set_ylabel("performance over DP (x, log)" if key == "performance" else
                         "energy efficiency over DP (x, log)")
-        axis.set_title(title + ", H = 4 H tree, batch 256", fontsize=10)
+        axis.set_title(title + ", H = 4 H tree, batch 256" + (f"; {data['node']}" if "node" in data else ""),
+                       fontsize=10)
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1].set_xlabel("network (Gmean: geometric mean)")
     return figure
@@ -580,7 +591,8 @@ def _plot_fig12(plt, data):
     axis.axhline(1.0, color="grey", linewidth=0.8)
     axis.set_ylabel("performance over DP on the H tree (x, log)")
     axis.set_xlabel("network (Gmean: geometric mean)")
-    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256", fontsize=10)
+    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256"
+                   + (f"\n{data['node']}" if "node" in data else ""), fontsize=10)
     axis.legend(fontsize=8)
     return figure
 
@@ -604,7 +616,8 @@ def _plot_fig13(plt, data):
     axis.set_xticks(range(len(labels)), labels, fontsize=7)
     axis.set_ylabel("HyPar over the trick (x)")
     axis.set_xlabel("layer, mini-batch and accelerators")
-    axis.set_title("HyPar Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree", fontsize=10)
+    axis.set_title("HyPar Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree"
+                   + (f"\n{data['node']}" if "node" in data else ""), fontsize=10)
     axis.legend(fontsize=7, ncol=2, loc="upper left")
     axis.grid(axis="y", alpha=0.3)
     return figure
