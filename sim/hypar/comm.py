@@ -25,8 +25,10 @@ mp -> mp   0.5 A(E_{l+1})
 mp -> dp   0.5 A(E_{l+1})
 =========  ==============================================
 
-The inter-layer entry for the boundary between layers l-1 and l is charged to
-layer l. Two conventions (``TrainingSetup.inter_layer``):
+The inter-layer entry for the edge into layer l from the layer it reads (layer
+l-1 in a chain; ``input_from`` and residual sources in a network with
+branches, see :class:`LevelCosts`) is charged to layer l. Two conventions
+(``TrainingSetup.inter_layer``):
 
 * ``"consumer"`` (default, the paper's): Algorithm 1 step 1 builds each
   layer's F_l and E_l, and Table 2 charges the transition into the consumer
