@@ -12,12 +12,14 @@ are configurations A to E of ref. [105] at 224x224.
 from .network import Layer, Network
 
 
-def conv(name, in_channels, out_channels, kernel, size, stride=1, padding=0, pool=0, pool_stride=0):
+def conv(name, in_channels, out_channels, kernel, size, stride=1, padding=0, pool=0, pool_stride=0,
+         input_from=None, residual_from=None):
     """A square convolution whose output size is derived from the input size."""
     out = (size + 2 * padding - kernel) // stride + 1
     return Layer(name=name, kind="conv", in_channels=in_channels, out_channels=out_channels, kernel=kernel,
                  in_height=size, in_width=size, out_height=out, out_width=out, stride=stride, padding=padding,
-                 pool_kernel=pool, pool_stride=pool_stride or pool)
+                 pool_kernel=pool, pool_stride=pool_stride or pool, input_from=input_from,
+                 residual_from=residual_from)
 
 
 def fc(name, inputs, outputs):
@@ -111,6 +113,61 @@ BUILTIN_NETWORKS = {
 }
 
 
+def _resnet_stem():
+    """conv1 7x7/2 on 224x224 and its 3x3/2 max pooling, written as 2x2/2 (the same 56x56 output; HyPar's
+    pooling has no padding)."""
+    return [conv("conv1", 3, 64, 7, 224, stride=2, padding=3, pool=2)]
+
+
+def resnet18():
+    """ResNet-18 (He et al. 2016, torchvision): basic blocks, 1x1/2 projections where the shape changes."""
+    layers = _resnet_stem()
+    last, channels, size = "conv1", 64, 56
+    for stage, width in enumerate((64, 128, 256, 512), start=2):
+        for block in range(2):
+            stride = 2 if stage > 2 and block == 0 else 1
+            prefix = f"conv{stage}_{block + 1}"
+            shortcut = last
+            if stride != 1 or channels != width:
+                shortcut = f"{prefix}_proj"
+                layers.append(conv(shortcut, channels, width, 1, size, stride=stride, input_from=last))
+            layers.append(conv(f"{prefix}a", channels, width, 3, size, stride=stride, padding=1, input_from=last))
+            size //= stride
+            final = stage == 5 and block == 1
+            layers.append(conv(f"{prefix}b", width, width, 3, size, padding=1, residual_from=shortcut,
+                               pool=7 if final else 0))  # the global 7x7 average pooling, after the sum
+            last, channels = f"{prefix}b", width
+    layers.append(fc("fc", 512, 1000))
+    return Network("ResNet-18", tuple(layers))
+
+
+def resnet50():
+    """ResNet-50 (torchvision, v1.5: the stride in the 3x3 convolution): bottleneck blocks, projections."""
+    layers = _resnet_stem()
+    last, channels, size = "conv1", 64, 56
+    for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3)), start=2):
+        for block in range(blocks):
+            stride = 2 if stage > 2 and block == 0 else 1
+            prefix = f"conv{stage}_{block + 1}"
+            shortcut = last
+            if block == 0:
+                shortcut = f"{prefix}_proj"
+                layers.append(conv(shortcut, channels, 4 * width, 1, size, stride=stride, input_from=last))
+            layers.append(conv(f"{prefix}a", channels, width, 1, size, input_from=last))
+            layers.append(conv(f"{prefix}b", width, width, 3, size, stride=stride, padding=1))
+            size //= stride
+            final = stage == 5 and block == blocks - 1
+            layers.append(conv(f"{prefix}c", width, 4 * width, 1, size, residual_from=shortcut,
+                               pool=7 if final else 0))
+            last, channels = f"{prefix}c", 4 * width
+    layers.append(fc("fc", 2048, 1000))
+    return Network("ResNet-50", tuple(layers))
+
+
+#: Built-in networks with residual connections (not in the paper's figures).
+DAG_NETWORKS = {"ResNet-18": resnet18, "ResNet-50": resnet50}
+
+
 def builtin_network(name):
     """The built-in network ``name`` (case-insensitive).
 
@@ -119,7 +176,7 @@ def builtin_network(name):
     KeyError
         For an unknown name; the message lists the known ones.
     """
-    for known, build in BUILTIN_NETWORKS.items():
+    for known, build in {**BUILTIN_NETWORKS, **DAG_NETWORKS}.items():
         if known.lower() == name.lower():
             return build()
-    raise KeyError(f"unknown network {name!r}; built-ins: {', '.join(BUILTIN_NETWORKS)}")
+    raise KeyError(f"unknown network {name!r}; built-ins: {', '.join([*BUILTIN_NETWORKS, *DAG_NETWORKS])}")

@@ -7,8 +7,10 @@ leading batch of partitions):
 * W_l, dW_l: kernel and gradient, ``C_in x C_out x K x K``.
 * F_{l+1}, E_{l+1}: output feature map and its error. Two sizes matter: the
   partial sums a model-parallel layer exchanges are taken *before* pooling
-  (max pooling does not commute with a sum of partial sums), and the tensors
-  handed to the next layer are taken *after* pooling.
+  (max pooling does not commute with a sum of partial sums; the default,
+  ``TrainingSetup.mp_partial_sums = "pre_pooling"``), and the tensors handed
+  to the next layer are taken *after* pooling. ``"post_pooling"`` sizes the
+  partial sums after pooling, as the authors' public partitioner does.
 
 Communication between the two groups of one level (Tables 1 and 2), in
 elements, counted for *both* groups (each side fetches its half from the
@@ -23,9 +25,25 @@ mp -> mp   0.5 A(E_{l+1})
 mp -> dp   0.5 A(E_{l+1})
 =========  ==============================================
 
-The inter-layer entry for the boundary between layers l-1 and l is charged to
-layer l and uses the R tensors of layer l-1 (its post-pooling output), in
-layer l-1's current shape.
+The inter-layer entry for the edge into layer l from the layer it reads (layer
+l-1 in a chain; ``input_from`` and residual sources in a network with
+branches, see :class:`LevelCosts`) is charged to layer l. Two conventions
+(``TrainingSetup.inter_layer``):
+
+* ``"consumer"`` (default, the paper's): Algorithm 1 step 1 builds each
+  layer's F_l and E_l, and Table 2 charges the transition into the consumer
+  with A(F) and A(E) of the consumer's L tensors, i.e. layer l's input map and
+  error in layer l's *current* shape (its own batch share and C_in share).
+  Every mp level above halves the consumer's C_in, so below an mp level the
+  boundary shrinks with it. This is what each group *needs*.
+* ``"producer"``: the R tensors of layer l-1 (its post-pooling output) in
+  layer l-1's current shape. Physical argument: model parallelism splits
+  layer l-1's kernel along C_in, so below an mp level of layer l-1 each group
+  still holds the *whole* reduced output F_{l+1}; a re-layout has to move
+  quarters and halves of what the groups hold, which does not shrink with
+  the consumer's C_in share. This is what each group *holds*; it is the
+  larger of the two whenever the consumer was mp above (10-12 % more traffic
+  for AlexNet and VGG-A under HyPar).
 
 Model parallelism splits the kernel along its *input* dimension (Section
 3.1.2: ``[32x35] x [35x100]`` gives partial sums of the full ``[32x100]``
@@ -88,9 +106,12 @@ class LayerTensors:
 class LevelCosts:
     """Communication of one level between its two groups, in bytes, per layer.
 
-    Every array has shape ``(..., L)``; the ``into_*`` arrays are the inter-
-    layer costs of the boundary *into* layer l (zero for l = 0), split into
-    the forward (feature map) and backward (error) parts.
+    Every array has shape ``(..., L)``; the inter-layer arrays are the costs
+    of the edge *into* layer l from the layer it reads (zero for a layer
+    reading the network input), split into the forward (feature map) and
+    backward (error) parts. A network with residual connections adds one
+    more edge per (residual source, reader of the sum), charged to the
+    reader, with the same Table 2 amounts (:meth:`transfers`).
 
     Parameters
     ----------
@@ -100,6 +121,12 @@ class LevelCosts:
         The 0.25 A(F) and 0.25 A(E) halves of Table 2's dp -> mp.
     mp_to_any_backward : numpy.ndarray
         Table 2's 0.5 A(E) of mp -> mp and mp -> dp.
+    main_producer : numpy.ndarray of int, optional
+        The layer each layer reads (-1: the input); ``None`` for a chain.
+    residual_producer, residual_consumer : numpy.ndarray of int, optional
+        The residual edges (source layer, reader), shape (R,).
+    residual_boundary : numpy.ndarray, optional
+        Both sides' bytes of each residual edge's tensor, shape (..., R).
     """
 
     intra_dp: np.ndarray
@@ -107,38 +134,91 @@ class LevelCosts:
     dp_mp_forward: np.ndarray
     dp_mp_backward: np.ndarray
     mp_to_any_backward: np.ndarray
+    main_producer: np.ndarray = None
+    residual_producer: np.ndarray = None
+    residual_consumer: np.ndarray = None
+    residual_boundary: np.ndarray = None
 
     @classmethod
-    def of(cls, tensors, setup):
-        """Costs from :class:`LayerTensors` (one group's shapes)."""
+    def of(cls, tensors, setup, network=None):
+        """Costs from :class:`LayerTensors` (one group's shapes), under ``setup``'s conventions.
+
+        ``network`` gives the edges; without it (or for a chain) layer l reads layer l-1.
+        """
         scale = BOTH_SIDES * setup.bytes_per_element
-
-        def into(previous_output):
-            shifted = np.zeros_like(previous_output)
-            shifted[..., 1:] = previous_output[..., :-1]
-            return shifted
-
-        boundary = into(tensors.output_map) * scale
+        chain = network is None or network.is_chain
+        layers = np.shape(tensors.input_map)[-1]
+        producer = np.arange(layers) - 1 if chain else network.main_producer
+        reads_input = producer < 0
+        source = np.where(reads_input, 0, producer)
+        if setup.inter_layer == "consumer":
+            boundary = np.where(reads_input, 0.0, tensors.input_map)
+        else:
+            output_map = np.broadcast_to(tensors.output_map, np.broadcast_shapes(np.shape(tensors.output_map),
+                                                                                  np.shape(tensors.input_map)))
+            boundary = np.where(reads_input, 0.0, output_map[..., source])
+        boundary = boundary * scale
+        partial_sums = tensors.partial_sums if setup.mp_partial_sums == "pre_pooling" else tensors.output_map
+        extra = {}
+        if not chain and network.residual_edges:
+            residual_producer, residual_consumer = (np.array(side, dtype=np.int64)
+                                                    for side in zip(*network.residual_edges))
+            sized = tensors.input_map[..., residual_consumer] if setup.inter_layer == "consumer" \
+                else tensors.output_map[..., residual_producer]
+            extra = {"residual_producer": residual_producer, "residual_consumer": residual_consumer,
+                     "residual_boundary": sized * scale}
         return cls(
             intra_dp=tensors.weights * scale,
-            intra_mp=tensors.partial_sums * scale,
+            intra_mp=partial_sums * scale,
             dp_mp_forward=0.25 * boundary,
             dp_mp_backward=0.25 * boundary,
             mp_to_any_backward=0.5 * boundary,
+            main_producer=None if chain else producer,
+            **extra,
         )
 
     def inter(self, previous_mp, current_mp):
-        """Inter-layer bytes (forward part, backward part) into each layer.
+        """Inter-layer bytes (forward part, backward part) into each layer from the layer it reads.
 
         Parameters
         ----------
         previous_mp, current_mp : numpy.ndarray of bool
-            Model parallelism of layer l-1 and of layer l, shape ``(..., L)``
-            (``previous_mp[..., 0]`` is ignored: its cost is zero).
+            Model parallelism of the layer each layer reads (layer l-1 in a
+            chain) and of the layer itself, shape ``(..., L)`` (ignored where
+            a layer reads the input: its cost is zero).
         """
         dp_to_mp = ~previous_mp & current_mp
         forward = np.where(dp_to_mp, self.dp_mp_forward, 0.0)
         backward = np.where(dp_to_mp, self.dp_mp_backward, np.where(previous_mp, self.mp_to_any_backward, 0.0))
+        return forward, backward
+
+    def producer_mp(self, model_parallel):
+        """Model parallelism of the layer each layer reads (False where it reads the input)."""
+        if self.main_producer is None:
+            previous = np.zeros_like(model_parallel)
+            previous[..., 1:] = model_parallel[..., :-1]
+            return previous
+        return np.where(self.main_producer < 0, False, model_parallel[..., np.maximum(self.main_producer, 0)])
+
+    def transfers(self, model_parallel):
+        """All inter-layer bytes (forward part, backward part) charged to each layer, shape ``(..., L)``.
+
+        The main edges of :meth:`inter` plus, for each residual edge (r, k),
+        Table 2 between r's and k's choices on the residual tensor, charged to k.
+        """
+        forward, backward = self.inter(self.producer_mp(model_parallel), model_parallel)
+        if self.residual_producer is None:
+            return forward, backward
+        forward, backward = forward.copy(), backward.copy()
+        source = model_parallel[..., self.residual_producer]
+        reader = model_parallel[..., self.residual_consumer]
+        dp_to_mp = ~source & reader
+        quarter = 0.25 * self.residual_boundary
+        edge_forward = np.where(dp_to_mp, quarter, 0.0)
+        edge_backward = np.where(dp_to_mp, quarter, np.where(source, 2 * quarter, 0.0))
+        for edge, consumer in enumerate(self.residual_consumer.tolist()):
+            forward[..., consumer] += edge_forward[..., edge]
+            backward[..., consumer] += edge_backward[..., edge]
         return forward, backward
 
 

@@ -8,13 +8,15 @@ bars is reconstructed in ``PAPER_FIG8`` and explained in README.md).
 Every builder takes the simulated ``node_model`` (default: the roofline
 node); ``nodes`` compares the node models of :mod:`trainforge.sim.hypar.nodes`.
 """
+import dataclasses
+
 import numpy as np
 
 from .builtins import BUILTIN_NETWORKS, builtin_network
 from .comm import LayerTensors
-from .config import ArrayConfig, TrainingSetup
+from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig, NodeConfig
 from .network import Network
-from .partition import enumerate_partitions, format_choices, strategy_choices, traffic_of
+from .partition import enumerate_partitions, format_choices, hierarchical_partition, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
 from trainforge.outputs import save_figure
 
@@ -57,16 +59,105 @@ def fig5(setup, array, node_model=None):
                      for name, network in _networks().items()}}
 
 
-def fig8(setup, array, node_model=None):
-    """Communication per step, GB, for MP, DP and HyPar."""
+def _fig8_table(setup, levels):
     ours = {}
     for name, network in _networks().items():
         ours[name] = [float(traffic_of(network, setup, strategy_choices(strategy, network, setup,
-                                                                        array.levels)).total_bytes / 1e9)
+                                                                        levels)).total_bytes / 1e9)
                       for strategy in STRATEGIES]
     ours["Gmean"] = [geometric_mean([row[index] for row in ours.values()]) for index in range(3)]
-    return {"columns": list(STRATEGIES), "unit": "GB per step", "ours": ours,
-            "paper": {name: list(values) for name, values in PAPER_FIG8.items()}}
+    return ours
+
+
+#: How every traffic figure counts: both groups of a pair fetch their half (twice the authors' com_cost).
+DIRECTIONS = ("both directions: each group of a pair fetches its missing half, so a level's traffic is twice "
+              "Tables 1/2 (the paper's worked 56 KB example; the authors' partitioner counts one group)")
+
+
+def fig8(setup, array, node_model=None):
+    """Communication per step, GB, for MP, DP and HyPar, with mp partial sums before and after pooling.
+
+    ``ours`` uses ``setup``'s conventions; ``by_mp_partial_sums`` gives the
+    table under both sizings (pre-pooling, the physically right default, and
+    post-pooling, the authors' partitioner's), the other conventions kept.
+    """
+    by_sizing = {sizing: _fig8_table(dataclasses.replace(setup, mp_partial_sums=sizing), array.levels)
+                 for sizing in PARTIAL_SUM_SIZES}
+    return {"columns": list(STRATEGIES), "unit": "GB per step", "directions": DIRECTIONS,
+            "inter_layer": setup.inter_layer, "mp_partial_sums": setup.mp_partial_sums,
+            "ours": by_sizing[setup.mp_partial_sums], "by_mp_partial_sums": by_sizing,
+            "paper": {name: list(values) for name, values in PAPER_FIG8.items()},
+            "authors_partitioner": authors_partitioner(setup),
+            "third_type": third_type_comparison(setup, array.levels)}
+
+
+def third_type_comparison(setup, levels):
+    """HyPar's two partition types against three (AccPar's type III added), GB per step, per network.
+
+    The ten networks of the paper and the built-in ResNets (``"residual": true``), under ``setup``'s conventions.
+    """
+    from .builtins import DAG_NETWORKS
+    from . import third_type
+    rows = {}
+    for name, network in {**_networks(), **{name: build() for name, build in DAG_NETWORKS.items()}}.items():
+        two_total, two = hierarchical_partition(network, setup, levels)
+        three_total, three = third_type.hierarchical_partition(network, setup, levels)
+        rows[name] = {"residual": not network.is_chain, "HyPar_GB": float(two_total / 1e9),
+                      "three_types_GB": float(three_total / 1e9),
+                      "change_percent": float(100.0 * (three_total / two_total - 1.0)),
+                      "HyPar_levels": format_choices(two), "three_types_levels": third_type.format_types(three)}
+    return {"unit": "GB per step", "directions": DIRECTIONS, "levels": levels, "networks": rows,
+            "legend": "levels: one digit per layer, 0 = dp (batch), 1 = mp (C_in), 2 = type III (C_out)"}
+
+
+#: The authors' public partitioner (github.com/linghaosong/AccPar, commit 8f28c36, HyPar mode: h_partition with
+#: two types) on its Alexnet.txt and Vgg11.txt (= VGG-A), main.cpp set to batch 256 and 4 levels:
+#: total = sum_h 2^h com_cost[h], elements fetched by one group (one direction), and its partition (every level).
+#: MP is every layer type II (mp) at every level, as print_partitions counts it. The authors' Alexnet.txt differs
+#: from our AlexNet in its conv feature maps (conv1 out 55x55 unpooled, conv2 in 55x55 out 27x27), which only
+#: MP's partial sums see; its Vgg11.txt gives post-pooling outputs, our VGG-A's.
+AUTHORS_PARTITIONER = {
+    "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111"),
+                "MP": (2_720_462_848, "11111111")},
+    "VGG-A": {"DP": (1_992_770_880, "00000000000"), "HyPar": (190_602_560, "00000000111"),
+              "MP": (12_377_167_872, "11111111111")},
+}
+
+
+def authors_partitioner(setup):
+    """Ours against the authors' partitioner: AlexNet and VGG-A, H = 4, batch 256, every convention.
+
+    The authors' totals are converted to ours: x 2 (both groups) x ``setup.bytes_per_element``.
+    ``setup``'s batch and conventions are not used (the authors' numbers are for batch 256, H = 4;
+    every convention is listed).
+    """
+    rows = []
+    for name, strategies in AUTHORS_PARTITIONER.items():
+        network = builtin_network(name)
+        for strategy, (elements, partition) in strategies.items():
+            theirs = 2 * setup.bytes_per_element * elements / 1e9
+            for inter_layer in INTER_LAYER_CONVENTIONS:
+                for sizing in PARTIAL_SUM_SIZES:
+                    convention = dataclasses.replace(setup, batch=256, inter_layer=inter_layer,
+                                                     mp_partial_sums=sizing)
+                    choices = strategy_choices(strategy, network, convention, 4)
+                    ours = float(traffic_of(network, convention, choices).total_bytes / 1e9)
+                    rows.append({"network": name, "strategy": strategy, "inter_layer": inter_layer,
+                                 "mp_partial_sums": sizing, "ours_GB": ours, "authors_GB": theirs,
+                                 "difference_percent": 100.0 * (ours / theirs - 1.0),
+                                 "ours_partition": format_choices(choices), "authors_partition": [partition] * 4,
+                                 "same_partition": format_choices(choices) == [partition] * 4})
+    return {"directions": DIRECTIONS, "levels": 4, "batch": 256, "rows": rows,
+            "source": "github.com/linghaosong/AccPar commit 8f28c36, HyPar mode, batch 256, 4 levels"}
+
+
+def describe_node(node_model):
+    """One line naming the node model of a timed figure (the roofline node with its units per HMC)."""
+    node = getattr(node_model, "node", None) if node_model is not None else NodeConfig()
+    if node_model is None or node is not None:
+        return (f"roofline node: {node.units_per_hmc} units/HMC x {node.macs_per_cycle:g} MACs at "
+                f"{node.frequency_hz / 1e6:g} MHz, {node.dram_bytes_per_second / 1e9:g} GB/s")
+    return f"{type(node_model).__name__} node"
 
 
 def fig6_7(setup, array, node_model=None):
@@ -80,7 +171,8 @@ def fig6_7(setup, array, node_model=None):
         efficiency[name] = [results["DP"].energy_joules / results[strategy].energy_joules for strategy in strategies]
     for table in (performance, efficiency):
         table["Gmean"] = [geometric_mean([row[index] for row in table.values()]) for index in range(len(strategies))]
-    return {"columns": list(strategies), "performance": performance, "energy_efficiency": efficiency,
+    return {"columns": list(strategies), "node": describe_node(node_model),
+            "performance": performance, "energy_efficiency": efficiency,
             "paper": {key: value for key, value in PAPER_PROSE.items() if key.startswith(("fig6", "fig7"))}}
 
 
@@ -211,7 +303,7 @@ def fig12(setup, array, node_model=None):
                                                            node_model=node_model).seconds
                       for topology, topology_array in (("torus", torus), ("htree", htree))}
     ours["Gmean"] = {key: geometric_mean([row[key] for row in ours.values()]) for key in ("torus", "htree")}
-    return {"ours": ours, "paper": {"Gmean": PAPER_PROSE["fig12_gmean"]}}
+    return {"node": describe_node(node_model), "ours": ours, "paper": {"Gmean": PAPER_PROSE["fig12_gmean"]}}
 
 
 def fig13(setup, array, node_model=None):
@@ -222,7 +314,7 @@ def fig13(setup, array, node_model=None):
         layer = vgg_e.layers[vgg_e.names.index(layer_name)]
         network = Network(f"VGG-E {layer_name}", (layer,))
         for batch in (32, 4096):
-            batch_setup = TrainingSetup(batch=batch, bytes_per_element=setup.bytes_per_element)
+            batch_setup = dataclasses.replace(setup, batch=batch)
             tensors = LayerTensors.of(network, batch_setup)
             for levels in (2, 3, 4):
                 level_array = ArrayConfig(levels=levels, topology=array.topology,
@@ -238,7 +330,7 @@ def fig13(setup, array, node_model=None):
     summary = {"performance_mean": geometric_mean([row["performance"] for row in ours]),
                "energy_mean": geometric_mean([row["energy_efficiency"] for row in ours]),
                "performance_max": max(row["performance"] for row in ours)}
-    return {"ours": ours, "ours_summary": summary, "paper": PAPER_PROSE["fig13"]}
+    return {"node": describe_node(node_model), "ours": ours, "ours_summary": summary, "paper": PAPER_PROSE["fig13"]}
 
 
 def nodes(setup, array, node_model=None):
@@ -346,30 +438,57 @@ def _plot_fig6_7(plt, data):
                      label=f"paper: HyPar on the other 8 networks, {low:g}-{high:g}x")
         axis.set_ylabel("performance over DP (x, log)" if key == "performance" else
                         "energy efficiency over DP (x, log)")
-        axis.set_title(title + ", H = 4 H tree, batch 256", fontsize=10)
+        axis.set_title(title + ", H = 4 H tree, batch 256" + (f"; {data['node']}" if "node" in data else ""),
+                       fontsize=10)
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1].set_xlabel("network (Gmean: geometric mean)")
     return figure
 
 
 def _plot_fig8(plt, data):
-    figure, axis = plt.subplots(figsize=(12, 5))
-    names = list(data["ours"])
-    series = []
-    for index, strategy in enumerate(data["columns"]):
-        series.append((f"{strategy} ours", [data["ours"][n][index] for n in names], COLOURS[strategy], None))
-        series.append((f"{strategy} paper", [data["paper"][n][index] for n in names], COLOURS[strategy], "///"))
-    _bar_groups(axis, names, series)
-    for patch in axis.patches:
-        if patch.get_hatch():
-            patch.set_alpha(0.55)
-    axis.set_ylabel("communication per training step (GB, log)")
-    axis.set_xlabel("network (Gmean: geometric mean)")
-    axis.set_title("HyPar Fig. 8: total communication per step, H = 4 (16 accelerators), batch 256, fp32 - ours (solid) vs "
-                   "paper (hatched)\npaper labels of VGG-B..E reassigned by their DP value (= weight count)",
-                   fontsize=10)
-    axis.legend(fontsize=7, ncol=3)
+    tables = data.get("by_mp_partial_sums", {data.get("mp_partial_sums", "pre_pooling"): data["ours"]})
+    panels = len(tables) + ("authors_partitioner" in data)
+    figure, axes = plt.subplots(panels, 1, figsize=(12, 4.5 * panels), squeeze=False)
+    if "authors_partitioner" in data:
+        _plot_authors(axes[-1, 0], data["authors_partitioner"])
+    for axis, (sizing, table) in zip(axes[:, 0], tables.items()):
+        names = list(table)
+        series = []
+        for index, strategy in enumerate(data["columns"]):
+            series.append((f"{strategy} ours", [table[n][index] for n in names], COLOURS[strategy], None))
+            series.append((f"{strategy} paper", [data["paper"][n][index] for n in names], COLOURS[strategy], "///"))
+        _bar_groups(axis, names, series)
+        for patch in axis.patches:
+            if patch.get_hatch():
+                patch.set_alpha(0.55)
+        axis.set_ylabel("communication per step (GB, log)")
+        axis.set_title(f"mp partial sums {sizing.replace('_', '-')}, inter-layer rule: {data.get('inter_layer', '-')}",
+                       fontsize=9)
+        axis.legend(fontsize=7, ncol=3)
+    axes[len(tables) - 1, 0].set_xlabel("network (Gmean: geometric mean)")
+    figure.suptitle("HyPar Fig. 8: total communication per step (both directions), H = 4 (16 accelerators), "
+                    "batch 256, fp32 - ours (solid) vs paper (hatched)\n"
+                    "paper labels of VGG-B..E reassigned by their DP value (= weight count)", fontsize=10)
     return figure
+
+
+def _plot_authors(axis, data):
+    rows = data["rows"]
+    groups = sorted({(r["network"], r["strategy"]) for r in rows}, key=lambda g: (g[0], g[1]))
+    conventions = [(i, s) for i in INTER_LAYER_CONVENTIONS for s in PARTIAL_SUM_SIZES]
+    names = [f"{network} {strategy}" for network, strategy in groups]
+    series = [("authors' partitioner", [next(r["authors_GB"] for r in rows if (r["network"], r["strategy"]) == g)
+                                        for g in groups], "black", None)]
+    for (inter_layer, sizing), colour in zip(conventions, ("tab:green", "tab:olive", "tab:red", "tab:pink")):
+        series.append((f"ours: {inter_layer}, {sizing.replace('_', '-')}",
+                       [next(r["ours_GB"] for r in rows if (r["network"], r["strategy"]) == g
+                             and r["inter_layer"] == inter_layer and r["mp_partial_sums"] == sizing)
+                        for g in groups], colour, None))
+    _bar_groups(axis, names, series)
+    axis.set_ylabel("communication per step (GB, log)")
+    axis.set_title("ours vs the authors' partitioner (AccPar, HyPar mode), AlexNet and VGG-A, H = 4, batch 256, fp32",
+                   fontsize=9)
+    axis.legend(fontsize=7)
 
 
 def _heat_map(figure, axis, grid, keys, marks):
@@ -472,7 +591,8 @@ def _plot_fig12(plt, data):
     axis.axhline(1.0, color="grey", linewidth=0.8)
     axis.set_ylabel("performance over DP on the H tree (x, log)")
     axis.set_xlabel("network (Gmean: geometric mean)")
-    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256", fontsize=10)
+    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256"
+                   + (f"\n{data['node']}" if "node" in data else ""), fontsize=10)
     axis.legend(fontsize=8)
     return figure
 
@@ -496,7 +616,8 @@ def _plot_fig13(plt, data):
     axis.set_xticks(range(len(labels)), labels, fontsize=7)
     axis.set_ylabel("HyPar over the trick (x)")
     axis.set_xlabel("layer, mini-batch and accelerators")
-    axis.set_title("HyPar Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree", fontsize=10)
+    axis.set_title("HyPar Fig. 13: HyPar over the trick (conv dp, fc mp), VGG-E conv5_4 and fc3 alone, H tree"
+                   + (f"\n{data['node']}" if "node" in data else ""), fontsize=10)
     axis.legend(fontsize=7, ncol=2, loc="upper left")
     axis.grid(axis="y", alpha=0.3)
     return figure

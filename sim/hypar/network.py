@@ -1,17 +1,24 @@
 """Network descriptions: weighted layers only, with shape checks.
 
-A network is a chain of weighted layers, convolution (``"conv"``) or fully
-connected (``"fc"``). Unweighted layers are folded in: activations are
-element-wise and cost no communication; pooling is a property of the
-convolution it follows (``pool_kernel``, ``pool_stride``).
+A network is a list of weighted layers in forward (topological) order,
+convolution (``"conv"``) or fully connected (``"fc"``). Each layer reads the
+output of the layer before it, or of an earlier layer named by
+``input_from``; ``residual_from`` adds an earlier layer's output to the
+layer's output (a residual connection: the sum is what the layer's readers
+get). Without either field the network is a chain, the paper's case.
+Unweighted layers are folded in: activations are element-wise and cost no
+communication; pooling is a property of the convolution it follows
+(``pool_kernel``, ``pool_stride``); a residual sum is taken before the
+layer's pooling.
 
 Networks come from the Python API (:class:`Layer`, :class:`Network`), from
 network files in the one format of :mod:`trainforge.spec.network` (JSON or
 YAML; :func:`load_network`, converted by :func:`from_spec`), or from the
-built-ins in :mod:`trainforge.sim.hypar.builtins`. HyPar takes chains of
-``conv`` and ``fc`` layers: no ``lstm``, no grouped convolution, no
-``input_from``/``residual_from`` branch, no pooling padding; ``aux``
-operations are element-wise and ignored.
+built-ins in :mod:`trainforge.sim.hypar.builtins`. HyPar takes ``conv``
+and ``fc`` layers: no ``lstm``, no grouped convolution, no pooling padding;
+``aux`` operations other than ``residual`` are element-wise and ignored.
+Concatenations (a layer reading several outputs) are not expressible in the
+format and not modelled.
 
 :meth:`Network.to_dict` and :meth:`Network.from_dict` are that format's
 subset HyPar uses: for ``fc`` layers ``in_channels``/``out_channels`` are the
@@ -51,6 +58,11 @@ class Layer:
         Convolution stride (>= 1) and zero padding (0..kernel-1).
     pool_kernel, pool_stride : int
         Max pooling after the layer; ``pool_kernel=0`` means none.
+    input_from : str or None
+        The earlier layer whose output this layer reads (``None``: the previous layer).
+    residual_from : str or None
+        The earlier layer whose (pooled) output is added to this layer's
+        output before its pooling (``None``: no residual connection).
     """
 
     name: str
@@ -66,6 +78,8 @@ class Layer:
     padding: int = 0
     pool_kernel: int = 0
     pool_stride: int = 0
+    input_from: str = None
+    residual_from: str = None
 
     def __post_init__(self):
         where = f"layer {self.name!r}"
@@ -127,6 +141,11 @@ class Layer:
         if self.kind == "fc":
             for key in _SPATIAL_KEYS:
                 record.pop(key)
+        for key in ("input_from", "residual_from"):
+            if record[key] is None:
+                record.pop(key)
+        if self.residual_from is not None:
+            record["aux"] = ["residual"]
         return record
 
 
@@ -145,11 +164,18 @@ class Network:
     ----------
     arrays : LayerArrays
         The per-layer sizes as numpy vectors (built once).
+    main_producer : numpy.ndarray of int, shape (L,)
+        Index of the layer each layer reads (-1: the network input).
+    residual_edges : tuple of (int, int)
+        ``(r, k)``: layer r's output joins layer k's input through a
+        residual sum (r is a ``residual_from`` of a layer that k reads).
     """
 
     name: str
     layers: tuple
     arrays: "LayerArrays" = field(init=False, repr=False, compare=False)
+    main_producer: np.ndarray = field(init=False, repr=False, compare=False)
+    residual_edges: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
@@ -159,9 +185,39 @@ class Network:
         duplicate = next((layer.name for layer in self.layers if layer.name in seen or seen.add(layer.name)), None)
         if duplicate is not None:
             raise ConfigError(f"layer {duplicate!r}: the name is used twice")
-        for previous, layer in zip(self.layers, self.layers[1:]):
-            _check_link(previous, layer)
+        index_of = {}
+        producers = []
+        for index, layer in enumerate(self.layers):
+            producer = index - 1
+            for key in ("input_from", "residual_from"):
+                named = getattr(layer, key)
+                if named is not None and named not in index_of:
+                    raise ConfigError(f"layer {layer.name!r}: {key}={named!r} is not an earlier layer")
+            if layer.input_from is not None:
+                producer = index_of[layer.input_from]
+            if producer >= 0:
+                _check_link(self.layers[producer], layer)
+            if layer.residual_from is not None:
+                _check_residual(self.layers[index_of[layer.residual_from]], layer)
+            producers.append(producer)
+            index_of[layer.name] = index
+        edges = []
+        for index, layer in enumerate(self.layers):
+            if layer.residual_from is None:
+                continue
+            readers = [reader for reader, producer in enumerate(producers) if producer == index]
+            if not readers:
+                raise ConfigError(f"layer {layer.name!r}: residual_from on a layer no other layer reads "
+                                  f"is not supported")
+            edges += [(index_of[layer.residual_from], reader) for reader in readers]
+        object.__setattr__(self, "main_producer", np.array(producers, dtype=np.int64))
+        object.__setattr__(self, "residual_edges", tuple(edges))
         object.__setattr__(self, "arrays", LayerArrays.of(self.layers))
+
+    @property
+    def is_chain(self):
+        """True when every layer reads the previous one and there is no residual connection."""
+        return not self.residual_edges and bool((self.main_producer == np.arange(len(self.layers)) - 1).all())
 
     def __len__(self):
         return len(self.layers)
@@ -199,6 +255,15 @@ def _check_link(previous, layer):
     if layer.in_channels != produced:
         raise ConfigError(f"{where}: in_channels={layer.in_channels} but layer "
                           f"{previous.name!r} produces {produced} values")
+
+
+def _check_residual(source, layer):
+    """The residual sum adds ``source``'s pooled output to ``layer``'s output before pooling."""
+    given = (source.out_channels, source.pooled_height, source.pooled_width)
+    wanted = (layer.out_channels, layer.out_height, layer.out_width)
+    if given != wanted:
+        raise ConfigError(f"layer {layer.name!r}: residual_from={source.name!r} gives {given[0]} x {given[1]}x"
+                          f"{given[2]}, the layer's output is {wanted[0]} x {wanted[1]}x{wanted[2]}")
 
 
 @dataclass(frozen=True)
@@ -247,8 +312,6 @@ _UNSUPPORTED = (
     ("groups", 1, "ungrouped convolutions"),
     ("pool_padding", 0, "pooling without padding"),
     ("timesteps", 1, "layers applied once (timesteps 1)"),
-    ("input_from", None, "a chain of layers, each reading the previous one"),
-    ("residual_from", None, "a chain of layers without residual connections"),
 )
 
 
@@ -280,7 +343,8 @@ def from_spec(description, source=None):
                                   f"(layer {layer.name!r})")
         spatial = {key: getattr(layer, key) for key in _SPATIAL_KEYS} if layer.kind == "conv" else {}
         layers.append(Layer(name=layer.name, kind=layer.kind, in_channels=layer.in_channels,
-                            out_channels=layer.out_channels, **spatial))
+                            out_channels=layer.out_channels, input_from=layer.input_from,
+                            residual_from=layer.residual_from, **spatial))
     try:
         return Network(name=description.name, layers=tuple(layers))
     except ConfigError as error:

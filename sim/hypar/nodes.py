@@ -480,7 +480,7 @@ class NeuroTrainerNode:
         return np.where(work.macs > 0, seconds, 0.0)
 
 
-def make_node(kind, sparsity=None):
+def make_node(kind, sparsity=None, units_per_hmc=None):
     """The node model named ``kind`` (one of :data:`NODE_KINDS`) with its defaults.
 
     Parameters
@@ -488,18 +488,24 @@ def make_node(kind, sparsity=None):
     kind : str
     sparsity : tuple of (float, float), optional
         TensorDash only: (activation, gradient) sparsity.
+    units_per_hmc : int, optional
+        Roofline only: processing units per HMC (default
+        :data:`~trainforge.sim.hypar.config.UNITS_PER_HMC`).
 
     Raises
     ------
     trainforge.errors.ParameterError
-        Unknown ``kind``, ``sparsity`` given for another node, or a value out of range.
+        Unknown ``kind``, ``sparsity`` or ``units_per_hmc`` given for another node, or a value out of range.
     """
+    from .config import NodeConfig
     from .simulator import RooflineNode
     NODE_KIND.check(kind)
     if sparsity is not None and kind != "tensordash":
         raise ParameterError(f"sparsity={sparsity!r} applies to node=tensordash only, not node={kind!r}")
+    if units_per_hmc is not None and kind != "roofline":
+        raise ParameterError(f"units_per_hmc={units_per_hmc!r} applies to node=roofline only, not node={kind!r}")
     if kind == "roofline":
-        return RooflineNode()
+        return RooflineNode() if units_per_hmc is None else RooflineNode(NodeConfig(units_per_hmc=units_per_hmc))
     if kind == "tensordash":
         if sparsity is None:
             return TensorDashNode()

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainforge.checks import check_range
+from trainforge.errors import ConfigError
 
 from .comm import LayerTensors, LevelCosts
 
 
 def _level_costs(network, setup, batch_scale, in_channel_scale):
-    return LevelCosts.of(LayerTensors.of(network, setup, batch_scale, in_channel_scale), setup)
+    return LevelCosts.of(LayerTensors.of(network, setup, batch_scale, in_channel_scale), setup, network)
 
 
 def partition_two_groups(costs):
@@ -41,6 +42,8 @@ def partition_two_groups(costs):
         The choice per layer (ties go to dp, which has no inter-layer cost
         after dp).
     """
+    if costs.main_producer is not None:
+        return _partition_two_groups_dag(costs)
     intra_dp = costs.intra_dp.tolist()
     intra_mp = costs.intra_mp.tolist()
     dp_to_mp = (costs.dp_mp_forward + costs.dp_mp_backward).tolist()
@@ -63,6 +66,85 @@ def partition_two_groups(costs):
     return min(com_dp, com_mp), model_parallel
 
 
+def _partition_two_groups_dag(costs):
+    """Algorithm 1 generalised to a network with branches and residual edges (exact).
+
+    The layers are visited in their (topological) order. After layer i, the
+    *frontier* is the set of layers j <= i with an edge to a layer after i;
+    the cost of every later edge depends on the past only through the
+    choices of the frontier layers. The dynamic programme therefore keeps,
+    for each assignment of dp/mp to the frontier, the cheapest cost of the
+    layers so far: 2**|frontier| states instead of the chain's 2. For
+    ResNets the frontier holds at most the current layer, a block's input
+    and its projection (at most 8 states); for a DAG with wide frontiers it
+    becomes an exhaustive search over the frontier's choices. Ties go to dp.
+    """
+    intra = np.stack([np.asarray(costs.intra_dp, dtype=np.float64),
+                      np.asarray(costs.intra_mp, dtype=np.float64)], axis=-1).tolist()
+    incoming = [[] for _ in intra]
+    for layer, source in enumerate(costs.main_producer.tolist()):
+        if source >= 0:
+            dp_to_mp = float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer])
+            mp_to_any = float(costs.mp_to_any_backward[layer])
+            incoming[layer].append((source, ((0.0, dp_to_mp), (mp_to_any, mp_to_any))))
+    if costs.residual_producer is not None:
+        for edge, (source, layer) in enumerate(zip(costs.residual_producer.tolist(),
+                                                   costs.residual_consumer.tolist())):
+            half = 0.5 * float(costs.residual_boundary[edge])
+            incoming[layer].append((source, ((0.0, half), (half, half))))
+    total, types = frontier_partition(intra, incoming)
+    return total, np.array(types, dtype=bool)
+
+
+def frontier_partition(intra, incoming):
+    """The exact minimum of one level's traffic over per-layer types, by dynamic programming over frontiers.
+
+    Parameters
+    ----------
+    intra : list of list of float
+        ``intra[l][t]``: the intra-layer cost of layer l under type t.
+    incoming : list of list of (int, table)
+        ``incoming[l]``: the edges into layer l, each ``(source, table)`` with
+        ``table[t_source][t_l]`` the edge's cost; every source is an earlier layer.
+
+    Returns
+    -------
+    total : float
+    types : list of int
+        The type per layer (ties go to the lower type).
+    """
+    layers, kinds = len(intra), len(intra[0])
+    last_use = list(range(layers))
+    for layer, edges in enumerate(incoming):
+        for source, _ in edges:
+            last_use[source] = max(last_use[source], layer)
+    frontier = ()
+    states = {(): (0.0, None)}
+    history = []
+    for layer in range(layers):
+        keep = tuple(j for j in (*frontier, layer) if last_use[j] > layer)
+        position = {j: index for index, j in enumerate(frontier)}
+        new_states = {}
+        for assignment, (cost, _) in states.items():
+            for kind in range(kinds):
+                total = cost + intra[layer][kind]
+                for source, table in incoming[layer]:
+                    total += table[assignment[position[source]]][kind]
+                full = dict(zip(frontier, assignment))
+                full[layer] = kind
+                key = tuple(full[j] for j in keep)
+                if key not in new_states or total < new_states[key][0]:
+                    new_states[key] = (total, (assignment, kind))
+        history.append(new_states)
+        frontier, states = keep, new_states
+    key = min(states, key=lambda key: states[key][0])
+    total = states[key][0]
+    types = [0] * layers
+    for layer in range(layers - 1, -1, -1):
+        key, types[layer] = history[layer][key][1]
+    return total, types
+
+
 def level_bytes_of(costs, model_parallel):
     """Traffic of one level for given choices, vectorised over leading axes.
 
@@ -76,9 +158,7 @@ def level_bytes_of(costs, model_parallel):
     -------
     numpy.ndarray, shape (...)
     """
-    previous = np.zeros_like(model_parallel)
-    previous[..., 1:] = model_parallel[..., :-1]
-    forward, backward = costs.inter(previous, model_parallel)
+    forward, backward = costs.transfers(model_parallel)
     intra = np.where(model_parallel, costs.intra_mp, costs.intra_dp)
     return (intra + forward + backward).sum(axis=-1)
 
@@ -157,6 +237,37 @@ def group_shares(choices):
     return batch_share, in_channel_share
 
 
+def check_samples(network, setup, batch_share, choices, first_level=0):
+    """Refuse a dp level that leaves a group with less than one sample of some layer.
+
+    Parameters
+    ----------
+    network : Network
+    setup : TrainingSetup
+    batch_share : numpy.ndarray, shape (..., H, L)
+        The share of the batch each group holds *before* level h's split.
+    choices : numpy.ndarray of bool, shape (..., H, L)
+    first_level : int
+        The level of index 0 of the H axis (0 = H1).
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        Naming the first such level (H1 = the top split) and layer.
+    """
+    samples_after = setup.batch * np.asarray(batch_share) * np.where(choices, 1.0, 0.5)
+    short = ~np.asarray(choices, dtype=bool) & (samples_after < 1.0)
+    if short.any():
+        where = np.argwhere(short)
+        first = where[np.lexsort((where[:, -1], where[:, -2]))[0]]
+        level, layer = int(first[-2]) + first_level, int(first[-1])
+        after = float(setup.batch * np.broadcast_to(batch_share, short.shape)[tuple(first)]) / 2
+        raise ConfigError(
+            f"network {network.name!r}: layer {network.names[layer]!r} at level H{level + 1}: data parallelism "
+            f"would leave {after:g} samples (less than one) per group of batch {setup.batch}; use a larger batch, "
+            f"fewer levels or model parallelism for this layer at this level")
+
+
 def traffic_of(network, setup, choices):
     """The traffic of a given partition, vectorised over leading axes of ``choices``.
 
@@ -174,10 +285,9 @@ def traffic_of(network, setup, choices):
     if choices.shape[-1] != len(network):
         raise ValueError(f"choices has {choices.shape[-1]} layers; network {network.name!r} has {len(network)}")
     batch_share, in_channel_share = group_shares(choices)
+    check_samples(network, setup, batch_share[..., :-1, :], choices)
     costs = _level_costs(network, setup, batch_share[..., :-1, :], in_channel_share[..., :-1, :])
-    previous = np.zeros_like(choices)
-    previous[..., 1:] = choices[..., :-1]
-    forward, backward = costs.inter(previous, choices)
+    forward, backward = costs.transfers(choices)
     return Traffic(
         choices=choices,
         forward_reduce=np.where(choices, costs.intra_mp, 0.0),
@@ -211,6 +321,7 @@ def hierarchical_partition(network, setup, levels):
     for level in range(levels):
         level_total, choices[level] = partition_two_groups(
             _level_costs(network, setup, batch_share, in_channel_share))
+        check_samples(network, setup, batch_share[None], choices[level][None], first_level=level)
         total += 2.0 ** level * level_total
         batch_share = np.where(choices[level], batch_share, 0.5 * batch_share)
         in_channel_share = np.where(choices[level], 0.5 * in_channel_share, in_channel_share)

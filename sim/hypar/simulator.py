@@ -20,9 +20,9 @@ traffic times the topology's per-byte time at that level.
 
 Node compute model
 ------------------
-:class:`RooflineNode` (the default) is the paper's Eyeriss-like row-stationary
-unit as a roofline: ``max(MACs / (macs_per_cycle x f), DRAM bytes / DRAM
-bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
+:class:`RooflineNode` (the default) is the paper's HMC node, one Eyeriss-like
+row-stationary unit per vault, as a roofline: ``max(MACs / (units_per_hmc x
+macs_per_cycle x f), DRAM bytes / DRAM bandwidth)``. Any object with the same ``phase_seconds(work)`` method can
 replace it: :mod:`trainforge.sim.hypar.nodes` plugs in the golden cycle /
 throughput models of the verified blocks (TensorDash, CATERPILLAR,
 NeuroTrainer), each turning a :class:`LayerWork` into per-phase seconds.
@@ -90,7 +90,7 @@ class LayerWork:
 
 @dataclass(frozen=True)
 class RooflineNode:
-    """Default node compute model: a roofline of one accelerator.
+    """Default node compute model: a roofline of one accelerator (an HMC with ``node.units_per_hmc`` units).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ class RooflineNode:
 
     def phase_seconds(self, work):
         """Seconds per phase and layer, shape (3, L)."""
-        compute = work.macs / (self.node.macs_per_cycle * self.node.frequency_hz)
+        compute = work.macs / (self.node.units_per_hmc * self.node.macs_per_cycle * self.node.frequency_hz)
         memory = work.dram_bytes / self.node.dram_bytes_per_second
         return np.maximum(compute, memory)
 
@@ -141,28 +141,51 @@ class StepResult:
     events: tuple
 
 
-def _task_graph(layers):
+def _task_graph(network):
     """The tasks of one step, in program order: [(name, resource, (duration table, row, layer), deps)].
 
     ``resource`` is ``"compute"`` or ``"network"``. The duration of a task is
     ``durations[table][..., row, layer]`` for compute (row = phase) and
     ``durations[table][..., layer]`` for network tasks (row is None).
+    A layer's forward transfer waits for the forward pass (and reduce) of
+    every layer it reads (the one before it in a chain; also the residual
+    sources in a DAG); its backward and gradient wait for the backward
+    transfer of every layer reading it, or for its own forward reduce when
+    no layer does (the last layer).
     """
+    layers = len(network)
+    producers = [[] for _ in range(layers)]
+    for reader, source in enumerate(network.main_producer.tolist()):
+        if source >= 0:
+            producers[reader].append(source)
+    for source, reader in network.residual_edges:
+        producers[reader].append(source)
+    readers = [[] for _ in range(layers)]
+    for reader, sources in enumerate(producers):
+        for source in sources:
+            readers[source].append(reader)
     tasks = []
     for index in range(layers):
-        deps = (f"fwd-transfer {index}",) if index else ()
-        if index:
+        deps = (f"fwd-transfer {index}",) if producers[index] else ()
+        if producers[index]:
             tasks.append((f"fwd-transfer {index}", "network", ("forward_transfer", None, index),
-                          (f"fwd {index - 1}", f"fwd-reduce {index - 1}")))
+                          tuple(name for source in producers[index]
+                                for name in (f"fwd {source}", f"fwd-reduce {source}"))))
         tasks.append((f"fwd {index}", "compute", ("compute", 0, index), deps))
         tasks.append((f"fwd-reduce {index}", "network", ("forward_reduce", None, index), (f"fwd {index}",)))
+    # the backward transfer into the producers of layer k is listed just before its last producer's backward
+    transfer_before = [[] for _ in range(layers)]
+    for reader, sources in enumerate(producers):
+        if sources:
+            transfer_before[max(sources)].append(reader)
     for index in range(layers - 1, -1, -1):
-        if index == layers - 1:
-            needs = (f"fwd-reduce {index}",)
+        for reader in sorted(transfer_before[index], reverse=True):
+            tasks.append((f"bwd-transfer {reader}", "network", ("backward_transfer", None, reader),
+                          (f"bwd {reader}",)))
+        if readers[index]:
+            needs = tuple(f"bwd-transfer {reader}" for reader in readers[index])
         else:
-            needs = (f"bwd-transfer {index + 1}",)
-            tasks.append((f"bwd-transfer {index + 1}", "network", ("backward_transfer", None, index + 1),
-                          (f"bwd {index + 1}",)))
+            needs = (f"fwd-reduce {index}",)
         tasks.append((f"bwd {index}", "compute", ("compute", 1, index), needs))
         tasks.append((f"grad {index}", "compute", ("compute", 2, index), needs))
         tasks.append((f"grad-reduce {index}", "network", ("gradient_reduce", None, index), (f"grad {index}",)))
@@ -316,7 +339,7 @@ def simulate_step(network, setup, choices, array=None, node_model=None, energy=N
     choices = np.asarray(choices, dtype=bool).reshape(array.levels, len(network))
     work, traffic, durations = _durations(network, setup, choices, array, node_model)
     tasks = [(name, resource, _duration(durations, key), deps) for name, resource, key, deps
-             in _task_graph(len(network))]
+             in _task_graph(network)]
     step_seconds, events = _schedule(tasks)
     network_seconds = sum(durations[key].sum() for key in durations if key != "compute")
     return StepResult(
@@ -361,7 +384,7 @@ def simulate_steps(network, setup, choices, array=None, node_model=None, energy=
     node_model = node_model or RooflineNode()
     energy = energy or EnergyConfig()
     choices = np.asarray(choices, dtype=bool).reshape(-1, array.levels, len(network))
-    graph = _task_graph(len(network))
+    graph = _task_graph(network)
     seconds, joules, traffic_bytes = [], [], []
     for first in range(0, len(choices), chunk):
         part = choices[first:first + chunk]

@@ -21,7 +21,8 @@ from trainforge.errors import ParameterError, UsageError
 from trainforge.outputs import write_json
 
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
-from trainforge.sim.hypar.config import TOPOLOGIES, ArrayConfig, TrainingSetup
+from trainforge.sim.hypar.config import (INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, TOPOLOGIES, ArrayConfig,
+                                        TrainingSetup)
 from trainforge.sim.hypar.network import from_spec, load_network
 from trainforge.sim.hypar.partition import BASELINES, format_choices, strategy_choices, traffic_of
 from trainforge.progress import progress
@@ -45,7 +46,8 @@ def _network(name):
 
 
 def _configs(args):
-    return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element),
+    return (TrainingSetup(batch=args.batch, bytes_per_element=args.bytes_per_element,
+                          inter_layer=args.inter_layer, mp_partial_sums=args.mp_partial_sums),
             ArrayConfig(levels=args.levels, topology=args.topology, link_bits_per_second=args.link_mbps * 1e6))
 
 
@@ -62,9 +64,9 @@ def _node(args):
             raise UsageError(f"--sparsity {args.sparsity!r}: expected S or A,G (numbers 0..1)")
         sparsity = (values[0], values[-1])
     try:
-        return make_node(args.node, sparsity)
+        return make_node(args.node, sparsity, args.units_per_hmc)
     except ParameterError as error:
-        raise UsageError(f"--node/--sparsity: {error}") from error
+        raise UsageError(f"--node/--sparsity/--units-per-hmc: {error}") from error
     except ImportError as error:
         raise UsageError(f"--node {args.node}: its block model is not available ({error})") from error
 
@@ -84,6 +86,10 @@ def partition_handler(args):
         choices = strategy_choices(strategy, network, setup, array.levels)
         result["strategies"][strategy] = {"choices": format_choices(choices),
                                           "GB_per_step": traffic_of(network, setup, choices).total_bytes / 1e9}
+    if args.third_type:
+        from trainforge.sim.hypar import third_type
+        total, types = third_type.hierarchical_partition(network, setup, array.levels)
+        result["strategies"]["AccPar"] = {"choices": third_type.format_types(types), "GB_per_step": total / 1e9}
     lines = [f"{network.name}: layers {' '.join(network.names)}"]
     lines += [f"  {name:6s} {result['strategies'][name]['GB_per_step']:.4g} GB/step  "
               f"{' '.join(row['choices']) if (row := result['strategies'][name]) else ''}"
@@ -139,6 +145,12 @@ def _common(parser):
     parser.add_argument("--bytes-per-element", type=int, default=4, help="bytes per tensor element (fp32: 4)")
     parser.add_argument("--topology", default="htree", help=f"one of {', '.join(TOPOLOGIES)}")
     parser.add_argument("--link-mbps", type=float, default=1600.0, help="leaf link bandwidth, Mb/s")
+    parser.add_argument("--inter-layer", default="consumer",
+                        help=f"tensors charged at a layer boundary: {', '.join(INTER_LAYER_CONVENTIONS)} "
+                             "(default consumer, the paper's Table 2)")
+    parser.add_argument("--mp-partial-sums", default="pre_pooling",
+                        help=f"size of mp partial sums: {', '.join(PARTIAL_SUM_SIZES)} "
+                             "(default pre_pooling; post_pooling is the authors' partitioner)")
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
@@ -148,6 +160,8 @@ def _node_options(parser):
                         help=f"node model: {', '.join(NODE_KINDS)} (sim/hypar/nodes.py; default roofline)")
     parser.add_argument("--sparsity", help="tensordash only: zero fraction of activations and gradients, "
                                            "S or A,G (default 0.62)")
+    parser.add_argument("--units-per-hmc", type=int, help="roofline only: processing units per HMC, one per vault "
+                                                          "(default 16, see sim/hypar/config.py NodeConfig)")
 
 
 def register(subparsers):
@@ -158,6 +172,8 @@ def register(subparsers):
                     "(trainforge networks list) or a .json/.yaml network file")
     partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
     partition.add_argument("network", help=network_help)
+    partition.add_argument("--third-type", action="store_true",
+                           help="add AccPar: three partition types per layer (2 = split C_out), see third_type.py")
     _common(partition)
     partition.set_defaults(func=partition_handler)
     simulate = commands.add_parser("simulate", help="simulate one training step")
