@@ -186,7 +186,7 @@ def round_(values):
     # A rounding carry (1.11...1 + ulp) gives fraction 0 and exponent + 1; the exponent's checks for both
     # cases are made beside the rounding adder, and the carry only selects.
     out = {key: values[key] for key in ("sign", *SPECIALS, "cancelled")}
-    out["fraction"] = Mux(carry, 0, significand[:FP32.fraction_bits])
+    out["fraction"] = significand[:FP32.fraction_bits]      # 0 after a rounding carry: 1.11...1 + ulp = 10.00...0
     out["field"] = Mux(carry, (exponent + 1)[:FP32.exponent_bits], exponent[:FP32.exponent_bits])
     out["tiny"] = Mux(carry, exponent < 0, exponent <= 0)
     out["overflow"] = Mux(carry, exponent >= FP32.exponent_max_field - 1, exponent >= FP32.exponent_max_field)
@@ -194,16 +194,25 @@ def round_(values):
 
 
 def pack(values):
-    sign = values["sign"]
-    result = Cat(values["fraction"], values["field"], sign)
-    result = Mux(values["tiny"], Cat(C(0, FP32.width - 1), sign), result)
-    result = Mux(values["overflow"],
-                 Cat(C(0, FP32.fraction_bits), C(FP32.exponent_max_field, FP32.exponent_bits), sign), result)
-    result = Mux(values["cancelled"], 0, result)
-    special_result = Mux(values["both_zero"], Cat(C(0, FP32.width - 1), values["zero_sign"]),
-                         Cat(values["big_magnitude"], sign))
-    special_result = Mux(values["invalid"], FP32.canonical_nan(), special_result)
-    return {"sum": Mux(values["special"], special_result, result)}
+    # One choice among five results, made by flags that are all known before the rounding carry but
+    # overflow and tiny (one level behind it), so that each output bit is an AND-OR of two or three terms.
+    sign, special, cancelled = values["sign"], values["special"], values["cancelled"]
+    ordinary = ~special & ~cancelled
+    overflow = ordinary & values["overflow"]                # Inf of the sign
+    tiny = ordinary & ~values["overflow"] & values["tiny"]  # zero of the sign
+    normal = ordinary & ~values["overflow"] & ~values["tiny"]
+    # The specials: NaN; both zero: a zero signed by both; else the larger operand as it is.
+    nan, both_zero = values["invalid"], ~values["invalid"] & values["both_zero"]
+    larger = special & ~values["invalid"] & ~values["both_zero"]
+    magnitude = values["big_magnitude"]
+    nan_bits = FP32.canonical_nan()
+    fraction = Cat(*((normal & values["fraction"][bit]) | (larger & magnitude[bit])
+                     | (special & nan & C((nan_bits >> bit) & 1, 1)) for bit in range(FP32.fraction_bits)))
+    field = Cat(*((normal & values["field"][bit]) | overflow | (larger & magnitude[FP32.fraction_bits + bit])
+                  | (special & nan)
+                  for bit in range(FP32.exponent_bits)))
+    result_sign = ((normal | overflow | tiny | larger) & sign) | (special & both_zero & values["zero_sign"])
+    return {"sum": Cat(fraction, field, result_sign)}
 
 
 #: The step functions, in the order of :data:`ADD_STEPS`.
