@@ -334,7 +334,7 @@ def _pipe_groups(workload):
 
 
 def allocate_chips(macs, chips):
-    """Chips per layer proportional to OPS, at least one each, summing to ``chips``."""
+    """Units (chips, or rows of chips) per layer proportional to OPS, at least one each, summing to ``chips``."""
     macs = np.asarray(macs, dtype=float)
     share = np.maximum(1, np.floor(chips * macs / macs.sum())).astype(int)
     while share.sum() > chips:
@@ -344,10 +344,98 @@ def allocate_chips(macs, chips):
     return share
 
 
-def _sub_system(arch, chips):
-    """Torus shape for a pipe stage: the widest X (up to the system's) that divides ``chips``."""
-    width = max(d for d in range(1, min(arch.system.chips_x, chips) + 1) if chips % d == 0)
-    return arch.with_changes(**{"system.chips_x": width, "system.chips_y": chips // width})
+def _pipe_chunks(group, rows):
+    """Split a pipe group into consecutive chunks of at most ``rows`` layers, as even as possible.
+
+    Every layer of a chunk needs a whole row of the torus at least; a group with more
+    layers than the torus has rows is pipelined one chunk after the other.
+    """
+    count = -(-len(group) // rows)
+    size, extra = divmod(len(group), count)
+    chunks, start = [], 0
+    for index in range(count):
+        stop = start + size + (1 if index < extra else 0)
+        chunks.append(group[start:stop])
+        start = stop
+    return chunks
+
+
+def _sub_torus(arch, rows):
+    """The sub-torus of a pipe stage: ``rows`` whole rows of the torus (all ``chips_x`` chips of each).
+
+    A whole row keeps its X ring, and a band of whole rows is itself an
+    ``chips_x x rows`` torus on which every parallelism type, the hybrid ones
+    included, maps as on the full system.
+    """
+    return arch.with_changes(**{"system.chips_y": int(rows)})
+
+
+class _StageCache:
+    """Single-layer explorations of pipe-stage layers, by (position, rows of the sub-torus)."""
+
+    def __init__(self, workload, arch, optimizations, training):
+        self.workload, self.arch, self.training = workload, arch, training
+        # Inside a stage every switch but pipelining applies, hybrid parallelism included.
+        self.optimizations = replace(optimizations, timestep_pipelining=False)
+        self.results = {}
+        self.points = 0
+
+    def get(self, position, rows):
+        key = (position, int(rows))
+        if key not in self.results:
+            layer = self.workload.layers[position]
+            sub = _sub_torus(self.arch, rows)
+            # Evaluated alone on its chips; the shortcut add of a residual layer is kept
+            # as an element-wise auxiliary cost via the fused SFP chain.
+            alone = replace(layer, input_from=None, residual_from=None,
+                            aux=tuple(op for op in layer.aux if op != "residual"))
+            single = type(self.workload)(layer.name, (alone,), self.workload.n_mb)
+            explorer = _Explorer(single, sub, self.optimizations, self.training, first_layer_bwd=position > 0)
+            explorer.arch = sub          # already asymmetric if hybrid is on
+            _, path = explorer.run()
+            self.points += explorer.points
+            self.results[key] = path[0]
+        return self.results[key]
+
+
+def _apply_pipelining(workload, arch, optimizations, training, layers, total, points):
+    """Replace each pipe group by its timestep-pipelined schedule when that is faster.
+
+    Stages are whole sub-tori: the torus's rows go to the layers of a chunk by
+    OPS (at least one row each), so that every stage is a ``chips_x x rows``
+    torus and keeps the hybrid parallelisms. A group with more layers than rows
+    is pipelined in consecutive chunks, one after the other.
+    """
+    cache = _StageCache(workload, arch, optimizations, training)
+    rows_total = arch.system.chips_y
+    for group in _pipe_groups(workload):
+        if rows_total < 2:
+            break
+        uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
+        pipelined = 0.0
+        choices = {}
+        for chunk in _pipe_chunks(group, rows_total):
+            members = [workload.layers[p] for p in chunk]
+            rows = allocate_chips([m.macs(1) for m in members], rows_total)
+            stage, once = {}, 0.0
+            for position, layer, count in zip(chunk, members, rows):
+                record = cache.get(position, count)
+                chips = int(count) * arch.system.chips_x
+                choices[position] = (record, chips)
+                handoff = (layer.n_out * workload.n_mb * arch.bytes_per_element / chips / arch.system.link_bw_x
+                           * arch.frequency)
+                for pass_name, passed in record[2].items():
+                    per_step = (passed["cycles"] - passed["once"]) / layer.n_ts + handoff
+                    stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
+                    once = max(once, passed["once"])
+            n_ts = members[0].n_ts
+            pipelined += sum((n_ts + len(members) - 1) * cycles for cycles in stage.values()) + once
+        if pipelined < uni:
+            total = total - uni + pipelined
+            for position, (record, chips) in choices.items():
+                name, state, passes = record
+                layers[position] = LayerChoice(name, state[0], state[1], passes, pipelined=True, chips=chips)
+    return total, points + cache.points
 
 
 def explore(workload, arch, optimizations=Optimizations(), training=True):
@@ -409,42 +497,3 @@ def _with_preloading(workload, arch, optimizations, total, path, points):
         if trial_total < best[0]:
             best = (trial_total, trial_path)
     return best[0], best[1], points
-
-
-def _apply_pipelining(workload, arch, optimizations, training, layers, total, points):
-    """Replace each pipe group by its timestep-pipelined schedule when that is faster."""
-    no_pipe = Optimizations(optimizations.hybrid, optimizations.memory_reuse, optimizations.dysm, False)
-    for group in _pipe_groups(workload):
-        members = [workload.layers[p] for p in group]
-        position_of = {workload.layers[p].name: p for p in group}
-        uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
-        chips = allocate_chips([m.macs(1) for m in members], arch.system.chips)
-        stage = {}
-        once = 0.0
-        records = []
-        for layer, count in zip(members, chips):
-            sub = _sub_system(arch, int(count))
-            # Evaluated alone on its chips; the shortcut add of a residual layer is kept
-            # as an element-wise auxiliary cost via the fused SFP chain.
-            alone = replace(layer, input_from=None, residual_from=None,
-                            aux=tuple(op for op in layer.aux if op != "residual"))
-            single = type(workload)(layer.name, (alone,), workload.n_mb)
-            explorer = _Explorer(single, sub, Optimizations(False, no_pipe.memory_reuse, no_pipe.dysm, False), training,
-                                 first_layer_bwd=position_of[layer.name] > 0)
-            explorer.arch = sub          # already asymmetric if hybrid is on
-            cost, path = explorer.run()
-            points += explorer.points
-            records.append(path[0])
-            handoff = layer.n_out * math.ceil(workload.n_mb) * arch.bytes_per_element / count / sub.system.link_bw_x * sub.frequency
-            for pass_name, record in path[0][2].items():
-                per_step = (record["cycles"] - record["once"]) / layer.n_ts + handoff
-                stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
-                once = max(once, record["once"])
-        n_ts = members[0].n_ts
-        pipelined = sum((n_ts + len(members) - 1) * cycles for cycles in stage.values()) + once
-        if pipelined < uni:
-            total = total - uni + pipelined
-            for position, record, count in zip(group, records, chips):
-                name, state, passes = record
-                layers[position] = LayerChoice(name, state[0], state[1], passes, pipelined=True, chips=int(count))
-    return total, points
