@@ -131,8 +131,12 @@ class _Explorer:
     """One exploration: caches pass evaluations and counts model points."""
 
     def __init__(self, workload, arch, optimizations, training, held_bytes=0.0, preloaded=frozenset(),
-                 first_layer_bwd=False):
+                 first_layer_bwd=False, write_held_shortcuts=True):
         self.workload = workload
+        # Inference writes every output read by more than one layer, also when each of them holds
+        # it in the scratchpads (a residual shortcut). False: such an output is not written
+        # (the counterfactual of sim/dsm/feature_reuse.py).
+        self.write_held_shortcuts = write_held_shortcuts
         # The network's first layer needs no BWD pass (no error to propagate to the input). A layer
         # explored on its own (a pipe stage) is not the network's first layer: keep its BWD.
         self.first_layer_bwd = first_layer_bwd
@@ -223,6 +227,20 @@ class _Explorer:
             return False
         return 2 * self.resident_bytes(position, state) <= self.usable
 
+    def _held_by_all_consumers(self, producer, reader, state):
+        """Whether, in inference without ``write_held_shortcuts``, no layer reads ``producer``'s output from memory.
+
+        ``reader`` is the consumer known to read it from the scratchpads (or ``None``); every
+        other consumer must take it as a resident residual shortcut.
+        """
+        if self.write_held_shortcuts or self.training:
+            return False
+        others = [c for c in self.consumers.get(producer, []) if c != reader]
+        if not others and reader is None:
+            return False
+        return all(self.workload.layers[c].residual_from == self.workload.layers[producer].name
+                   and self._shortcut_resident(c, state) for c in others)
+
     def can_reuse(self, producer, consumer, state, producer_input_resident=False):
         """Whether ``consumer`` can read ``producer``'s output from the scratchpads in ``state``.
 
@@ -247,7 +265,8 @@ class _Explorer:
             producer = workload.producer(position)
             current = {}
             for state in self.states:
-                base_cost, base_records = self.layer_cost(position, state)
+                held_output = self._held_by_all_consumers(position, None, state)
+                base_cost, base_records = self.layer_cost(position, state, drop_fwd_write=held_output)
                 options = []
                 if previous is None:
                     options.append((base_cost, None, base_records, None))
@@ -260,7 +279,8 @@ class _Explorer:
                         # ran just before, its passes are re-timed: FWD no longer writes the output (inference:
                         # discarded; training: written back by this layer's FWD while it computes, Section
                         # III-B), BWD/UPD read this layer's errors from the scratchpads (training).
-                        single = len(self.consumers.get(producer, [])) == 1
+                        single = (len(self.consumers.get(producer, [])) == 1
+                                  or self._held_by_all_consumers(producer, position, state))
                         fwd_split, carried, delta, new_records = None, 0.0, 0.0, None
                         if producer == position - 1 and (self.training or single):
                             drop = replace(prev_records["FWD"]["context"], drop_write=True)
@@ -278,7 +298,8 @@ class _Explorer:
                         elif producer == position - 1:
                             fwd_split = prev_records["FWD"]["split"]
                         cost, records = self.layer_cost(position, state, fwd_resident=True, producer_split=fwd_split,
-                                                        drop_bwd_write=self.training, carried_write=carried)
+                                                        drop_bwd_write=self.training, carried_write=carried,
+                                                        drop_fwd_write=held_output)
                         cost = cost + delta
                         options.append((prev_cost + cost, prev_state, records,
                                         (producer, new_records) if new_records is not None else None))
