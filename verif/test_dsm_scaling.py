@@ -4,7 +4,7 @@ import itertools
 import pytest
 
 from trainforge.sim.dsm.arch import default_architecture
-from trainforge.sim.dsm.explore import Optimizations, _pipe_chunks, _pipe_groups, explore
+from trainforge.sim.dsm.explore import Optimizations, _chunk_counts, _pipe_chunks, _pipe_groups, explore
 from trainforge.sim.dsm.workload import BUILTINS, gnmt
 
 #: Chip counts of ``trainforge dsm sweep scaling`` (X fixed at 4) and its minibatch.
@@ -21,7 +21,11 @@ def _chips(chips):
 def test_pipe_chunks_are_consecutive_and_even():
     assert _pipe_chunks(list(range(16)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
     assert _pipe_chunks(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
-    assert _pipe_chunks(list(range(5)), 16) == [[0, 1, 2, 3, 4]]
+    assert _pipe_chunks(list(range(5)), 1) == [[0, 1, 2, 3, 4]]
+    # 16 layers on 4 rows need 4 chunks at least (one row per layer); 8 chunks of 2 are also tried.
+    assert _chunk_counts(16, 4) == [4, 8]
+    assert _chunk_counts(8, 64) == [1, 2, 4]
+    assert _chunk_counts(3, 2) == [2]
 
 
 def test_stages_are_whole_rows_and_keep_hybrid_parallelism():

@@ -365,13 +365,9 @@ def allocate_chips(macs, chips):
     return share
 
 
-def _pipe_chunks(group, rows):
-    """Split a pipe group into consecutive chunks of at most ``rows`` layers, as even as possible.
-
-    Every layer of a chunk needs a whole row of the torus at least; a group with more
-    layers than the torus has rows is pipelined one chunk after the other.
-    """
-    count = -(-len(group) // rows)
+def _pipe_chunks(group, count):
+    """Split a pipe group into ``count`` consecutive chunks of layers, as even as possible."""
+    count = max(1, min(count, len(group)))
     size, extra = divmod(len(group), count)
     chunks, start = [], 0
     for index in range(count):
@@ -379,6 +375,21 @@ def _pipe_chunks(group, rows):
         chunks.append(group[start:stop])
         start = stop
     return chunks
+
+
+def _chunk_counts(layers, rows):
+    """Chunk counts to try for a pipe group: the fewest that give every layer a row, then doubling.
+
+    Each chunk is pipelined on the whole torus, one chunk after the other; fewer,
+    longer chunks give each stage fewer rows. Counts stop where a chunk would
+    have fewer than two layers (nothing left to pipeline).
+    """
+    count = -(-layers // rows)
+    counts = []
+    while -(-layers // count) >= 2:
+        counts.append(count)
+        count *= 2
+    return counts
 
 
 def _sub_torus(arch, rows):
@@ -392,7 +403,7 @@ def _sub_torus(arch, rows):
 
 
 class _StageCache:
-    """Single-layer explorations of pipe-stage layers, by (position, rows of the sub-torus)."""
+    """Single-layer explorations of pipe-stage layers, by layer shape and rows of the sub-torus."""
 
     def __init__(self, workload, arch, optimizations, training):
         self.workload, self.arch, self.training = workload, arch, training
@@ -402,21 +413,46 @@ class _StageCache:
         self.points = 0
 
     def get(self, position, rows):
-        key = (position, int(rows))
+        """(state, per-pass records) of layer ``position`` alone on ``rows`` whole rows."""
+        layer = self.workload.layers[position]
+        # Evaluated alone on its chips; the shortcut add of a residual layer is kept
+        # as an element-wise auxiliary cost via the fused SFP chain. Layers of the same
+        # shape share one exploration.
+        alone = replace(layer, name="stage", input_from=None, residual_from=None,
+                        aux=tuple(op for op in layer.aux if op != "residual"))
+        key = (alone, int(rows), position > 0)
         if key not in self.results:
-            layer = self.workload.layers[position]
             sub = _sub_torus(self.arch, rows)
-            # Evaluated alone on its chips; the shortcut add of a residual layer is kept
-            # as an element-wise auxiliary cost via the fused SFP chain.
-            alone = replace(layer, input_from=None, residual_from=None,
-                            aux=tuple(op for op in layer.aux if op != "residual"))
             single = type(self.workload)(layer.name, (alone,), self.workload.n_mb)
             explorer = _Explorer(single, sub, self.optimizations, self.training, first_layer_bwd=position > 0)
             explorer.arch = sub          # already asymmetric if hybrid is on
             _, path = explorer.run()
             self.points += explorer.points
-            self.results[key] = path[0]
+            self.results[key] = path[0][1:]
         return self.results[key]
+
+
+def _pipelined_cycles(workload, arch, cache, chunks):
+    """Cycles of a pipe group run as ``chunks`` one after the other, and each layer's (state, records, chips)."""
+    rows_total = arch.system.chips_y
+    cycles, choices = 0.0, {}
+    for chunk in chunks:
+        members = [workload.layers[p] for p in chunk]
+        rows = allocate_chips([m.macs(1) for m in members], rows_total)
+        stage, once = {}, 0.0
+        for position, layer, count in zip(chunk, members, rows):
+            state, records = cache.get(position, count)
+            chips = int(count) * arch.system.chips_x
+            choices[position] = (state, records, chips)
+            handoff = (layer.n_out * workload.n_mb * arch.bytes_per_element / chips / arch.system.link_bw_x
+                       * arch.frequency)
+            for pass_name, passed in records.items():
+                per_step = (passed["cycles"] - passed["once"]) / layer.n_ts + handoff
+                stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
+                once = max(once, passed["once"])
+        n_ts = members[0].n_ts
+        cycles += sum((n_ts + len(members) - 1) * step for step in stage.values()) + once
+    return cycles, choices
 
 
 def _apply_pipelining(workload, arch, optimizations, training, layers, total, points):
@@ -424,38 +460,24 @@ def _apply_pipelining(workload, arch, optimizations, training, layers, total, po
 
     Stages are whole sub-tori: the torus's rows go to the layers of a chunk by
     OPS (at least one row each), so that every stage is a ``chips_x x rows``
-    torus and keeps the hybrid parallelisms. A group with more layers than rows
-    is pipelined in consecutive chunks, one after the other.
+    torus and keeps the hybrid parallelisms. A group is pipelined in consecutive
+    chunks, one after the other, over the whole torus; the chunk count is
+    searched (:func:`_chunk_counts`) and the fastest kept.
     """
     cache = _StageCache(workload, arch, optimizations, training)
     rows_total = arch.system.chips_y
     for group in _pipe_groups(workload):
-        if rows_total < 2:
-            break
         uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
-        pipelined = 0.0
-        choices = {}
-        for chunk in _pipe_chunks(group, rows_total):
-            members = [workload.layers[p] for p in chunk]
-            rows = allocate_chips([m.macs(1) for m in members], rows_total)
-            stage, once = {}, 0.0
-            for position, layer, count in zip(chunk, members, rows):
-                record = cache.get(position, count)
-                chips = int(count) * arch.system.chips_x
-                choices[position] = (record, chips)
-                handoff = (layer.n_out * workload.n_mb * arch.bytes_per_element / chips / arch.system.link_bw_x
-                           * arch.frequency)
-                for pass_name, passed in record[2].items():
-                    per_step = (passed["cycles"] - passed["once"]) / layer.n_ts + handoff
-                    stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
-                    once = max(once, passed["once"])
-            n_ts = members[0].n_ts
-            pipelined += sum((n_ts + len(members) - 1) * cycles for cycles in stage.values()) + once
-        if pipelined < uni:
-            total = total - uni + pipelined
-            for position, (record, chips) in choices.items():
-                name, state, passes = record
-                layers[position] = LayerChoice(name, state[0], state[1], passes, pipelined=True, chips=chips)
+        best = None
+        for count in _chunk_counts(len(group), rows_total):
+            trial = _pipelined_cycles(workload, arch, cache, _pipe_chunks(group, count))
+            if best is None or trial[0] < best[0]:
+                best = trial
+        if best is not None and best[0] < uni:
+            total = total - uni + best[0]
+            for position, (state, records, chips) in best[1].items():
+                layers[position] = LayerChoice(workload.layers[position].name, state[0], state[1], records,
+                                               pipelined=True, chips=chips)
     return total, points + cache.points
 
 
