@@ -37,7 +37,8 @@ class Optimizations:
     dysm : bool
         Dynamic spatial minibatching (factor chosen per layer from :data:`DYSM_FACTORS`).
     timestep_pipelining : bool
-        Pipe groups of consecutive non-bidirectional recurrent layers, chips by OPS.
+        Pipe groups of consecutive non-bidirectional recurrent layers, each stage a band of
+        whole torus rows given by OPS, with the other switches applying inside the stage.
     """
 
     hybrid: bool = False
