@@ -18,8 +18,12 @@ def test_pipelined_layers_keep_their_bwd_pass():
     result = explore(workload, default_architecture(), Optimizations(True, True, False, True))
     pipelined = [layer for layer in result.layers if layer.pipelined]
     assert pipelined, "GNMT's unidirectional LSTM stacks should be pipelined at N_mb=64"
+    first = workload.layers[0].name
+    assert any(layer.name != first for layer in pipelined)
     for layer in pipelined:
-        assert {"FWD", "BWD", "UPD"} <= set(layer.passes), layer.name
+        # The network's first layer (enc0, pipelined with its stack) has no error to propagate.
+        expected = {"FWD", "UPD"} if layer.name == first else {"FWD", "BWD", "UPD"}
+        assert set(layer.passes) == expected, layer.name
 
 
 def test_pooled_output_written_is_the_next_layers_input():
@@ -44,3 +48,17 @@ def test_default_sweep_never_imports_dask(tmp_path):
             "assert not loaded, loaded\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_gnmt_bidirectional_layer_is_the_first_decoder():
+    # Section IV: "GNMT has 8 decoder and encoder LSTM layers with the first decoder being a
+    # bidirectional LSTM". A bidirectional layer is not pipelined, so it splits the pipe groups.
+    from trainforge.errors import ConfigError
+    from trainforge.sim.dsm.explore import _pipe_groups
+    workload = gnmt()
+    assert [layer.name for layer in workload.layers if layer.bidirectional] == ["dec0"]
+    groups = [[workload.layers[p].name for p in group] for group in _pipe_groups(workload)]
+    assert groups == [[f"enc{k}" for k in range(8)], ["attention"] + [f"dec{k}" for k in range(1, 8)]]
+    assert [layer.name for layer in gnmt(bidirectional="enc0").layers if layer.bidirectional] == ["enc0"]
+    with pytest.raises(ConfigError, match="bidirectional='dec3' is not one of dec0, enc0"):
+        gnmt(bidirectional="dec3")

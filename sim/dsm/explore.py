@@ -37,7 +37,8 @@ class Optimizations:
     dysm : bool
         Dynamic spatial minibatching (factor chosen per layer from :data:`DYSM_FACTORS`).
     timestep_pipelining : bool
-        Pipe groups of consecutive non-bidirectional recurrent layers, chips by OPS.
+        Pipe groups of consecutive non-bidirectional recurrent layers, each stage a band of
+        whole torus rows given by OPS, with the other switches applying inside the stage.
     """
 
     hybrid: bool = False
@@ -131,8 +132,12 @@ class _Explorer:
     """One exploration: caches pass evaluations and counts model points."""
 
     def __init__(self, workload, arch, optimizations, training, held_bytes=0.0, preloaded=frozenset(),
-                 first_layer_bwd=False):
+                 first_layer_bwd=False, write_held_shortcuts=True):
         self.workload = workload
+        # Inference writes every output read by more than one layer, also when each of them holds
+        # it in the scratchpads (a residual shortcut). False: such an output is not written
+        # (the counterfactual of sim/dsm/feature_reuse.py).
+        self.write_held_shortcuts = write_held_shortcuts
         # The network's first layer needs no BWD pass (no error to propagate to the input). A layer
         # explored on its own (a pipe stage) is not the network's first layer: keep its BWD.
         self.first_layer_bwd = first_layer_bwd
@@ -223,6 +228,20 @@ class _Explorer:
             return False
         return 2 * self.resident_bytes(position, state) <= self.usable
 
+    def _held_by_all_consumers(self, producer, reader, state):
+        """Whether, in inference without ``write_held_shortcuts``, no layer reads ``producer``'s output from memory.
+
+        ``reader`` is the consumer known to read it from the scratchpads (or ``None``); every
+        other consumer must take it as a resident residual shortcut.
+        """
+        if self.write_held_shortcuts or self.training:
+            return False
+        others = [c for c in self.consumers.get(producer, []) if c != reader]
+        if not others and reader is None:
+            return False
+        return all(self.workload.layers[c].residual_from == self.workload.layers[producer].name
+                   and self._shortcut_resident(c, state) for c in others)
+
     def can_reuse(self, producer, consumer, state, producer_input_resident=False):
         """Whether ``consumer`` can read ``producer``'s output from the scratchpads in ``state``.
 
@@ -247,7 +266,8 @@ class _Explorer:
             producer = workload.producer(position)
             current = {}
             for state in self.states:
-                base_cost, base_records = self.layer_cost(position, state)
+                held_output = self._held_by_all_consumers(position, None, state)
+                base_cost, base_records = self.layer_cost(position, state, drop_fwd_write=held_output)
                 options = []
                 if previous is None:
                     options.append((base_cost, None, base_records, None))
@@ -260,7 +280,8 @@ class _Explorer:
                         # ran just before, its passes are re-timed: FWD no longer writes the output (inference:
                         # discarded; training: written back by this layer's FWD while it computes, Section
                         # III-B), BWD/UPD read this layer's errors from the scratchpads (training).
-                        single = len(self.consumers.get(producer, [])) == 1
+                        single = (len(self.consumers.get(producer, [])) == 1
+                                  or self._held_by_all_consumers(producer, position, state))
                         fwd_split, carried, delta, new_records = None, 0.0, 0.0, None
                         if producer == position - 1 and (self.training or single):
                             drop = replace(prev_records["FWD"]["context"], drop_write=True)
@@ -278,7 +299,8 @@ class _Explorer:
                         elif producer == position - 1:
                             fwd_split = prev_records["FWD"]["split"]
                         cost, records = self.layer_cost(position, state, fwd_resident=True, producer_split=fwd_split,
-                                                        drop_bwd_write=self.training, carried_write=carried)
+                                                        drop_bwd_write=self.training, carried_write=carried,
+                                                        drop_fwd_write=held_output)
                         cost = cost + delta
                         options.append((prev_cost + cost, prev_state, records,
                                         (producer, new_records) if new_records is not None else None))
@@ -334,7 +356,7 @@ def _pipe_groups(workload):
 
 
 def allocate_chips(macs, chips):
-    """Chips per layer proportional to OPS, at least one each, summing to ``chips``."""
+    """Units (chips, or rows of chips) per layer proportional to OPS, at least one each, summing to ``chips``."""
     macs = np.asarray(macs, dtype=float)
     share = np.maximum(1, np.floor(chips * macs / macs.sum())).astype(int)
     while share.sum() > chips:
@@ -344,10 +366,120 @@ def allocate_chips(macs, chips):
     return share
 
 
-def _sub_system(arch, chips):
-    """Torus shape for a pipe stage: the widest X (up to the system's) that divides ``chips``."""
-    width = max(d for d in range(1, min(arch.system.chips_x, chips) + 1) if chips % d == 0)
-    return arch.with_changes(**{"system.chips_x": width, "system.chips_y": chips // width})
+def _pipe_chunks(group, count):
+    """Split a pipe group into ``count`` consecutive chunks of layers, as even as possible."""
+    count = max(1, min(count, len(group)))
+    size, extra = divmod(len(group), count)
+    chunks, start = [], 0
+    for index in range(count):
+        stop = start + size + (1 if index < extra else 0)
+        chunks.append(group[start:stop])
+        start = stop
+    return chunks
+
+
+def _chunk_counts(layers, rows):
+    """Chunk counts to try for a pipe group: the fewest that give every layer a row, then doubling.
+
+    Each chunk is pipelined on the whole torus, one chunk after the other; fewer,
+    longer chunks give each stage fewer rows. Counts stop where a chunk would
+    have fewer than two layers (nothing left to pipeline).
+    """
+    count = -(-layers // rows)
+    counts = []
+    while -(-layers // count) >= 2:
+        counts.append(count)
+        count *= 2
+    return counts
+
+
+def _sub_torus(arch, rows):
+    """The sub-torus of a pipe stage: ``rows`` whole rows of the torus (all ``chips_x`` chips of each).
+
+    A whole row keeps its X ring, and a band of whole rows is itself an
+    ``chips_x x rows`` torus on which every parallelism type, the hybrid ones
+    included, maps as on the full system.
+    """
+    return arch.with_changes(**{"system.chips_y": int(rows)})
+
+
+class _StageCache:
+    """Single-layer explorations of pipe-stage layers, by layer shape and rows of the sub-torus."""
+
+    def __init__(self, workload, arch, optimizations, training):
+        self.workload, self.arch, self.training = workload, arch, training
+        # Inside a stage every switch but pipelining applies, hybrid parallelism included.
+        self.optimizations = replace(optimizations, timestep_pipelining=False)
+        self.results = {}
+        self.points = 0
+
+    def get(self, position, rows):
+        """(state, per-pass records) of layer ``position`` alone on ``rows`` whole rows."""
+        layer = self.workload.layers[position]
+        # Evaluated alone on its chips; the shortcut add of a residual layer is kept
+        # as an element-wise auxiliary cost via the fused SFP chain. Layers of the same
+        # shape share one exploration.
+        alone = replace(layer, name="stage", input_from=None, residual_from=None,
+                        aux=tuple(op for op in layer.aux if op != "residual"))
+        key = (alone, int(rows), position > 0)
+        if key not in self.results:
+            sub = _sub_torus(self.arch, rows)
+            single = type(self.workload)(layer.name, (alone,), self.workload.n_mb)
+            explorer = _Explorer(single, sub, self.optimizations, self.training, first_layer_bwd=position > 0)
+            explorer.arch = sub          # already asymmetric if hybrid is on
+            _, path = explorer.run()
+            self.points += explorer.points
+            self.results[key] = path[0][1:]
+        return self.results[key]
+
+
+def _pipelined_cycles(workload, arch, cache, chunks):
+    """Cycles of a pipe group run as ``chunks`` one after the other, and each layer's (state, records, chips)."""
+    rows_total = arch.system.chips_y
+    cycles, choices = 0.0, {}
+    for chunk in chunks:
+        members = [workload.layers[p] for p in chunk]
+        rows = allocate_chips([m.macs(1) for m in members], rows_total)
+        stage, once = {}, 0.0
+        for position, layer, count in zip(chunk, members, rows):
+            state, records = cache.get(position, count)
+            chips = int(count) * arch.system.chips_x
+            choices[position] = (state, records, chips)
+            handoff = (layer.n_out * workload.n_mb * arch.bytes_per_element / chips / arch.system.link_bw_x
+                       * arch.frequency)
+            for pass_name, passed in records.items():
+                per_step = (passed["cycles"] - passed["once"]) / layer.n_ts + handoff
+                stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
+                once = max(once, passed["once"])
+        n_ts = members[0].n_ts
+        cycles += sum((n_ts + len(members) - 1) * step for step in stage.values()) + once
+    return cycles, choices
+
+
+def _apply_pipelining(workload, arch, optimizations, training, layers, total, points):
+    """Replace each pipe group by its timestep-pipelined schedule when that is faster.
+
+    Stages are whole sub-tori: the torus's rows go to the layers of a chunk by
+    OPS (at least one row each), so that every stage is a ``chips_x x rows``
+    torus and keeps the hybrid parallelisms. A group is pipelined in consecutive
+    chunks, one after the other, over the whole torus; the chunk count is
+    searched (:func:`_chunk_counts`) and the fastest kept.
+    """
+    cache = _StageCache(workload, arch, optimizations, training)
+    rows_total = arch.system.chips_y
+    for group in _pipe_groups(workload):
+        uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
+        best = None
+        for count in _chunk_counts(len(group), rows_total):
+            trial = _pipelined_cycles(workload, arch, cache, _pipe_chunks(group, count))
+            if best is None or trial[0] < best[0]:
+                best = trial
+        if best is not None and best[0] < uni:
+            total = total - uni + best[0]
+            for position, (state, records, chips) in best[1].items():
+                layers[position] = LayerChoice(workload.layers[position].name, state[0], state[1], records,
+                                               pipelined=True, chips=chips)
+    return total, points + cache.points
 
 
 def explore(workload, arch, optimizations=Optimizations(), training=True):
@@ -409,42 +541,3 @@ def _with_preloading(workload, arch, optimizations, total, path, points):
         if trial_total < best[0]:
             best = (trial_total, trial_path)
     return best[0], best[1], points
-
-
-def _apply_pipelining(workload, arch, optimizations, training, layers, total, points):
-    """Replace each pipe group by its timestep-pipelined schedule when that is faster."""
-    no_pipe = Optimizations(optimizations.hybrid, optimizations.memory_reuse, optimizations.dysm, False)
-    for group in _pipe_groups(workload):
-        members = [workload.layers[p] for p in group]
-        position_of = {workload.layers[p].name: p for p in group}
-        uni = sum(sum(r["cycles"] for r in layers[p].passes.values()) for p in group)
-        chips = allocate_chips([m.macs(1) for m in members], arch.system.chips)
-        stage = {}
-        once = 0.0
-        records = []
-        for layer, count in zip(members, chips):
-            sub = _sub_system(arch, int(count))
-            # Evaluated alone on its chips; the shortcut add of a residual layer is kept
-            # as an element-wise auxiliary cost via the fused SFP chain.
-            alone = replace(layer, input_from=None, residual_from=None,
-                            aux=tuple(op for op in layer.aux if op != "residual"))
-            single = type(workload)(layer.name, (alone,), workload.n_mb)
-            explorer = _Explorer(single, sub, Optimizations(False, no_pipe.memory_reuse, no_pipe.dysm, False), training,
-                                 first_layer_bwd=position_of[layer.name] > 0)
-            explorer.arch = sub          # already asymmetric if hybrid is on
-            cost, path = explorer.run()
-            points += explorer.points
-            records.append(path[0])
-            handoff = layer.n_out * math.ceil(workload.n_mb) * arch.bytes_per_element / count / sub.system.link_bw_x * sub.frequency
-            for pass_name, record in path[0][2].items():
-                per_step = (record["cycles"] - record["once"]) / layer.n_ts + handoff
-                stage[pass_name] = max(stage.get(pass_name, 0.0), per_step)
-                once = max(once, record["once"])
-        n_ts = members[0].n_ts
-        pipelined = sum((n_ts + len(members) - 1) * cycles for cycles in stage.values()) + once
-        if pipelined < uni:
-            total = total - uni + pipelined
-            for position, record, count in zip(group, records, chips):
-                name, state, passes = record
-                layers[position] = LayerChoice(name, state[0], state[1], passes, pipelined=True, chips=int(count))
-    return total, points

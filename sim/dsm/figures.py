@@ -79,10 +79,18 @@ def inference_sweep(networks, batches, executor="local"):
     return {"figure": "fig11_inference", "points": points, "summary": summary}
 
 
-def vgg16_layers(n_mb=512):
-    """Figs. 12 and 13: per-layer configurations and utilization-loss categories of VGG16."""
+def _layers_point(n_mb):
     result = explore(BUILTINS["vgg16"](n_mb), default_architecture(), Optimizations(True, True, True, False))
     return {"figure": "fig12_13_vgg16_layers", "n_mb": n_mb, **result.to_dict()}
+
+
+def vgg16_layers(n_mb=512, executor="local"):
+    """Figs. 12 and 13: per-layer configurations and utilization-loss categories of VGG16.
+
+    One exploration, run by ``executor`` (in this process for ``serial`` and
+    ``local``, on the cluster for ``dask://HOST:PORT``).
+    """
+    return run_map(_layers_point, [n_mb], executor)[0]
 
 
 def scaling_sweep(networks, chip_counts, executor="local", n_mb=512):

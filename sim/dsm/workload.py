@@ -267,29 +267,51 @@ def resnet50(n_mb=256):
     return Workload("resnet50", tuple(layers), n_mb)
 
 
-def gnmt(n_mb=256, units=1024, timesteps=128):
+#: Where GNMT's bidirectional LSTM layer can be put: the paper's first decoder layer, or the first
+#: encoder layer of the GNMT paper (Wu et al. 2016).
+GNMT_BIDIRECTIONAL = ("dec0", "enc0")
+
+
+def gnmt(n_mb=256, units=1024, timesteps=128, bidirectional="dec0"):
     """GNMT (Wu et al. 2016): 8 encoder and 8 decoder LSTM layers with attention and residuals.
 
-    The paper says the first *decoder* layer is bidirectional; an autoregressive
-    decoder cannot be, and GNMT makes its first encoder layer bidirectional, so
-    that is modelled (all layers have the same size, so the choice does not
-    change the totals). Residual connections start at the third layer of each
-    stack. Attention is a time-distributed fc layer combining the decoder state
-    with the context (``2 units -> units``) followed by softmax; its context
-    feeds the first decoder layer only. The vocabulary projection is left out
-    (the paper does not mention it).
+    The paper's benchmark description (Section IV) reads: "GNMT has 8 decoder and
+    encoder LSTM layers with the first decoder being a bidirectional LSTM", so
+    ``dec0`` is bidirectional by default. GNMT itself makes its first *encoder*
+    layer bidirectional (an autoregressive decoder cannot be); ``bidirectional="enc0"``
+    builds that variant. The placement matters beyond the layer's own cost: a
+    bidirectional layer is not timestep-pipelined, so it splits its stack's pipe
+    group (``dec0``: two groups of eight layers; ``enc0``: one group of sixteen).
+    Residual connections start at the third layer of each stack. Attention is a
+    time-distributed fc layer combining the decoder state with the context
+    (``2 units -> units``) followed by softmax; its context feeds the first decoder
+    layer only. The vocabulary projection is left out (the paper does not mention it).
+
+    Parameters
+    ----------
+    n_mb : int
+        Minibatch.
+    units : int
+        LSTM units per layer.
+    timesteps : int
+        Sequence length.
+    bidirectional : str
+        The bidirectional layer, one of :data:`GNMT_BIDIRECTIONAL`.
     """
+    if bidirectional not in GNMT_BIDIRECTIONAL:
+        raise ConfigError(f"gnmt: bidirectional={bidirectional!r} is not one of {', '.join(GNMT_BIDIRECTIONAL)}")
     layers = []
     for position in range(8):
         residual = position >= 2
         layers.append(Layer(f"enc{position}", "lstm", units, units, n_ts=timesteps,
-                            bidirectional=position == 0,
+                            bidirectional=bidirectional == f"enc{position}",
                             aux=("sigmoid", "tanh") + (("residual",) if residual else ()),
                             residual_from=f"enc{position - 1}" if residual else None))
     for position in range(8):
         residual = position >= 2
         layers.append(Layer(f"dec{position}", "lstm", 2 * units if position == 0 else units, units,
-                            n_ts=timesteps, aux=("sigmoid", "tanh") + (("residual",) if residual else ()),
+                            n_ts=timesteps, bidirectional=bidirectional == f"dec{position}",
+                            aux=("sigmoid", "tanh") + (("residual",) if residual else ()),
                             residual_from=f"dec{position - 1}" if residual else None))
         if position == 0:
             layers.append(Layer("attention", "fc", 2 * units, units, n_ts=timesteps, aux=("tanh", "softmax")))

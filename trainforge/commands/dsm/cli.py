@@ -49,9 +49,13 @@ def _sweep(args):
     from trainforge.sim.dsm import figures
     from trainforge.sim.dsm.executor import check_executor
     from trainforge.sim.dsm.workload import BUILTINS
-    if args.figure == "layers" and args.executor is not None:
-        raise UsageError("--executor: 'sweep layers' is one exploration of VGG16 run in this process; "
-                         "--executor applies to training, inference, scaling and scratchpad")
+    if args.figure == "layers":
+        # One exploration: nothing for a process pool to share out, but it can run on a cluster.
+        executor = args.executor or "serial"
+        if executor != "serial" and not executor.startswith(("dask://", "tcp://")):
+            raise UsageError(f"--executor {executor!r}: 'sweep layers' is one exploration of VGG16; it runs in "
+                             "this process (serial, the default) or on a Dask cluster (dask://HOST:PORT)")
+        args.executor = executor
     args.executor = check_executor(args.executor or "local")
     networks = args.networks.split(",")
     for network in networks:
@@ -68,7 +72,7 @@ def _sweep(args):
     elif args.figure == "inference":
         report = figures.inference_sweep(networks, [int(v) for v in values or (1, 2, 4, 8, 16)], args.executor)
     elif args.figure == "layers":
-        report = figures.vgg16_layers(int(values[0]) if values else 512)
+        report = figures.vgg16_layers(int(values[0]) if values else 512, args.executor)
     elif args.figure == "scaling":
         counts = [int(v) for v in values or (16, 32, 64, 128, 256)]
         if any(c % 4 for c in counts):
@@ -114,7 +118,8 @@ def register(subparsers):
                        help="comma list of built-in workloads (default: %(default)s)")
     sweep.add_argument("--values", help="comma list: minibatches, batches, chip counts or scratchpad MB")
     sweep.add_argument("--executor", default=None,
-                       help="serial, local (a process pool; the default) or dask://HOST:PORT")
+                       help="serial, local (a process pool; the default) or dask://HOST:PORT; 'layers' is one "
+                            "exploration: serial (its default) or dask://HOST:PORT")
     sweep.add_argument("--out", default="build/reports/dsm", help="folder of the JSON and PNG (default: %(default)s)")
     sweep.set_defaults(out_kind="dir")
     sweep.add_argument("--json", action="store_true", help="print the whole report as JSON")
