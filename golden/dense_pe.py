@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..spec import dense_pe as spec
-from ..spec.mac import ACCUMULATOR_PARTIALS, FLOAT_FORMATS
+from ..spec.mac import FLOAT_FORMATS
 from .fp import fp32_accumulate, fp32_sum_tree, fp_mul_exact
 
 __all__ = ["wrap", "dense_pe"]
@@ -46,7 +46,7 @@ def dense_pe(a, b, clear, read, **params):
     each lane (:func:`~trainforge.golden.fp.fp_mul_exact`), the pairwise adder
     tree over the lanes (:func:`~trainforge.golden.fp.fp32_sum_tree`), then
     the interleaved accumulator (:func:`~trainforge.golden.fp.fp32_accumulate`,
-    :data:`~trainforge.spec.mac.ACCUMULATOR_PARTIALS` partial sums).
+    :data:`~trainforge.spec.mac.PARTIAL_SUMS` ``partial_sums``).
 
     Parameters
     ----------
@@ -67,7 +67,7 @@ def dense_pe(a, b, clear, read, **params):
     # Callers that wrap the dense PE (the TensorDash MACs) pass their whole parameter dict.
     params = spec.PARAMS.resolve(**{name: value for name, value in params.items() if name in spec.PARAMS.names})
     if params["mac"] in FLOAT_FORMATS:
-        return _dense_pe_float(a, b, clear, read, FLOAT_FORMATS[params["mac"]])
+        return _dense_pe_float(a, b, clear, read, FLOAT_FORMATS[params["mac"]], params["partial_sums"])
     a = np.asarray(a, dtype=np.int64).astype(np.uint64)
     b = np.asarray(b, dtype=np.int64).astype(np.uint64)
     clear = np.asarray(clear, dtype=bool)
@@ -82,10 +82,10 @@ def dense_pe(a, b, clear, read, **params):
     return wrap(accumulator[read], params["acc_width"], params["signed"])
 
 
-def _dense_pe_float(a, b, clear, read, fmt):
+def _dense_pe_float(a, b, clear, read, fmt, partials):
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     read = np.asarray(read, dtype=bool)
     if a.shape[0] == 0:
         return np.zeros(0, dtype=np.uint32)
     row_sums = fp32_sum_tree(fp_mul_exact(a, b, fmt), axis=1)
-    return fp32_accumulate(row_sums, clear, ACCUMULATOR_PARTIALS, read)
+    return fp32_accumulate(row_sums, clear, partials, read)

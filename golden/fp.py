@@ -46,7 +46,7 @@ Adder (:func:`fp32_add`), FP32 + FP32 -> FP32
        both are ``-0``; one zero -> the other operand.
 
 Accumulation (:func:`fp32_accumulate`), the MAC's interleaved accumulator
-    ``partials`` partial sums (:data:`trainforge.spec.mac.ACCUMULATOR_PARTIALS`).
+    ``partials`` partial sums (the PE's ``partial_sums``, :data:`trainforge.spec.mac.PARTIAL_SUMS`).
     The rows since the last ``clear`` (included; reset counts as a clear) are
     numbered ``j = 0, 1, ...``; row ``j`` updates partial ``j mod partials``
     by one :func:`fp32_add`, ``partial + row_sum``, where a partial's first

@@ -139,13 +139,14 @@ class FloatMAC:
     Parameters
     ----------
     params : dict
-        Resolved parameters with ``lanes`` and ``mac`` (``"fp16"`` or ``"bf16"``);
+        Resolved parameters with ``lanes``, ``mac`` (``"fp16"`` or ``"bf16"``) and ``partial_sums``;
         ``width``, ``acc_width`` and ``signed`` are not read.
     """
 
     def __init__(self, params):
         self.fmt = spec.FLOAT_FORMATS[params["mac"]]
         self.lanes = params["lanes"]
+        self.partial_sums = params["partial_sums"]
         self.operand_shape = spec.operand_shape(params)
         self.product_shape = spec.product_shape(params)
         self.result_shape = spec.result_shape(params)
@@ -176,7 +177,7 @@ class FloatMAC:
         return level[0]
 
     def accumulator(self, m, valid, clear, read, enable, name):
-        return InterleavedAccumulator(m, valid, clear, read, enable, self.reduce, name)
+        return InterleavedAccumulator(m, valid, clear, read, enable, self.reduce, self.partial_sums, name)
 
 
 #: MAC unit classes by the value of a PE's ``mac`` parameter (:data:`trainforge.spec.mac.MAC_NAMES`).

@@ -22,6 +22,7 @@ PARAMS = ParamSchema((
     Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64),
     Param("signed", bool, True, "two's complement operands and accumulator"),
     mac.MAC,
+    mac.PARTIAL_SUMS,
 ))
 
 

@@ -23,12 +23,12 @@ holds the sum), then :func:`accumulate_stages` registers in the accumulator.
 
 The integer accumulator is one register: the result of a row is its new
 value, in the row's own cycle (0 stages). The FP32 accumulator is the
-*interleaved* one: one FP32 adder of :data:`FP32_ADD_STAGES` stages whose
-sum goes back to its input, so that no loop is shorter than the adder. It
-keeps :data:`ACCUMULATOR_PARTIALS` partial sums: the rows since the last
-``clear`` (that row included) are counted from 0, and row ``j`` is added to
-partial ``j mod ACCUMULATOR_PARTIALS``, which starts from ``+0`` at its
-first row after the clear. A row's result is the sum of the partials after
+*interleaved* one: ``P = partial_sums`` partial sums (:data:`PARTIAL_SUMS`)
+around one FP32 adder of ``P`` register stages whose sum goes back to its
+input, so that the loop is as long as one stage of that adder: the rows
+since the last ``clear`` (that row included) are counted from 0, and row
+``j`` is added to partial ``j mod P``, which starts from ``+0`` at its first
+row after the clear. A row's result is the sum of the partials after
 it, by the pairwise adder tree (``(p0 + p1) + (p2 + p3)``; a partial not yet
 written since the clear counts as ``+0``): :func:`accumulate_stages` is the
 adder's stages (the row's partial), a register of the partials, and the
@@ -48,7 +48,7 @@ from .fp import BF16, FP16, FP32
 from .params import Param
 
 __all__ = ["MAC_NAMES", "MAC", "FLOAT_FORMATS", "is_float", "multiply_stages", "tree_stages",
-           "ACCUMULATOR_PARTIALS", "accumulate_stages",
+           "PARTIAL_SUMS", "accumulate_stages", "reduce_partials_stages",
            "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT", "zero_operands"]
 
 #: The MAC units, by the value of a PE's ``mac`` parameter.
@@ -71,9 +71,13 @@ MULTIPLY_STAGES = {"integer": 2, "fp16": 2, "bf16": 2}
 #: the accumulator's adder is the same logic with no register inside (one cycle, a loop).
 FP32_ADD_STAGES = 4
 
-#: Partial sums of the FP32 accumulator: one per stage of its adder, so that a row's partial was last
-#: written by the row ``ACCUMULATOR_PARTIALS`` before it, whose sum has just left the adder.
-ACCUMULATOR_PARTIALS = FP32_ADD_STAGES
+#: The ``partial_sums`` parameter of the PEs that take a MAC unit: partial sums of the interleaved FP32
+#: accumulator, one per register stage of its adder, so that a row's partial was last written by the row
+#: ``partial_sums`` before it, whose sum has just left the adder. 4 (the default) makes every loop of the PE
+#: one stage of the 4-stage adder; 1 is a one-cycle accumulation loop (the whole adder), the smallest.
+PARTIAL_SUMS = Param("partial_sums", int, 4,
+                     "FP MACs: partial sums of the interleaved FP32 accumulator (= its adder's stages; "
+                     "1: a one-cycle loop, smallest; 4: no loop longer than one adder stage)", choices=(1, 2, 4))
 
 #: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
 IDLE_PRODUCT = 0
@@ -97,13 +101,19 @@ def tree_stages(params):
     return levels * FP32_ADD_STAGES
 
 
+def reduce_partials_stages(partials):
+    """Register stages of the adder tree that sums ``partials`` partial sums (0 for one)."""
+    return (partials - 1).bit_length() * FP32_ADD_STAGES
+
+
 def accumulate_stages(params):
     """Register stages from the lane sum to the result: 0 for the integer accumulator (its new value is the
-    result); for FP32, the interleaved accumulator's adder, a register of the partials, then the adder tree
-    over them (4 + 1 + 8 = 13)."""
+    result); for FP32, the interleaved accumulator's adder (``partial_sums`` stages), a register of the
+    partials, then the adder tree over them (4 + 1 + 8 = 13 by default, 1 + 1 + 0 = 2 for one partial)."""
     if not is_float(params):
         return 0
-    return FP32_ADD_STAGES + 1 + max(1, (ACCUMULATOR_PARTIALS - 1).bit_length()) * FP32_ADD_STAGES
+    partials = params["partial_sums"]
+    return partials + 1 + reduce_partials_stages(partials)
 
 
 def _shape(width, is_signed):

@@ -177,6 +177,7 @@ WIDTH = Param("width", int, 8, "operand width in bits", minimum=2, maximum=32)
 ACC_WIDTH = Param("acc_width", int, 32, "accumulator width in bits (wraps around)", minimum=2, maximum=64)
 SIGNED = Param("signed", bool, True, "two's complement operands and accumulator")
 MAC = mac_spec.MAC
+PARTIAL_SUMS = mac_spec.PARTIAL_SUMS
 
 
 def pattern_of(params):
@@ -201,14 +202,14 @@ SCHEDULER_PARAMS = ParamSchema((LANES, DEPTH, PATTERN), constraints=(check_patte
 PE_PARAMS = ParamSchema((
     LANES, DEPTH, PATTERN,
     Param("mode", str, "both", "which zero operands make a pair ineffectual", choices=("both", "b_only")),
-    WIDTH, ACC_WIDTH, SIGNED, MAC,
+    WIDTH, ACC_WIDTH, SIGNED, MAC, PARTIAL_SUMS,
 ), constraints=(check_pattern,))
 
 #: Parameters of ``td_tile``.
 TILE_PARAMS = ParamSchema((
     Param("rows", int, 4, "PE rows R (one B stream and scheduler each)", minimum=1, maximum=16),
     Param("cols", int, 4, "PE columns C (one A stream each)", minimum=1, maximum=8),
-    LANES, DEPTH, PATTERN, WIDTH, ACC_WIDTH, SIGNED, MAC,
+    LANES, DEPTH, PATTERN, WIDTH, ACC_WIDTH, SIGNED, MAC, PARTIAL_SUMS,
 ), constraints=(check_pattern,))
 
 #: Parameters of ``td_transposer``.

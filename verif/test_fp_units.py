@@ -60,6 +60,9 @@ def test_latencies_by_hand():
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 25
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 29
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 21
+    # One partial sum: the adder (1 stage, the whole adder), the partial's register, no tree.
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=1)) == 14
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=2)) == 12 + 2 + 1 + 4
 
 
 def test_stage_cuts():

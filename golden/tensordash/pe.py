@@ -7,7 +7,7 @@ lane multiplies the pair its ``MS`` selects) go through the FP32 adder tree
 (:func:`~trainforge.golden.fp.fp32_sum_tree`, lane order), and the tree's sum
 goes to the interleaved accumulator (:func:`~trainforge.golden.fp.fp32_accumulate`:
 the dot product's scheduling cycles counted from its first, cycle ``j`` added
-to partial ``j mod 4``, the result the adder tree over the partials). So a TensorDash PE's FP results depend on its schedule
+to partial ``j mod partial_sums``, the result the adder tree over the partials). So a TensorDash PE's FP results depend on its schedule
 and may differ from the dense PE's in the last bits.
 """
 import numpy as np
@@ -94,7 +94,7 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides):
     sums = fp32_sum_tree(products, axis=-1)                             # (C, rows, cols)
     reads = np.zeros(cycles, dtype=bool)
     reads[np.asarray(run.read_cycles[0], dtype=np.int64)] = True
-    out = fp32_accumulate(sums, np.asarray(clear, dtype=bool)[heads], mac_spec.ACCUMULATOR_PARTIALS, reads)
+    out = fp32_accumulate(sums, np.asarray(clear, dtype=bool)[heads], params["partial_sums"], reads)
     return out.reshape(-1, rows, cols)
 
 

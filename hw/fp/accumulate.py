@@ -1,9 +1,8 @@
 """The interleaved FP32 accumulator of the FP MAC units (:mod:`trainforge.spec.mac`).
 
-One FP32 adder of :data:`~trainforge.spec.mac.FP32_ADD_STAGES` stages feeds
-:data:`~trainforge.spec.mac.ACCUMULATOR_PARTIALS` partial-sum registers, and
-each row adds its sum to the partial that the row ``ACCUMULATOR_PARTIALS``
-before it wrote. The adder's last step writes that partial directly (its
+One FP32 adder of ``P`` register stages feeds ``P`` partial-sum registers
+(``P`` = the PE's ``partial_sums``, :data:`~trainforge.spec.mac.PARTIAL_SUMS`),
+and each row adds its sum to the partial that the row ``P`` before it wrote. The adder's last step writes that partial directly (its
 last register stage *is* the partial), so the loop partial -> the row's
 partial selected -> adder -> partial is as long as the adder's stages and no
 longer: no stage holds more than the pipelined adder's. A row's result is the
@@ -45,6 +44,8 @@ class InterleavedAccumulator:
         The PE's clock enable (every register here and in :meth:`add` obeys it).
     reduce : callable
         ``reduce(m, values, enable, name)``: the MAC unit's pipelined adder tree.
+    partials : int
+        Partial sums (1, 2 or 4): the stages of the accumulating adder.
     name : str
         Prefix of the register names.
 
@@ -54,20 +55,20 @@ class InterleavedAccumulator:
         A register: the result of a ``read`` row is at the output of :meth:`add` this cycle.
     """
 
-    def __init__(self, m, valid, clear, read, enable, reduce, name="accumulate"):
-        partials = spec.ACCUMULATOR_PARTIALS
-        stages = spec.FP32_ADD_STAGES
+    def __init__(self, m, valid, clear, read, enable, reduce, partials, name="accumulate"):
+        stages = partials
         self.m, self.enable, self.reduce, self.name = m, enable, reduce, name
+        self.partials = partials
         # The flags of the row at the accumulator's input.
         flags = register_values(m, {"valid": valid, "clear": clear, "read": read}, enable, f"{name}_row")
         # Rows since the last clear, before the row at the input: its partial unless it clears, and whether
         # every partial has been written.
-        next_index = Signal(range(partials), name=f"{name}_next_index")
+        next_index = Signal(range(max(partials, 2)), name=f"{name}_next_index")
         all_written = Signal(name=f"{name}_all_written")
-        index = Signal(range(partials), name=f"{name}_index")          # the row's partial
+        index = Signal(range(max(partials, 2)), name=f"{name}_index")  # the row's partial
         adds_to_partial = Signal(name=f"{name}_adds_to_partial")       # the row adds to it (not to +0)
         last = index == partials - 1
-        after_index = Signal(range(partials), name=f"{name}_after_index")
+        after_index = Signal(range(max(partials, 2)), name=f"{name}_after_index")
         after_all_written = Signal(name=f"{name}_after_all_written")
         m.d.comb += [
             index.eq(Mux(flags["clear"], 0, next_index)),
@@ -88,7 +89,7 @@ class InterleavedAccumulator:
         self.write_valid = _delayed(m, flags["valid"], stages - 1, enable, f"{name}_write_valid")
         self.write_index = _delayed(m, index, stages - 1, enable, f"{name}_write_index")
         self.written = _delayed(m, written, stages, enable, f"{name}_written")
-        tree_stages = max(1, (partials - 1).bit_length()) * stages
+        tree_stages = spec.reduce_partials_stages(partials)
         self.result_valid = _delayed(m, flags["valid"] & flags["read"], stages + 1 + tree_stages, enable,
                                      f"{name}_result_valid")
 
@@ -101,17 +102,18 @@ class InterleavedAccumulator:
             The FP32 bits of the result, meaningful when :attr:`result_valid` is high.
         """
         m, enable = self.m, self.enable
-        partials = [Signal(FP32.width, name=f"{name}_partial{k}") for k in range(spec.ACCUMULATOR_PARTIALS)]
+        partials = [Signal(FP32.width, name=f"{name}_partial{k}") for k in range(self.partials)]
         addend = Signal(FP32.width, name=f"{name}_addend")
         m.d.comb += addend.eq(Cat(*(
             Cat(*(self.select[k] & partial[bit] for k, partial in enumerate(partials))).any()
             for bit in range(FP32.width))))
-        total = fp32_add(m, addend, row_sum, spec.FP32_ADD_STAGES, enable, name=f"{name}_add",
-                         register_sum=False)
+        total = fp32_add(m, addend, row_sum, self.partials, enable, name=f"{name}_add", register_sum=False)
         for k, partial in enumerate(partials):
             with m.If(enable & self.write_valid & (self.write_index == k)):
                 m.d.sync += partial.eq(total)
         # The partials after a row, those not written since its clear as +0, registered for the tree.
         masked = register_values(m, {f"p{k}": Mux(self.written[k], partial, C(0, FP32.width))
                                      for k, partial in enumerate(partials)}, enable, f"{name}_result_partials")
+        if self.partials == 1:
+            return masked["p0"]
         return self.reduce(self.m, list(masked.values()), enable, f"{name}_tree")

@@ -12,9 +12,10 @@ subnormal operands flushed to zeros of their sign; each product a float32
 product (exact), flushed; the lanes summed pairwise, level by level (``0+1,
 2+3, ...``, an odd last lane carried up), each float32 sum flushed; then the
 interleaved accumulator (:mod:`trainforge.spec.mac`): the rows since the last
-``clear`` numbered from 0, row ``j`` added to partial ``j mod 4`` (``+0`` at
-its first row), flushed; a ``read`` row's result the same pairwise sum over
-the four partials, those not written since the clear as ``+0``. The flush
+``clear`` numbered from 0, row ``j`` added to partial ``j mod P`` (``P`` =
+``partial_sums``; ``+0`` at its first row), flushed; a ``read`` row's result
+the same pairwise sum over the ``P`` partials, those not written since the
+clear as ``+0``. The flush
 (:func:`scenarios.fp_mul.flush32`) is the only step numpy does not do
 itself; a NaN result is expected as the canonical quiet NaN ``0x7FC00000``.
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from trainforge.golden.dense_pe import dense_pe
 from trainforge.spec import dense_pe as spec
-from trainforge.spec.mac import ACCUMULATOR_PARTIALS, is_float
+from trainforge.spec.mac import is_float
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 from scenarios.fp_mul import float32_bits, flush32, to_float32
@@ -47,7 +48,7 @@ def pairwise_float32_sum(values):
     return level[0]
 
 
-def interleaved_float32_sums(row_sums, clear, read, partials=ACCUMULATOR_PARTIALS):
+def interleaved_float32_sums(row_sums, clear, read, partials):
     """The interleaved accumulator's value after each ``read`` row, in numpy float32 (module docstring)."""
     results, values, since_clear = [], [np.float32(0)] * partials, 0
     with np.errstate(all="ignore"):
@@ -68,7 +69,7 @@ def float_reference(rows, params):
         row_sums = [pairwise_float32_sum([flush32(to_float32(x, params["mac"]) * to_float32(y, params["mac"]))
                                           for x, y in zip(row["a"], row["b"])]) for row in rows]
     return [float32_bits(total) for total in interleaved_float32_sums(
-        row_sums, [row["clear"] for row in rows], [row["read"] for row in rows])]
+        row_sums, [row["clear"] for row in rows], [row["read"] for row in rows], params["partial_sums"])]
 
 
 def reference(rows, params):
