@@ -233,7 +233,6 @@ class TDSparseCore(wiring.Component):
 
         count_for = [Signal(range(depth + 1), name=f"window_count{step}") for step in range(depth + 1)]
         m.d.comb += [count_for[step].eq(window_count - step + loads_for[step]) for step in range(depth + 1)]
-        loads = pick(loads_for, "loads", range(depth + 1))
         take = Signal()
         m.d.comb += [
             # A group register is free at the start of the cycle: ready depends on registers only.
@@ -248,7 +247,9 @@ class TDSparseCore(wiring.Component):
             load_ring.eq(pick([wrap(load_ring + loads_for[step], ring) for step in range(depth + 1)],
                               "next_load_ring", range(ring))),
             window_count.eq(pick(count_for, "next_window_count", range(depth + 1))),
-            waiting.eq(waiting - loads + Mux(take, depth, 0)),
+            # Per shift, beside the schedule: the pick is the last step, as for the other counts.
+            waiting.eq(pick([waiting - loads_for[step] + Mux(take, depth, 0) for step in range(depth + 1)],
+                            "next_waiting", range(ring + 1))),
         ]
 
         # The flags of the rows behind the window, in stream order: ring position head + k.
