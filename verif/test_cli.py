@@ -31,7 +31,8 @@ def test_verilog_override_and_manifest(tmp_path):
     (entry,) = manifest["blocks"]
     text = (out / "dense_pe.v").read_bytes()
     assert entry["sha256"] == hashlib.sha256(text).hexdigest()
-    assert entry["params"] == {"lanes": 8, "width": 16, "acc_width": 32, "signed": True, "mac": "integer", "partial_sums": 4}
+    assert entry["params"] == {"lanes": 8, "width": 16, "acc_width": 32, "signed": True, "mac": "integer",
+                               "partial_sums": 4}
     ports = {port["name"]: port for port in entry["ports"]}
     payload = ports["i_row__payload"]
     assert (payload["direction"], payload["width"]) == ("input", 2 * 8 * 16 + 2)
