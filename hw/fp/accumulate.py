@@ -2,10 +2,11 @@
 
 One FP32 adder of ``P`` register stages feeds ``P`` partial-sum registers
 (``P`` = the PE's ``partial_sums``, :data:`~trainforge.spec.mac.PARTIAL_SUMS`),
-and each row adds its sum to the partial that the row ``P`` before it wrote. The adder's last step writes that partial directly (its
-last register stage *is* the partial), so the loop partial -> the row's
-partial selected -> adder -> partial is as long as the adder's stages and no
-longer: no stage holds more than the pipelined adder's. A row's result is the
+and each row adds its sum to the partial that the row ``P`` before it wrote.
+The adder's last step writes that partial directly (its last register stage
+*is* the partial), so the loop partial -> the row's partial selected ->
+adder -> partial is as long as the adder's stages and no longer: no stage
+holds more than the pipelined adder's. A row's result is the
 pairwise adder tree over the partials as they are after the row, a partial
 not written since the clear counting as ``+0``, taken into a register (so
 that the zeroing is not in front of the tree's first stage); the tree is
