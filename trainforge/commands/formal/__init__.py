@@ -1,0 +1,1 @@
+"""``trainforge formal``: the formal proofs (:mod:`trainforge.formal`)."""

