@@ -89,7 +89,7 @@ def _stream_stage_proof():
     return Proof(
         "stream_stage.transactions", "stream_stage",
         "shared stream stage, k-induction: with a producer keeping the stream rules the output keeps them; "
-        "every transaction leaves once, in order", make, mode="prove", depth=4)
+        "every transaction leaves once, in order", make, mode="prove", depth=6)
 
 
 def _proofs():

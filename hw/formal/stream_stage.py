@@ -2,10 +2,17 @@
 from amaranth import Elaboratable, Module, Signal, unsigned
 from amaranth.hdl import Assert, Assume, Cover, Fragment
 
+from ...errors import ParameterError
 from ...spec import stream_stage as spec
 from ..stream_stage import StreamStage
 
-__all__ = ["StreamStageProperties"]
+__all__ = ["PROPERTIES", "StreamStageProperties"]
+
+#: The groups of properties, each asserted unless left out (a test breaks one at a time): ``output_rules``
+#: (valid and payload hold until ready), ``transactions`` (none lost, made up or duplicated; order kept),
+#: ``ready`` (``i_stream.ready`` exactly when the stage has room) and ``lemmas`` (the skid register against
+#: the model: what makes the k-induction go through).
+PROPERTIES = ("output_rules", "transactions", "ready", "lemmas")
 
 #: Registers of :class:`~trainforge.hw.stream_stage.StreamStage` that the induction lemmas name.
 INTERNAL_REGISTERS = ("skid_valid", "skid_payload")
@@ -40,6 +47,9 @@ class StreamStageProperties(Elaboratable):
         a :class:`~trainforge.hw.stream_stage.StreamStage` when omitted (a deliberately broken one
         shows that the proof can fail).
 
+    properties : sequence of str
+        The groups of :data:`PROPERTIES` to assert (all by default).
+
     Attributes
     ----------
     i_valid, i_payload, o_ready : Signal
@@ -47,7 +57,11 @@ class StreamStageProperties(Elaboratable):
     ports : list of Value
     """
 
-    def __init__(self, width=4, stage=None):
+    def __init__(self, width=4, stage=None, properties=PROPERTIES):
+        unknown = set(properties) - set(PROPERTIES)
+        if unknown:
+            raise ParameterError(f"unknown stream stage properties {sorted(unknown)}; known: {', '.join(PROPERTIES)}")
+        self.properties = tuple(properties)
         self.width = width
         self.stage = StreamStage(unsigned(width)) if stage is None else stage
         self.i_valid = Signal()
@@ -57,6 +71,12 @@ class StreamStageProperties(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+
+        def check(group, condition, message):
+            # src_loc_at=1: a failure names the line that called check(), not this one.
+            if group in self.properties:
+                m.d.comb += Assert(condition, message, src_loc_at=1)
+
         fragment = Fragment.get(self.stage, platform)
         internal = {}
         for statements in fragment.statements.values():
@@ -90,8 +110,8 @@ class StreamStageProperties(Elaboratable):
         with m.If(past_known & past_i_valid & ~past_i_ready):
             m.d.comb += Assume(self.i_valid & (self.i_payload == past_i_payload))
         with m.If(past_known & past_o_valid & ~past_o_ready):
-            m.d.comb += Assert(o_valid, "o_stream.valid dropped before o_stream.ready")
-            m.d.comb += Assert(o_payload == past_o_payload, "o_stream.payload changed before o_stream.ready")
+            check("output_rules", o_valid, "o_stream.valid dropped before o_stream.ready")
+            check("output_rules", o_payload == past_o_payload, "o_stream.payload changed before o_stream.ready")
 
         # Ghost counters, and the FIFO model of the transactions inside (oldest first).
         accepted = Signal(4)
@@ -115,17 +135,13 @@ class StreamStageProperties(Elaboratable):
             with m.Else():
                 m.d.sync += newest.eq(self.i_payload)
 
-        m.d.comb += [
-            Assert(held <= spec.CAPACITY, "more transactions inside than the stage holds (one duplicated or made up)"),
-            Assert(o_valid == (held != 0), "o_stream.valid is not 'a transaction is inside' (one lost or made up)"),
-            Assert(~o_valid | (o_payload == oldest), "o_stream.payload is not the oldest transaction not yet emitted"),
-            Assert(i_ready == (held < spec.CAPACITY), "i_stream.ready is not 'the stage has room'"),
-            Cover(emit & (held == spec.CAPACITY)),
-        ]
+        check("transactions", held <= spec.CAPACITY, "more transactions inside than the stage holds")
+        check("transactions", o_valid == (held != 0), "o_stream.valid is not 'a transaction is inside'")
+        check("transactions", ~o_valid | (o_payload == oldest), "o_stream.payload is not the oldest inside")
+        check("ready", i_ready == (held < spec.CAPACITY), "i_stream.ready is not 'the stage has room'")
+        m.d.comb += Cover(emit & (held == spec.CAPACITY))
         if set(internal) == set(INTERNAL_REGISTERS):
             skid_valid, skid_payload = internal["skid_valid"], internal["skid_payload"]
-            m.d.comb += [
-                Assert(skid_valid == (held == spec.CAPACITY), "lemma: the skid register is full iff the stage is"),
-                Assert(~skid_valid | (skid_payload == newest), "lemma: the skid register holds the newest transaction"),
-            ]
+            check("lemmas", skid_valid == (held == spec.CAPACITY), "lemma: the skid register is full iff the stage is")
+            check("lemmas", ~skid_valid | (skid_payload == newest), "lemma: the skid register holds the newest")
         return m

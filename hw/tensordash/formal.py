@@ -2,22 +2,38 @@
 from functools import reduce
 from operator import and_, or_
 
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Const, Elaboratable, Module, Signal, Value
 from amaranth.hdl import Assert, Cover
 
+from ...errors import ParameterError
 from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels, option_slots
 from .scheduler import schedule_logic
 
-__all__ = ["SchedulerProperties"]
+__all__ = ["PROPERTIES", "SchedulerProperties"]
+
+#: The groups of properties, each asserted unless left out (a test breaks one at a time):
+#: ``selects`` (an idle lane's select is 0, selects within the pattern, ``chosen`` = the slots taken),
+#: ``no_slot_twice``, ``candidates_only``, ``idle_lanes``, ``priority`` and ``advance``.
+PROPERTIES = ("selects", "no_slot_twice", "candidates_only", "idle_lanes", "priority", "advance")
+
+
+def _bit(value):
+    """``value`` as one bit; refuses a wider value (``~`` of a wider value is true when the value is 1)."""
+    value = Value.cast(value)
+    if len(value) != 1 or value.shape().signed:
+        raise TypeError(f"a property term must be one unsigned bit, not {value.shape()}: {value!r}")
+    return value
 
 
 def _any(values):
-    return reduce(or_, values, 0)
+    """One bit: any of ``values`` (one bit each); 0 for none."""
+    return reduce(or_, (_bit(value) for value in values), Const(0, 1))
 
 
 def _all(values):
-    return reduce(and_, values, 1)
+    """One bit: all of ``values`` (one bit each); 1 for none."""
+    return reduce(and_, (_bit(value) for value in values), Const(1, 1))
 
 
 class SchedulerProperties(Elaboratable):
@@ -46,6 +62,8 @@ class SchedulerProperties(Elaboratable):
         The scheduler under proof, with the signature of
         :func:`~trainforge.hw.tensordash.scheduler.schedule_logic` (the default); a deliberately broken
         one shows that the proof can fail.
+    properties : sequence of str
+        The groups of :data:`PROPERTIES` to assert (all by default).
 
     Attributes
     ----------
@@ -55,11 +73,15 @@ class SchedulerProperties(Elaboratable):
     ports : list of Signal
     """
 
-    def __init__(self, lanes=4, depth=4, pattern="default", logic=schedule_logic):
+    def __init__(self, lanes=4, depth=4, pattern="default", logic=schedule_logic, properties=PROPERTIES):
         params = spec.SCHEDULER_PARAMS.resolve(lanes=lanes, depth=depth, pattern=pattern)
+        unknown = set(properties) - set(PROPERTIES)
+        if unknown:
+            raise ParameterError(f"unknown scheduler properties {sorted(unknown)}; known: {', '.join(PROPERTIES)}")
         self.lanes, self.depth = lanes, depth
         self.pattern = spec.pattern_of(params)
         self.logic = logic
+        self.properties = tuple(properties)
         self.candidates = Signal(depth * lanes)
         self.visible = Signal(depth)
         self.ports = [self.candidates, self.visible]
@@ -70,9 +92,14 @@ class SchedulerProperties(Elaboratable):
         rows = [self.candidates[row * lanes:(row + 1) * lanes] for row in range(depth)]
         ms, active, chosen, advance, drained = self.logic(m, rows, self.visible, pattern, lanes, depth, "dut_")
 
+        def check(group, condition, message):
+            # src_loc_at=1: a failure names the line that called check(), not this one.
+            if group in self.properties:
+                m.d.comb += Assert(_bit(condition), message, src_loc_at=1)
+
         def candidate(slot):
             row, column = slot
-            return rows[row][column] & self.visible[row]
+            return _bit(rows[row][column] & self.visible[row])
 
         options = [option_slots(pattern, lanes, lane) for lane in range(lanes)]
         take = [[Signal(name=f"take_lane{lane}_option{index}") for index in range(len(pattern))]
@@ -84,41 +111,38 @@ class SchedulerProperties(Elaboratable):
                 takers.setdefault(slot, []).append(take[lane][index])
 
         for lane in range(lanes):
-            m.d.comb += Assert(active[lane] | (ms[lane] == 0), "an idle lane's select is not 0")
+            check("selects", active[lane] | (ms[lane] == 0), "an idle lane's select is not 0")
             if 2 ** len(ms[lane]) > len(pattern):
-                m.d.comb += Assert(ms[lane] < len(pattern), "a select is past the pattern's options")
+                check("selects", ms[lane] < len(pattern), "a select is past the pattern's options")
         for (row, column), users in takers.items():
             for first in range(len(users)):
                 for second in range(first + 1, len(users)):
-                    m.d.comb += Assert(~(users[first] & users[second]), "a slot is chosen twice")
-            m.d.comb += Assert(chosen[row][column] == _any(users), "chosen is not the set of slots taken")
+                    check("no_slot_twice", ~(users[first] & users[second]), "a slot is chosen twice")
+            check("selects", chosen[row][column] == _any(users), "chosen is not the set of slots taken")
         for lane in range(lanes):
             for index, slot in enumerate(options[lane]):
-                m.d.comb += Assert(~take[lane][index] | candidate(slot), "a chosen slot was not a visible candidate")
+                check("candidates_only", ~take[lane][index] | candidate(slot), "a chosen slot is no visible candidate")
 
         taken_before = {}
         for level in lane_levels(pattern, lanes):
             for lane in level:
-                free = [candidate(slot) & ~taken_before.get(slot, 0) for slot in options[lane]]
-                m.d.comb += Assert(active[lane] | ~_any(free), "an idle lane had an option free at its level")
+                free = [candidate(slot) & ~taken_before.get(slot, Const(0, 1)) for slot in options[lane]]
+                check("idle_lanes", active[lane] | ~_any(free), "an idle lane had an option free at its level")
                 for index in range(len(pattern)):
-                    m.d.comb += Assert(~take[lane][index] | free[index],
-                                       "a lane took an option taken by a lane of an earlier level")
-                    m.d.comb += Assert(~take[lane][index] | ~_any(free[:index]),
-                                       "a lane took an option after a free option of higher priority")
+                    taken = take[lane][index]
+                    check("priority", ~taken | free[index], "a lane took an option an earlier level took")
+                    check("priority", ~taken | ~_any(free[:index]), "a lane skipped a free option of higher priority")
             for lane in level:
                 for index, slot in enumerate(options[lane]):
-                    taken_before[slot] = taken_before.get(slot, 0) | take[lane][index]
+                    taken_before[slot] = taken_before.get(slot, Const(0, 1)) | take[lane][index]
 
         leading = []
         for row in range(depth):
             left = _any(candidate((row, column)) & ~_any(takers.get((row, column), [])) for column in range(lanes))
-            leading.append(self.visible[row] & ~left)
-            m.d.comb += Assert((advance > row) == _all(leading), "AS is not the number of leading drained rows")
-            m.d.comb += Assert(drained[row] == (advance > row), "drained is not the thermometer code of AS")
-        m.d.comb += [
-            Assert(advance <= depth, "AS is past the depth"),
-            Assert(~self.visible[0] | (advance >= 1), "a visible head row was not drained"),
-            Cover(advance == depth),
-        ]
+            leading.append(_bit(self.visible[row] & ~left))
+            check("advance", (advance > row) == _all(leading), "AS is not the number of leading drained rows")
+            check("advance", drained[row] == (advance > row), "drained is not the thermometer code of AS")
+        check("advance", advance <= depth, "AS is past the depth")
+        check("advance", ~self.visible[0] | (advance >= 1), "a visible head row was not drained")
+        m.d.comb += Cover(advance == depth)
         return m

