@@ -10,7 +10,7 @@ ARGS   ?=
 # pytest workers (xdist); 'auto' is one per core.
 JOBS   ?= auto
 
-.PHONY: all verilog test regress lint synth fpga bench report simulators clean distclean
+.PHONY: all verilog test regress formal lint synth fpga bench report simulators clean distclean
 
 all: verilog
 
@@ -39,11 +39,18 @@ simulators:
 verilog: $(VENV)/.installed
 	$(TRAINFORGE) verilog $(ARGS)
 
-test: $(VENV)/.installed-dask simulators
+# The fpga extra brings the YoWASP tools of the fast formal proofs (verif/test_formal.py).
+test: $(VENV)/.installed-dask $(VENV)/.installed-fpga simulators
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup verif
 
 regress: $(VENV)/.installed-dask simulators
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress verif
+
+# Every formal proof (build/formal/<proof>/, report build/formal/report.json), then the check that each fails
+# on its deliberately broken designs. make formal ARGS="td_scheduler" runs one block's.
+formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
+	$(TRAINFORGE) formal $(ARGS)
+	$(PY) -m pytest -n 0 verif/test_formal.py
 
 synth: $(VENV)/.installed-fpga
 	$(TRAINFORGE) synth $(ARGS)

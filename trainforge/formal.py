@@ -67,17 +67,43 @@ class Proof:
     fast: bool = True
 
 
-def _scheduler_proof(pattern):
+def _scheduler_proof(name, lanes, depth, pattern):
     def make(**overrides):
         from .hw.tensordash.formal import SchedulerProperties
 
-        wrapper = SchedulerProperties(lanes=4, depth=4, pattern=pattern, **overrides)
+        wrapper = SchedulerProperties(lanes=lanes, depth=depth, pattern=pattern, **overrides)
         return wrapper, wrapper.ports
     return Proof(
-        f"td_scheduler.{pattern}", "td_scheduler",
-        f"4x4 scheduler, pattern {pattern!r}, every candidate vector: no slot twice, only visible candidates, "
-        f"idle lanes had no free option, the pattern's priority order per level, AS = leading drained rows",
-        make, mode="prove", depth=1)
+        f"td_scheduler.{lanes}x{depth}.{name}", "td_scheduler",
+        f"{lanes} lanes x {depth} rows, pattern {name}, every candidate vector and visible mask: no slot twice, only "
+        f"visible candidates, idle lanes had no free option, the pattern's priority order per level, AS = leading "
+        f"drained rows", make, mode="prove", depth=1, fast=lanes <= 4)
+
+
+def _scheduler_proofs():
+    """The scheduler's proofs: every named pattern that fits 4 x 4, then every registered parameter set."""
+    from .errors import ParameterError
+    from .hw.registry import BLOCKS
+    from .spec import tensordash as spec
+    from .spec.tensordash_patterns import NAMED_PATTERNS
+
+    names = {pattern: name for name, pattern in NAMED_PATTERNS.items()}
+    configurations = {}
+    for name, pattern in NAMED_PATTERNS.items():
+        try:
+            configurations.setdefault((4, 4, spec.validate_pattern(pattern, 4, 4)), name)
+        except ParameterError:
+            continue  # a pattern for another shape (offsets that coincide on 4 lanes, steps past 4 rows)
+    block = BLOCKS["td_scheduler"]
+    for overrides in (*block.test_params, *block.regress_params):
+        params = spec.SCHEDULER_PARAMS.resolve(**overrides)
+        pattern = spec.pattern_of(params)
+        key = (params["lanes"], params["depth"], pattern)
+        given = params["pattern"]
+        name = names.get(pattern) or (given if given in ("default", *NAMED_PATTERNS) else "custom")
+        configurations.setdefault(key, name)
+    return [_scheduler_proof(name, lanes, depth, spec.format_pattern(pattern))
+            for (lanes, depth, pattern), name in configurations.items()]
 
 
 def _stream_stage_proof():
@@ -93,23 +119,12 @@ def _stream_stage_proof():
 
 
 def _proofs():
-    from .spec.tensordash_patterns import NAMED_PATTERNS
-    from .spec.tensordash import validate_pattern
-    from .errors import ParameterError
-
-    proofs = []
-    for name, pattern in NAMED_PATTERNS.items():
-        try:
-            validate_pattern(pattern, 4, 4)
-        except ParameterError:
-            continue  # a pattern for another shape (offsets that coincide on 4 lanes, steps past 4 rows)
-        proofs.append(_scheduler_proof(name))
-    proofs.append(_stream_stage_proof())
+    proofs = [*_scheduler_proofs(), _stream_stage_proof()]
     return {proof.name: proof for proof in proofs}
 
 
-#: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows, and the
-#: shared stream stage.
+#: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows and every
+#: registered ``td_scheduler`` parameter set, and the shared stream stage.
 PROOFS = _proofs()
 
 
@@ -277,7 +292,7 @@ def run_proof(proof, root=ROOT, **overrides):
 
 def result_line(result):
     """One line per proof: status, name, time, and where a failure's trace and assertion are."""
-    line = f"{result['status']:<7} {result['proof']:<28} {result['seconds']:7.1f} s"
+    line = f"{result['status']:<7} {result['proof']:<32} {result['seconds']:7.1f} s"
     if result["status"] != "PASS":
         if result.get("trace"):
             line += f"  trace {result['trace']}"

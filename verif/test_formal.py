@@ -113,14 +113,14 @@ def broken_scheduler(fault):
 ])
 def test_scheduler_property_fails_on_a_broken_scheduler(fault, group, words, tmp_path):
     """Each group of properties, asserted alone, fails on a scheduler broken where that group looks."""
-    result = formal.run_proof(formal.PROOFS["td_scheduler.paper"], root=tmp_path, logic=broken_scheduler(fault),
+    result = formal.run_proof(formal.PROOFS["td_scheduler.4x4.paper"], root=tmp_path, logic=broken_scheduler(fault),
                               properties=(group,))
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/formal.py", words)
 
 
 def test_scheduler_fault_free_variant_passes(tmp_path):
     """The broken schedulers' own code, with no fault, passes: each failure comes from its fault alone."""
-    result = formal.run_proof(formal.PROOFS["td_scheduler.searched-4x4"], root=tmp_path,
+    result = formal.run_proof(formal.PROOFS["td_scheduler.4x4.searched-4x4"], root=tmp_path,
                               logic=broken_scheduler(None))
     assert result["status"] == "PASS", formal.result_line(result)
 
@@ -208,12 +208,12 @@ def test_command_lists_runs_and_reports(tmp_path, monkeypatch, capsys):
     assert main(["formal", "--list"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in formal.PROOFS)
-    assert main(["formal", "td_scheduler.paper", "--out", str(tmp_path / "formal.json")]) == 0
+    assert main(["formal", "td_scheduler.4x4.paper", "--out", str(tmp_path / "formal.json")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("PASS") and "td_scheduler.paper" in out[0] and out[1].startswith("1 of 1 proofs pass")
+    assert out[0].startswith("PASS") and "td_scheduler.4x4.paper" in out[0] and out[1].startswith("1 of 1 proofs pass")
     report = json.loads((tmp_path / "formal.json").read_text())
     assert report["passed"] and [r["status"] for r in report["proofs"]] == ["PASS"]
-    assert (tmp_path / "build" / "formal" / "td_scheduler.paper" / "job.sby").is_file()
+    assert (tmp_path / "build" / "formal" / "td_scheduler.4x4.paper" / "job.sby").is_file()
 
 
 def test_command_refuses_an_unknown_name(tmp_path, monkeypatch, capsys):

@@ -23,7 +23,7 @@ def run(args):
     proofs = formal.proofs_named(args.names, fast_only=args.fast)
     if args.list:
         for proof in proofs:
-            print(f"{proof.name:<28} {proof.mode} depth {proof.depth}{'' if proof.fast else ' (slow)'}: "
+            print(f"{proof.name:<32} {proof.mode} depth {proof.depth}{'' if proof.fast else ' (make formal only)'}: "
                   f"{proof.summary}")
         return 0
     results = []
