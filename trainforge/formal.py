@@ -22,7 +22,7 @@ import sys
 import time
 
 from .errors import UsageError
-from .outputs import write_text
+from .outputs import write_bytes, write_text
 
 __all__ = ["Proof", "PROOFS", "ROOT", "find_tool", "missing_tools", "proofs_named", "run_proof"]
 
@@ -281,7 +281,7 @@ def run_proof(proof, root=ROOT, **overrides):
         testbench = vcd.with_name(vcd.stem + "_tb.v")
         for key, source, target in (("trace", vcd, "trace.vcd"), ("trace_tb", testbench, "trace_tb.v")):
             if source.is_file():
-                shutil.copyfile(source, folder / target)
+                write_bytes(folder / target, source.read_bytes())
                 kept[key] = str(folder / target)
     assertion = re.search(r"failed assertion \S+ at (\S+:\d+)", log)
     location, line = _source_line(assertion.group(1)) if assertion else (None, "")

