@@ -243,6 +243,7 @@ def run_proof(proof, root=ROOT, **overrides):
         ``proof``, ``block``, ``status`` (``"PASS"``; ``"FAIL"``: a counterexample; ``"UNKNOWN"``: the induction
         failed, no counterexample within ``depth``; ``"ERROR"``), ``seconds``, ``folder``, and when it did not
         pass ``trace``, ``trace_tb`` (paths or None), ``assertion`` (``path:line`` or None), ``assertion_text``
+        (that source line), ``message`` (the failed assertion's message, when the wrapper's top module holds it)
         and ``log``.
     """
     from amaranth.back import rtlil
@@ -283,11 +284,23 @@ def run_proof(proof, root=ROOT, **overrides):
             if source.is_file():
                 write_bytes(folder / target, source.read_bytes())
                 kept[key] = str(folder / target)
-    assertion = re.search(r"failed assertion \S+ at (\S+:\d+)", log)
-    location, line = _source_line(assertion.group(1)) if assertion else (None, "")
-    result.update(kept, assertion=location, assertion_text=line,
-                  log=str(folder / "sby.log"))
+    assertion = re.search(r"failed assertion (\S+) at (\S+:\d+)", log)
+    location, line = _source_line(assertion.group(2)) if assertion else (None, "")
+    message = _assertion_message(text, assertion.group(1)) if assertion else None
+    result.update(kept, assertion=location, assertion_text=line, message=message, log=str(folder / "sby.log"))
     return result
+
+
+def _assertion_message(design_text, witness):
+    """The message of the failed ``Assert`` named ``top._witness_.check_<N>`` by SymbiYosys: RTLIL cell ``$<N>``."""
+    path, _, cell = witness.rpartition(".")
+    number = cell.rpartition("_")[2]
+    if path != "top._witness_" or not number.isdigit():
+        return None
+    top = re.search(r"^module \\top\n.*?^end$", design_text, re.MULTILINE | re.DOTALL)
+    cell = r"^  cell \$check \$%s\n    parameter \\FORMAT \"((?:[^\"\\]|\\.)*)\"" % number
+    found = top and re.search(cell, top.group(0), re.MULTILINE)
+    return found.group(1) if found else None
 
 
 def result_line(result):
@@ -297,7 +310,7 @@ def result_line(result):
         if result.get("trace"):
             line += f"  trace {result['trace']}"
         if result.get("assertion"):
-            line += f"  assertion {result['assertion']}: {result['assertion_text']}"
+            line += f"  assertion {result['assertion']}: {result.get('message') or result['assertion_text']}"
         if not result.get("trace") and not result.get("assertion"):
             line += f"  log {result['log']}"
     return line

@@ -33,13 +33,13 @@ def test_proof_passes(name, tmp_path):
 
 
 def assert_fails_with_trace(result, root, wrapper_file, words):
-    """``result`` failed with a kept trace, on an assertion of ``wrapper_file`` whose line holds ``words``."""
+    """``result`` failed with a kept trace, on an assertion of ``wrapper_file`` whose message holds ``words``."""
     assert result["status"] == "FAIL", formal.result_line(result)  # a real counterexample, from the base case
     folder = pathlib.Path(root) / result["proof"]
     assert result["trace"] == str(folder / "trace.vcd") and (folder / "trace.vcd").stat().st_size > 0
     assert (folder / "trace_tb.v").is_file()
     assert result["assertion"] and result["assertion"].split(":")[0].endswith(wrapper_file), result
-    assert words in result["assertion_text"], result
+    assert words in result["message"], result
     assert "trace" in formal.result_line(result) and result["assertion"] in formal.result_line(result)
 
 
