@@ -31,6 +31,18 @@ PAPER_TABLE2 = {
 #: Section 4.3: utilization of the large network on the small array (fits -> does not fit).
 PAPER_UTILIZATION = {"CP": (0.99, 0.75), "SGD": (0.81, 0.47)}
 PAPER_AREA = {"2x16-cores-4x4": 103.2, "2x4-cores-16x16": 178.9}
+#: Utilizations the paper's text states, the only way to put numbers on its Fig. 10 (whose bar heights
+#: the text does not give): (network, configuration, method) -> (utilization, where it is stated).
+PAPER_STATED_UTILIZATION = {
+    ("500-500-500-10", "2x16-cores-4x4", "SGD"): (0.80, "abstract: over 80% for SGD on small networks"),
+    ("2500-2000-1500-1000-500-10", "2x4-cores-16x16", "CP"): (0.99, "Sec. 4.3: drops from 99% (fits)"),
+    ("2500-2000-1500-1000-500-10", "2x4-cores-16x16", "SGD"): (0.81, "Sec. 4.3: drops from 81% (fits)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "CP"): (0.75, "Sec. 4.3: to 75% (no fit)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "SGD"): (0.47, "Sec. 4.3: to 47% (no fit)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "MBGD"): (0.94, "Sec. 4.3: MBGD 187 GFLOPS/W at 94% (no fit)"),
+}
+#: The methods of our Fig. 10.
+FIG10_METHODS = ("SGD", "CP", "MBGD", "DFA")
 
 
 def table2(batch=50, samples=1797):
@@ -51,10 +63,46 @@ def table2(batch=50, samples=1797):
     areas = {name: {"ours_mm2": round(arch.area_mm2(config), 1), "paper_mm2": PAPER_AREA[name]}
              for name, config in arch.CONFIGS.items()}
     return {"rows": rows, "areas": areas, "paper_utilization_fit_to_nofit": PAPER_UTILIZATION,
+            "fig10": fig10(batch, samples),
             "memory_per_pe_words": {f"{net} on {cfg}": {
                 "ours": round(arch.memory_per_pe(arch.NETWORKS[net], arch.CONFIGS[cfg])),
                 "paper_formula_literal": round(arch.memory_per_pe(arch.NETWORKS[net], arch.CONFIGS[cfg], literal=True)),
                 "capacity": arch.CONFIGS[cfg].local_words} for net, cfg in PAPER_TABLE2}}
+
+
+def fig10(batch=50, samples=1797):
+    """Fig. 10: GFLOPS/mm^2 of SGD, CP, MBGD and DFA on every network and array of the study.
+
+    Ours: our utilization (:func:`arch.epoch_cycles`) x PEs x 1 GHz over the area
+    from Table 1's components (:func:`arch.area_mm2`), and over the paper's
+    stated area. The paper's figure gives no numbers in its text; where its text
+    states a utilization (:data:`PAPER_STATED_UTILIZATION`), the paper's value is
+    that utilization x PEs x 1 GHz over its stated area. One operation per MAC
+    (Table 2's unit); ``*_2_per_mac`` count 2 FLOPs.
+    """
+    rows = []
+    for network, configs in STUDY_CONFIGS.items():
+        widths = arch.NETWORKS[network]
+        for config_name in configs:
+            config = arch.CONFIGS[config_name]
+            for method in FIG10_METHODS:
+                size = batch if method == "MBGD" else 1
+                timing = arch.epoch_cycles(widths, method, samples, config, size)
+                ours = arch.gflops_per_mm2(timing["utilization"], config)
+                stated = PAPER_STATED_UTILIZATION.get((network, config_name, method))
+                paper = None if stated is None else arch.gflops_per_mm2(stated[0], config, PAPER_AREA[config_name])
+                rows.append({
+                    "network": network, "config": config_name, "fits": arch.fits(widths, config), "method": method,
+                    "batch": size, "utilization": round(timing["utilization"], 3),
+                    "gflops_per_mm2": round(ours, 3), "gflops_per_mm2_2_per_mac": round(2 * ours, 3),
+                    "gflops_per_mm2_paper_area": round(arch.gflops_per_mm2(timing["utilization"], config,
+                                                                           PAPER_AREA[config_name]), 3),
+                    "paper_utilization": None if stated is None else stated[0],
+                    "paper_utilization_source": None if stated is None else stated[1],
+                    "paper_gflops_per_mm2": None if paper is None else round(paper, 3)})
+    return {"rows": rows, "frequency_hz": 1e9,
+            "note": "the paper's Fig. 10 bar heights are not in its text: 'paper' is the utilization its text "
+                    "states x PEs x 1 GHz / its stated area, where it states one"}
 
 
 def utilization(m=512, n=512, sizes=(2, 4, 8, 16)):
@@ -296,6 +344,12 @@ def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per
 def _write(name, result, plot):
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     write_json(REPORT_DIR / f"{name}.json", result)
+    _write_figure(name, plot)
+
+
+def _write_figure(name, plot):
+    """``plot(plt)``'s figure as ``REPORT_DIR/name.png``, written atomically."""
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -358,6 +412,39 @@ def _plot_table2(result):
         bottom.set_xticks(positions, [f"{row['method']}\n({cases[row['network'], row['config']]})" for row in rows])
         bottom.set_xlabel("training method (case)")
         figure.text(0.01, 0.01, _table2_legend(rows), fontsize=7)
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
+        return figure
+    return plot
+
+
+def _plot_fig10(result):
+    def plot(plt):
+        rows = result["rows"]
+        cases = list(dict.fromkeys((row["network"], row["config"]) for row in rows))
+        figure, axis = plt.subplots(figsize=(12, 5))
+        width = 0.8 / len(FIG10_METHODS)
+        for index, method in enumerate(FIG10_METHODS):
+            mine = [next(row for row in rows if (row["network"], row["config"]) == case and row["method"] == method)
+                    for case in cases]
+            positions = np.arange(len(cases)) + (index - (len(FIG10_METHODS) - 1) / 2) * width
+            label = method if method != "MBGD" else f"MBGD b={mine[0]['batch']}"
+            bars = axis.bar(positions, [row["gflops_per_mm2"] for row in mine], width, label=f"ours {label}")
+            paper = [(p, row["paper_gflops_per_mm2"]) for p, row in zip(positions, mine)
+                     if row["paper_gflops_per_mm2"] is not None]
+            if paper:
+                axis.plot(*zip(*paper), "*", color=bars.patches[0].get_facecolor(), markeredgecolor="k",
+                          markersize=13, label=f"paper {label} (stated utilization)")
+        axis.set_xticks(np.arange(len(cases)), [f"{network}\n{config} ({'fits' if fits else 'no fit'})"
+                                                for (network, config), fits in
+                                                ((case, next(r["fits"] for r in rows
+                                                             if (r["network"], r["config"]) == case))
+                                                 for case in cases)], fontsize=7)
+        axis.set_ylabel("GFLOPS/mm^2 (one op per MAC, 1 GHz)")
+        axis.set_title("CATERPILLAR Fig. 10: performance per area; bars ours (Table 1 areas), stars the paper "
+                       "(its stated utilization and area)", fontsize=9)
+        axis.grid(axis="y", alpha=0.3)
+        axis.legend(fontsize=7, ncol=2)
+        figure.text(0.01, 0.01, result["note"], fontsize=7)
         figure.tight_layout(rect=(0, 0.03, 1, 1))
         return figure
     return plot
@@ -459,6 +546,7 @@ def table2_handler(args):
     if args.batch < 1:
         raise UsageError(f"--batch {args.batch} must be at least 1")
     result = table2(batch=args.batch)
+    _write_figure("fig10", _plot_fig10(result["fig10"]))
     return _finish(args, "table2", result, _plot_table2(result))
 
 
