@@ -1,9 +1,11 @@
 """``trainforge caterpillar``: Table 2, GEMV utilization against n_r, and the training-method study.
 
-* ``trainforge caterpillar table2`` - GFLOPS/W, utilization and area of the paper's three cases.
+* ``trainforge caterpillar table2`` - GFLOPS/W, utilization and area of the paper's three cases, and
+  Fig. 10 (GFLOPS/mm^2, ``fig10`` in the JSON and ``fig10.png``).
 * ``trainforge caterpillar utilization`` - GEMV utilization against ``n_r``, bus and neighbour-link reduction.
-* ``trainforge caterpillar study`` - train the networks by every method, then energy and time to accuracy
-  (Figs. 5-9 of the paper) beside the paper's Section 4.3 findings.
+* ``trainforge caterpillar study`` - train the networks by every method over several seeds, then energy and
+  time to accuracy (Figs. 5-9 of the paper, mean and spread) beside the paper's Section 4.3 findings, and
+  which of the paper's orderings hold in how many seeds.
 * ``trainforge caterpillar rates`` - the learning-rate sweep behind :data:`training.LEARNING_RATES`.
 
 ``--json`` prints the result on stdout; every subcommand also writes its JSON
