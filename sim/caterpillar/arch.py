@@ -335,8 +335,9 @@ def cp_allocation(shapes, config, streamed=False):
     the weights (:func:`_even_allocation`), and every layer on every core
     (:func:`_shared_allocation`, SGD's mapping); the one with the fewest cycles
     per pipeline step is taken (ties: that order). With SGD's mapping a
-    candidate, CP's step is never slower than SGD's per-sample time with
-    overlapped reductions, so CP's utilization is not capped below SGD's.
+    candidate, CP's step is SGD's per-sample work with the reductions
+    overlapped (the backward GEMV on each core's row panel), so CP's
+    utilization is not capped below SGD's by the mapping.
 
     Parameters
     ----------
