@@ -13,7 +13,8 @@ from trainforge.golden.caterpillar import core, ring
 from trainforge.spec import network as network_format
 
 __all__ = ["TABLE1", "Config", "CONFIGS", "BUILTIN_NETWORKS", "NETWORKS", "widths_from_network", "layer_shapes", "memory_per_pe", "fits",
-           "epoch_counts", "epoch_cycles", "epoch_energy", "area_mm2", "METHODS"]
+           "epoch_counts", "epoch_cycles", "epoch_energy", "area_mm2", "gflops_per_mm2", "cp_allocation",
+           "METHODS"]
 
 #: Table 1: energy per operation (pJ) and area (mm^2).
 TABLE1 = {
@@ -189,6 +190,27 @@ def _gemv_cycles(m, n, cores, config, overlap):
     return (forward.issue_cycles + backward.issue_cycles + 2 * core.COMMAND_LATENCY + exchange)
 
 
+def _forward_cycles(m, n, cores, config):
+    """Forward GEMV of an ``m x n`` layer in row panels over ``cores`` cores (no overlap), with the
+    reduce-scatter and all-gather of its ``n`` outputs: the forward half of :func:`_gemv_cycles`."""
+    n_r = config.n_r
+    forward = core.schedule(core.OP_GEMV_FORWARD, core.blocks(-(-m // cores), n_r), core.blocks(n, n_r),
+                            n_r=n_r, reduction=config.reduction, overlap=False)
+    return forward.issue_cycles + core.COMMAND_LATENCY + 2 * ring.collective_cycles(n, cores, n_r)
+
+
+def _feedback_cycles(outputs, width, cores, config):
+    """DFA's backward GEMV of one hidden layer, ``B_i^T e``: the ``outputs`` elements of the output
+    error in, the layer's ``width`` errors out, ``B_i`` split in column panels (``ceil(width / cores)``
+    outputs per core), no overlap, then one collective of the ``width`` errors (the paper's
+    reduce-scatter, Section 3.3: "the reduce-scatter operation is still required")."""
+    n_r = config.n_r
+    feedback = core.schedule(core.OP_GEMV_FORWARD, core.blocks(outputs, n_r),
+                             core.blocks(-(-width // cores), n_r), n_r=n_r, reduction=config.reduction,
+                             overlap=False)
+    return feedback.issue_cycles + core.COMMAND_LATENCY + ring.collective_cycles(width, cores, n_r)
+
+
 def _update_cycles(m, n, cores, config, batch):
     """Rank-``batch`` weight update of an ``m x n`` layer on ``cores`` cores, in place: the ``cp_core``
     UPDATE microprogram on each core's row panel (:func:`core.schedule` with ``OP_UPDATE``): the
@@ -210,46 +232,183 @@ def _gemm_cycles(m, n, cores, config, batch):
     return forward.issue_cycles + backward.issue_cycles + 2 * core.COMMAND_LATENCY + exchange
 
 
-def _core_allocation(shapes, cores):
-    """Cores per layer for the CP pipeline: at least one each, the rest in proportion to the weights."""
+def _forward_gemm_cycles(m, n, cores, config, batch):
+    """The forward GEMM of a minibatch on ``cores`` cores with the all-gather of its outputs:
+    the forward half of :func:`_gemm_cycles`."""
+    n_r = config.n_r
+    forward = core.schedule(core.OP_GEMM, core.blocks(-(-n // cores), n_r), core.blocks(m, n_r),
+                            core.blocks(batch, n_r), n_r=n_r)
+    return forward.issue_cycles + core.COMMAND_LATENCY + ring.collective_cycles(n * batch, cores, n_r)
+
+
+def _feedback_gemm_cycles(outputs, width, cores, config, batch):
+    """DFA's backward GEMM of one hidden layer for a minibatch: ``B_i^T E`` (``outputs`` x ``batch``
+    output errors in, ``width`` x ``batch`` out) in column panels, then one collective of the result."""
+    n_r = config.n_r
+    feedback = core.schedule(core.OP_GEMM, core.blocks(-(-width // cores), n_r), core.blocks(outputs, n_r),
+                             core.blocks(batch, n_r), n_r=n_r)
+    return feedback.issue_cycles + core.COMMAND_LATENCY + ring.collective_cycles(width * batch, cores, n_r)
+
+
+def _group_allocation(shapes, cores):
+    """CP mapping "layer groups": each layer on its own group of whole cores, at least one each, the
+    rest in proportion to the weights (greedy on the heaviest load per core); ``None`` when there are
+    more layers than cores. Returned as :func:`cp_allocation` pieces."""
+    if len(shapes) > cores:
+        return None
     weights = [m * n for m, n in shapes]
     allocation = [1] * len(shapes)
     for _ in range(cores - len(shapes)):
         load = [w / a for w, a in zip(weights, allocation)]
         allocation[load.index(max(load))] += 1
-    return allocation
+    pieces = []
+    for layer, ((m, _), group) in enumerate(zip(shapes, allocation)):
+        rows = [m // group + (1 if index < m % group else 0) for index in range(group)]
+        pieces.extend([(layer, count)] for count in rows)
+    return pieces
+
+
+def _even_allocation(shapes, cores):
+    """CP mapping "equal shares": the layers' weights, in layer order, cut into ``cores`` equal
+    contiguous shares (at whole rows of a layer); a layer may span several cores (its row panels are
+    reduced across them as in the paper's Fig. 4) and a core may hold the end of one layer and the
+    start of the next (it runs both in every pipeline step). Returned as :func:`cp_allocation` pieces."""
+    total = sum(m * n for m, n in shapes)
+    pieces = [[] for _ in range(cores)]
+    start = 0
+    for layer, (m, n) in enumerate(shapes):
+        cuts = [min(m, max(0, round((k * total / cores - start) / n))) for k in range(cores + 1)]
+        cuts[0], cuts[-1] = 0, m
+        for k in range(cores):
+            if cuts[k + 1] > cuts[k]:
+                pieces[k].append((layer, cuts[k + 1] - cuts[k]))
+        start += m * n
+    return pieces
+
+
+def _shared_allocation(shapes, cores):
+    """CP mapping "every layer on every core" (SGD's mapping, Section 3.3): each core holds a row
+    panel of every layer. Returned as :func:`cp_allocation` pieces."""
+    return [[(layer, m // cores + (1 if k < m % cores else 0)) for layer, (m, _) in enumerate(shapes)
+             if m // cores + (1 if k < m % cores else 0) > 0] for k in range(cores)]
+
+
+def _stage_cycles(shapes, pieces, config, streamed):
+    """Cycles of one CP pipeline step on the mapping ``pieces``: the slowest core's pieces, each a
+    forward and a backward GEMV with overlapped reductions on the core's row panel, the exchange
+    across the cores that share the layer, and the rank-1 update; a streamed piece (the network does
+    not fit) takes at least its weight transfer from the off-core SRAM."""
+    n_r = config.n_r
+    sharing = [0] * len(shapes)
+    for core_pieces in pieces:
+        for layer, _ in core_pieces:
+            sharing[layer] += 1
+    slowest = 0
+    for core_pieces in pieces:
+        total = 0
+        for layer, rows in core_pieces:
+            m, n = shapes[layer]
+            group = sharing[layer]
+            mb, nb = core.blocks(rows, n_r), core.blocks(n, n_r)
+            forward = core.schedule(core.OP_GEMV_FORWARD, mb, nb, n_r=n_r, reduction=config.reduction,
+                                    overlap=True)
+            backward = core.schedule(core.OP_GEMV_BACKWARD, mb, nb, n_r=n_r, reduction=config.reduction,
+                                     overlap=True)
+            update = core.schedule(core.OP_UPDATE, mb, nb, 1, n_r=n_r)
+            exchange = 2 * ring.collective_cycles(n, group, n_r) + 2 * ring.collective_cycles(m, group, n_r)
+            compute = (forward.issue_cycles + backward.issue_cycles + update.issue_cycles
+                       + 3 * core.COMMAND_LATENCY + exchange)
+            total += max(compute, streamed * rows * n / config.offcore_words_per_cycle)
+        slowest = max(slowest, total)
+    return slowest
+
+
+def cp_allocation(shapes, config, streamed=False):
+    """The CP mapping of layers onto cores: the fastest of three mappings.
+
+    The paper (Section 3.3): "larger layers must be assigned to more cores to
+    keep the cores busy with a stream of activations", a layer may span a
+    non-square array of cores (Fig. 4), and "the mapping of CP and SGD are
+    therefore similar" (SGD runs every layer on all cores). So the candidates
+    are: each layer on its own group of whole cores (:func:`_group_allocation`,
+    when there are at most as many layers as cores), equal contiguous shares of
+    the weights (:func:`_even_allocation`), and every layer on every core
+    (:func:`_shared_allocation`, SGD's mapping); the one with the fewest cycles
+    per pipeline step is taken (ties: that order). With SGD's mapping a
+    candidate, CP's step is SGD's per-sample work with the reductions
+    overlapped (the backward GEMV on each core's row panel), so CP's
+    utilization is not capped below SGD's by the mapping.
+
+    Parameters
+    ----------
+    shapes : list of (int, int)
+        ``(m_i, n_i)`` of the layers.
+    config : Config
+    streamed : bool
+        The weights stream from the off-core SRAMs (the network does not fit).
+
+    Returns
+    -------
+    dict
+        ``mapping`` (``"groups"``, ``"equal shares"`` or ``"every core"``), ``pieces`` (per core the
+        list of ``(layer, rows)`` row panels it holds) and ``stage_cycles``.
+    """
+    best = None
+    for name, allocate in (("groups", _group_allocation), ("equal shares", _even_allocation),
+                           ("every core", _shared_allocation)):
+        pieces = allocate(shapes, config.cores)
+        if pieces is None:
+            continue
+        stage = _stage_cycles(shapes, pieces, config, int(streamed))
+        if best is None or stage < best["stage_cycles"]:
+            best = {"mapping": name, "pieces": pieces, "stage_cycles": stage}
+    return best
 
 
 def epoch_cycles(widths, method, samples, config, batch=1):
     """Cycles of one epoch and the MAC utilization, from the mapped microprograms' schedules.
 
-    SGD, FA, DFA with ``batch == 1``: every layer on all cores in turn (GEMV
-    without overlap, then the rank-1 update). CP: layers pipelined over
-    disjoint groups of cores with overlapped reductions; the slowest stage
-    sets the rate. MBGD (and FA, DFA with ``batch > 1``): GEMMs on all cores
-    with all-gather and reduce-scatter. When the network does not fit, the
-    weight accesses of SGD and CP stream from the off-core SRAMs at
-    ``offcore_words_per_cycle`` per core, and a layer takes the longer of its
-    compute and its weight transfer.
+    SGD, FA with ``batch == 1``: every layer on all cores in turn (GEMV
+    without overlap, then the rank-1 update). DFA with ``batch == 1``: every
+    layer's forward GEMV and rank-1 update on all cores, and instead of the
+    backward GEMVs through ``W_i`` one GEMV ``B_i^T e`` per hidden layer from
+    the output error (:func:`_feedback_cycles`). CP: the mapping of
+    :func:`cp_allocation` with overlapped reductions; the slowest core sets
+    the rate of the pipeline, which fills and drains in ``2 L`` steps. MBGD
+    (and FA with ``batch > 1``): GEMMs on all cores with all-gather and
+    reduce-scatter; DFA with ``batch > 1`` the forward GEMMs and the feedback
+    GEMMs. When the network does not fit, the weight accesses of SGD, FA,
+    DFA and CP stream from the off-core SRAMs at ``offcore_words_per_cycle``
+    per core, and a layer takes the longer of its compute and its weight
+    transfer.
 
     Returns
     -------
     dict
-        ``cycles``, ``utilization``, ``seconds``.
+        ``cycles``, ``utilization``, ``seconds``; for CP also ``cp_mapping``.
     """
     shapes = layer_shapes(widths)
     cores = config.cores
+    outputs = widths[-1]
     counts = epoch_counts(widths, method, samples, batch)
     local = fits(widths, config)
     streamed = 0 if local or method not in ("SGD", "CP", "FA", "DFA") or batch > 1 else 1
+    extra = {}
     if method == "CP":
-        allocation = _core_allocation(shapes, cores)
-        stage = []
-        for (m, n), group in zip(shapes, allocation):
-            compute = _gemv_cycles(m, n, group, config, overlap=True) + _update_cycles(m, n, group, config, 1)
-            transfer = streamed * m * n / (group * config.offcore_words_per_cycle)
-            stage.append(max(compute, transfer))
-        cycles = samples * max(stage) + 2 * len(shapes) * max(stage)
+        mapping = cp_allocation(shapes, config, streamed=bool(streamed))
+        stage = mapping["stage_cycles"]
+        cycles = samples * stage + 2 * len(shapes) * stage
+        extra["cp_mapping"] = mapping["mapping"]
+    elif method == "DFA" and batch == 1:
+        per_sample = 0
+        for index, (m, n) in enumerate(shapes):
+            compute = _forward_cycles(m, n, cores, config) + _update_cycles(m, n, cores, config, 1)
+            words = 2 * m * n
+            if index < len(shapes) - 1:
+                compute += _feedback_cycles(outputs, n, cores, config)
+                words += outputs * n
+            per_sample += max(compute, streamed * words / (cores * config.offcore_words_per_cycle))
+        cycles = samples * per_sample
     elif batch == 1 and method != "MBGD":
         per_sample = 0
         for m, n in shapes:
@@ -257,12 +416,17 @@ def epoch_cycles(widths, method, samples, config, batch=1):
             transfer = streamed * 2 * m * n / (cores * config.offcore_words_per_cycle)
             per_sample += max(compute, transfer)
         cycles = samples * per_sample
+    elif method == "DFA":
+        per_batch = sum(_forward_gemm_cycles(m, n, cores, config, batch) + _update_cycles(m, n, cores, config, batch)
+                        for m, n in shapes)
+        per_batch += sum(_feedback_gemm_cycles(outputs, n, cores, config, batch) for _, n in shapes[:-1])
+        cycles = math.ceil(samples / batch) * per_batch
     else:
         per_batch = sum(_gemm_cycles(m, n, cores, config, batch) + _update_cycles(m, n, cores, config, batch)
                         for m, n in shapes)
         cycles = math.ceil(samples / batch) * per_batch
     utilization = counts["macs"] / (cycles * config.pes)
-    return {"cycles": int(cycles), "utilization": utilization, "seconds": cycles / config.frequency_hz}
+    return {"cycles": int(cycles), "utilization": utilization, "seconds": cycles / config.frequency_hz, **extra}
 
 
 def epoch_energy(widths, method, samples, config, batch=1):
@@ -291,3 +455,19 @@ def area_mm2(config):
     """Area from Table 1: one FPU and one 16 KB SRAM per PE, one 512 KB off-core SRAM per core."""
     return (config.pes * (TABLE1["fpu_mm2"] + TABLE1["local_sram_mm2"])
             + config.cores * TABLE1["offcore_sram_mm2"])
+
+
+def gflops_per_mm2(utilization, config, area=None):
+    """Performance density (Fig. 10): MACs per second at ``utilization`` over the area, in G/mm^2.
+
+    ``utilization * pes * frequency_hz / 1e9 / area``; one operation per MAC
+    (the unit of Table 2's GFLOPS/W); twice this counts 2 FLOPs per MAC.
+
+    Parameters
+    ----------
+    utilization : float
+    config : Config
+    area : float, optional
+        mm^2; default :func:`area_mm2` (Table 1's components).
+    """
+    return utilization * config.pes * config.frequency_hz / 1e9 / (area_mm2(config) if area is None else area)

@@ -1,9 +1,11 @@
 """``trainforge caterpillar``: Table 2, GEMV utilization against n_r, and the training-method study.
 
-* ``trainforge caterpillar table2`` - GFLOPS/W, utilization and area of the paper's three cases.
+* ``trainforge caterpillar table2`` - GFLOPS/W, utilization and area of the paper's three cases, and
+  Fig. 10 (GFLOPS/mm^2, ``fig10`` in the JSON and ``fig10.png``).
 * ``trainforge caterpillar utilization`` - GEMV utilization against ``n_r``, bus and neighbour-link reduction.
-* ``trainforge caterpillar study`` - train the networks by every method, then energy and time to accuracy
-  (Figs. 5-9 of the paper) beside the paper's Section 4.3 findings.
+* ``trainforge caterpillar study`` - train the networks by every method over several seeds, then energy and
+  time to accuracy (Figs. 5-9 of the paper, mean and spread) beside the paper's Section 4.3 findings, and
+  which of the paper's orderings hold in how many seeds.
 * ``trainforge caterpillar rates`` - the learning-rate sweep behind :data:`training.LEARNING_RATES`.
 
 ``--json`` prints the result on stdout; every subcommand also writes its JSON
@@ -17,7 +19,7 @@ import numpy as np
 from trainforge.errors import ConfigError, UsageError
 from trainforge.golden.caterpillar import core
 from trainforge.outputs import save_figure, write_json
-from trainforge.sim.caterpillar import arch, training
+from trainforge.sim.caterpillar import arch, curves, training
 from trainforge.progress import progress
 
 REPORT_DIR = pathlib.Path("build/reports/caterpillar")
@@ -31,6 +33,18 @@ PAPER_TABLE2 = {
 #: Section 4.3: utilization of the large network on the small array (fits -> does not fit).
 PAPER_UTILIZATION = {"CP": (0.99, 0.75), "SGD": (0.81, 0.47)}
 PAPER_AREA = {"2x16-cores-4x4": 103.2, "2x4-cores-16x16": 178.9}
+#: Utilizations the paper's text states, the only way to put numbers on its Fig. 10 (whose bar heights
+#: the text does not give): (network, configuration, method) -> (utilization, where it is stated).
+PAPER_STATED_UTILIZATION = {
+    ("500-500-500-10", "2x16-cores-4x4", "SGD"): (0.80, "abstract: over 80% for SGD on small networks"),
+    ("2500-2000-1500-1000-500-10", "2x4-cores-16x16", "CP"): (0.99, "Sec. 4.3: drops from 99% (fits)"),
+    ("2500-2000-1500-1000-500-10", "2x4-cores-16x16", "SGD"): (0.81, "Sec. 4.3: drops from 81% (fits)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "CP"): (0.75, "Sec. 4.3: to 75% (no fit)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "SGD"): (0.47, "Sec. 4.3: to 47% (no fit)"),
+    ("2500-2000-1500-1000-500-10", "2x16-cores-4x4", "MBGD"): (0.94, "Sec. 4.3: MBGD 187 GFLOPS/W at 94% (no fit)"),
+}
+#: The methods of our Fig. 10.
+FIG10_METHODS = ("SGD", "CP", "MBGD", "DFA")
 
 
 def table2(batch=50, samples=1797):
@@ -51,10 +65,46 @@ def table2(batch=50, samples=1797):
     areas = {name: {"ours_mm2": round(arch.area_mm2(config), 1), "paper_mm2": PAPER_AREA[name]}
              for name, config in arch.CONFIGS.items()}
     return {"rows": rows, "areas": areas, "paper_utilization_fit_to_nofit": PAPER_UTILIZATION,
+            "fig10": fig10(batch, samples),
             "memory_per_pe_words": {f"{net} on {cfg}": {
                 "ours": round(arch.memory_per_pe(arch.NETWORKS[net], arch.CONFIGS[cfg])),
                 "paper_formula_literal": round(arch.memory_per_pe(arch.NETWORKS[net], arch.CONFIGS[cfg], literal=True)),
                 "capacity": arch.CONFIGS[cfg].local_words} for net, cfg in PAPER_TABLE2}}
+
+
+def fig10(batch=50, samples=1797):
+    """Fig. 10: GFLOPS/mm^2 of SGD, CP, MBGD and DFA on every network and array of the study.
+
+    Ours: our utilization (:func:`arch.epoch_cycles`) x PEs x 1 GHz over the area
+    from Table 1's components (:func:`arch.area_mm2`), and over the paper's
+    stated area. The paper's figure gives no numbers in its text; where its text
+    states a utilization (:data:`PAPER_STATED_UTILIZATION`), the paper's value is
+    that utilization x PEs x 1 GHz over its stated area. One operation per MAC
+    (Table 2's unit); ``*_2_per_mac`` count 2 FLOPs.
+    """
+    rows = []
+    for network, configs in STUDY_CONFIGS.items():
+        widths = arch.NETWORKS[network]
+        for config_name in configs:
+            config = arch.CONFIGS[config_name]
+            for method in FIG10_METHODS:
+                size = batch if method == "MBGD" else 1
+                timing = arch.epoch_cycles(widths, method, samples, config, size)
+                ours = arch.gflops_per_mm2(timing["utilization"], config)
+                stated = PAPER_STATED_UTILIZATION.get((network, config_name, method))
+                paper = None if stated is None else arch.gflops_per_mm2(stated[0], config, PAPER_AREA[config_name])
+                rows.append({
+                    "network": network, "config": config_name, "fits": arch.fits(widths, config), "method": method,
+                    "batch": size, "utilization": round(timing["utilization"], 3),
+                    "gflops_per_mm2": round(ours, 3), "gflops_per_mm2_2_per_mac": round(2 * ours, 3),
+                    "gflops_per_mm2_paper_area": round(arch.gflops_per_mm2(timing["utilization"], config,
+                                                                           PAPER_AREA[config_name]), 3),
+                    "paper_utilization": None if stated is None else stated[0],
+                    "paper_utilization_source": None if stated is None else stated[1],
+                    "paper_gflops_per_mm2": None if paper is None else round(paper, 3)})
+    return {"rows": rows, "frequency_hz": 1e9,
+            "note": "the paper's Fig. 10 bar heights are not in its text: 'paper' is the utilization its text "
+                    "states x PEs x 1 GHz / its stated area, where it states one"}
 
 
 def utilization(m=512, n=512, sizes=(2, 4, 8, 16)):
@@ -109,15 +159,32 @@ def _scaled_widths(widths, hidden_scale):
     return (widths[0], *(max(1, round(w * hidden_scale)) for w in widths[1:-1]), widths[-1])
 
 
-def _to_accuracy(curve, samples_per_epoch, energy, timing, target):
-    """Energy and time until the first evaluation at or above ``target`` (None if never)."""
-    reached = next((count for count, value in zip(curve["samples"], curve["accuracy"]) if value >= target), None)
-    if reached is None:
+def _to_accuracy(samples, samples_per_epoch, energy, timing):
+    """Energy and time of ``samples`` consumed training samples (a crossing), or None."""
+    if samples is None:
         return None
-    epochs = reached / samples_per_epoch
-    return {"samples": reached, "epochs": round(epochs, 4), "energy_j": epochs * energy["total_j"],
+    epochs = samples / samples_per_epoch
+    return {"samples": samples, "epochs": epochs, "energy_j": epochs * energy["total_j"],
             "fpu_j": epochs * energy["fpu_j"], "memory_j": epochs * energy["memory_j"],
             "seconds": epochs * timing["seconds"]}
+
+
+#: The figures of a study summarised over seeds.
+_SPREAD_KEYS = ("samples", "epochs", "energy_j", "fpu_j", "memory_j", "seconds")
+
+
+def _over_seeds(per_seed):
+    """Mean and spread of the per-seed crossings of one target; None unless every seed reaches it."""
+    if any(reached is None for reached in per_seed):
+        return None
+    summary = {}
+    for key in _SPREAD_KEYS:
+        stats = curves.spread([reached[key] for reached in per_seed])
+        summary[key] = round(stats["mean"], 9)
+        summary[f"{key}_std"] = round(stats["std"], 9)
+        summary[f"{key}_min"] = round(stats["min"], 9)
+        summary[f"{key}_max"] = round(stats["max"], 9)
+    return summary
 
 
 def _study_configs(network):
@@ -160,46 +227,160 @@ def network_widths(names):
     return result
 
 
-def study(networks, plan, epochs, hidden_scale, targets, seed, evaluations_per_epoch=4, idx=None, widths=None):
-    """Train every (method, batch) of ``plan`` on every network, then price it on the architecture.
+def study(networks, plan, epochs, hidden_scale, targets, seeds, evaluations_per_epoch=4, idx=None, widths=None):
+    """Train every (method, batch) of ``plan`` on every network with every seed, then price it.
 
-    ``widths`` maps a network name to its layer widths (default :data:`arch.NETWORKS`; see
-    :func:`network_widths` for network files).
+    ``seeds`` is a list of seeds (an int is one seed); the run of the ``k``-th
+    seed holds out fold ``k % 5`` of the data and is evaluated on all of it
+    (:func:`curves.fold_split`). ``widths`` maps a network name to its layer
+    widths (default :data:`arch.NETWORKS`; see :func:`network_widths` for
+    network files).
 
-    Energy and time to an accuracy are the consumed samples (in epochs) times one
+    Energy and time to an accuracy: the consumed samples at the crossing of the
+    smoothed accuracy curve (:func:`curves.crossing`) in epochs, times one
     epoch's energy and time on the array (:func:`arch.epoch_energy`,
-    :func:`arch.epoch_cycles`), for the full-size network even when the trained
-    one is scaled down by ``hidden_scale``.
+    :func:`arch.epoch_cycles`) of the full-size network even when the trained
+    one is scaled down by ``hidden_scale``; per seed, then the mean and spread
+    over the seeds (None for a target that a seed does not reach; the count of
+    seeds that do is ``reached_seeds``).
     """
+    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
     x, labels, source = training.load_dataset(idx=idx)
-    split = int(0.8 * len(x))
-    results = {"dataset": source, "train_samples": split, "test_samples": len(x) - split, "epochs": epochs,
-               "hidden_scale": hidden_scale, "seed": seed, "evaluations_per_epoch": evaluations_per_epoch,
-               "targets": list(targets), "runs": []}
+    splits = [curves.fold_split(len(x), index) for index in range(len(seeds))]
+    results = {"dataset": source, "train_samples": len(splits[0][0]), "test_samples": len(splits[0][1]),
+               "epochs": epochs, "hidden_scale": hidden_scale, "seed": seeds[0], "seeds": seeds,
+               "folds": curves.FOLDS, "held_out": "run k holds out fold k % 5 of a fixed shuffle, evaluated whole",
+               "smoothing": f"centred moving average over {curves.SMOOTHING_WINDOW} evaluations; crossing "
+                            "interpolated linearly between evaluations",
+               "evaluations_per_epoch": evaluations_per_epoch, "targets": list(targets), "runs": []}
     known = widths or arch.NETWORKS
     for network in networks:
         widths = known[network]
         scaled = _scaled_widths(widths, hidden_scale)
         for method, batch in progress(list(plan), f"study {network}", unit="run"):
-            curve = training.train(scaled, method, x[:split], labels[:split], x[split:], labels[split:],
-                                   epochs=epochs, batch=batch, seed=seed,
-                                   evaluations_per_epoch=evaluations_per_epoch)
+            per_seed = []
+            for seed, (train, test) in zip(seeds, splits):
+                curve = training.train(scaled, method, x[train], labels[train], x[test], labels[test],
+                                       epochs=epochs, batch=batch, seed=seed,
+                                       evaluations_per_epoch=evaluations_per_epoch)
+                per_seed.append((curve, len(train)))
+            accuracy = np.array([curve["accuracy"] for curve, _ in per_seed])
             priced = {}
             for config_name in _study_configs(network):
                 config = arch.CONFIGS[config_name]
-                energy = arch.epoch_energy(widths, method, split, config, batch)
-                timing = arch.epoch_cycles(widths, method, split, config, batch)
+                reached_by_target = {}
+                for target in targets:
+                    reached = []
+                    for curve, count in per_seed:
+                        energy = arch.epoch_energy(widths, method, count, config, batch)
+                        timing = arch.epoch_cycles(widths, method, count, config, batch)
+                        crossed = curves.crossing(curve["samples"], curve["accuracy"], target)
+                        reached.append(_to_accuracy(crossed, count, energy, timing))
+                    reached_by_target[str(target)] = reached
+                count = per_seed[0][1]
+                energy = arch.epoch_energy(widths, method, count, config, batch)
+                timing = arch.epoch_cycles(widths, method, count, config, batch)
                 priced[config_name] = {
                     "fits": arch.fits(widths, config), "epoch_energy_j": energy["total_j"],
                     "epoch_fpu_j": energy["fpu_j"], "epoch_memory_j": energy["memory_j"],
                     "epoch_seconds": timing["seconds"], "utilization": round(timing["utilization"], 4),
-                    "to_accuracy": {str(target): _to_accuracy(curve, split, energy, timing, target)
-                                    for target in targets}}
-            results["runs"].append({"network": network, "trained_widths": list(scaled), "method": method,
-                                    "batch": batch, "rate": curve["rate"], "samples": curve["samples"],
-                                    "accuracy": curve["accuracy"], "priced": priced})
+                    "to_accuracy": {key: _over_seeds(reached) for key, reached in reached_by_target.items()},
+                    "reached_seeds": {key: sum(r is not None for r in reached)
+                                      for key, reached in reached_by_target.items()},
+                    "to_accuracy_per_seed": reached_by_target}
+            results["runs"].append({
+                "network": network, "trained_widths": list(scaled), "method": method, "batch": batch,
+                "rate": per_seed[0][0]["rate"],
+                "samples": [round(float(v), 1) for v in np.mean([c["samples"] for c, _ in per_seed], axis=0)],
+                "accuracy": [round(float(v), 5) for v in accuracy.mean(axis=0)],
+                "accuracy_std": [round(float(v), 5) for v in accuracy.std(axis=0)],
+                "accuracy_min": [round(float(v), 5) for v in accuracy.min(axis=0)],
+                "accuracy_max": [round(float(v), 5) for v in accuracy.max(axis=0)],
+                "samples_per_seed": [c["samples"] for c, _ in per_seed],
+                "accuracy_per_seed": [c["accuracy"] for c, _ in per_seed],
+                "train_samples_per_seed": [count for _, count in per_seed],
+                "priced": priced})
     results["comparison"] = compare_with_paper(results)
+    results["orderings"] = orderings(results)
     return results
+
+
+#: The paper's orderings (Section 4.3), each checked seed by seed: (figure, network, configuration,
+#: quantity, the labels claimed lower, the labels claimed higher, the paper's words). With several
+#: labels on a side the side's lowest value counts.
+PAPER_ORDERINGS = (
+    ("Fig. 6", "500-500-500-10", "2x16-cores-4x4", "energy_j", ("CP",), ("SGD",), "CP below SGD"),
+    ("Fig. 6", "500-500-500-10", "2x16-cores-4x4", "energy_j", ("SGD",), ("MBGD b=50", "MBGD b=100"),
+     "SGD below large-minibatch MBGD (0.7x)"),
+    ("Fig. 6", "500-500-500-10", "2x16-cores-4x4", "energy_j", ("CP",), ("MBGD b=50", "MBGD b=100"),
+     "CP below large-minibatch MBGD (0.3x)"),
+    ("Fig. 6", "500-500-500-10", "2x16-cores-4x4", "energy_j", ("SGD",), ("DFA b=1",),
+     "DFA needs more energy to an accuracy than SGD"),
+    ("Fig. 7", "2500-2000-1500-1000-500-10", "2x16-cores-4x4", "energy_j", ("MBGD b=50",), ("SGD", "CP"),
+     "no fit: MBGD b=50 below SGD and CP"),
+    ("Fig. 8", "2500-2000-1500-1000-500-10", "2x4-cores-16x16", "energy_j", ("MBGD b=50",), ("SGD",),
+     "fits: MBGD b=50 below SGD"),
+    ("Fig. 8", "2500-2000-1500-1000-500-10", "2x4-cores-16x16", "energy_j", ("CP",), ("MBGD b=50",),
+     "fits: CP below MBGD b=50 ('still not as well as CP')"),
+    ("Fig. 8", "2500-2000-1500-1000-500-10", "2x4-cores-16x16", "energy_j", ("CP",), "others",
+     "fits: CP lowest of all"),
+    ("Fig. 9", "500-500-500-10", "2x16-cores-4x4", "seconds", ("CP",), ("SGD",), "CP faster than SGD"),
+    ("Fig. 9", "500x4-10", "2x16-cores-4x4", "seconds", ("CP",), ("SGD",), "CP faster than SGD"),
+    ("Fig. 9", "500x5-10", "2x16-cores-4x4", "seconds", ("CP",), ("SGD",), "CP faster than SGD"),
+    ("Fig. 9", "2500-2000-1500-1000-500-10", "2x4-cores-16x16", "seconds", ("CP",), ("SGD",),
+     "CP faster than SGD"),
+    ("Fig. 9", "2500-2000-1500-1000-500-10", "2x16-cores-4x4", "seconds", "minibatch", ("SGD", "CP"),
+     "no fit: minibatch methods fastest"),
+)
+
+
+def orderings(results, reference=0.9):
+    """Each of :data:`PAPER_ORDERINGS` at ``reference`` accuracy, seed by seed.
+
+    In a seed the claim holds when the lower side reaches the accuracy and the
+    higher side does not or needs more; it fails when the higher side gets
+    there first or alone; it is undecided when neither reaches it.
+
+    Returns
+    -------
+    list of dict
+        ``figure``, ``claim``, ``holds`` / ``fails`` / ``undecided`` (seed counts), ``seeds``,
+        ``holds_in_every_seed``; claims whose runs are not in the study are left out.
+    """
+    found = []
+    seeds = len(results.get("seeds", [results.get("seed")]))
+    if "targets" in results and reference not in results["targets"]:
+        return found
+    for figure, network, config, key, lows, highs, claim in PAPER_ORDERINGS:
+        runs = {_label(run): run for run in results["runs"]
+                if run["network"] == network and config in run["priced"]}
+        if lows == "minibatch":
+            lows = tuple(label for label in runs if label.startswith("MBGD"))
+        if highs == "others":
+            highs = tuple(label for label in runs if label not in lows)
+        if not any(label in runs for label in lows) or not any(label in runs for label in highs):
+            continue
+
+        def best(labels, seed):
+            values = [runs[label]["priced"][config]["to_accuracy_per_seed"][str(reference)][seed]
+                      for label in labels if label in runs]
+            values = [value[key] for value in values if value is not None]
+            return min(values) if values else None
+
+        holds = fails = undecided = 0
+        for seed in range(seeds):
+            low, high = best(lows, seed), best(highs, seed)
+            if low is None and high is None:
+                undecided += 1
+            elif low is not None and (high is None or low < high):
+                holds += 1
+            else:
+                fails += 1
+        found.append({"figure": figure, "network": network, "config": config, "quantity": key,
+                      "claim": claim, "lower": list(lows), "higher": list(highs), "holds": holds,
+                      "fails": fails, "undecided": undecided, "seeds": seeds,
+                      "holds_in_every_seed": holds == seeds})
+    return found
 
 
 def _label(run):
@@ -296,6 +477,12 @@ def rate_sweep(network, plan, rates, epochs, hidden_scale, seed, evaluations_per
 def _write(name, result, plot):
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     write_json(REPORT_DIR / f"{name}.json", result)
+    _write_figure(name, plot)
+
+
+def _write_figure(name, plot):
+    """``plot(plt)``'s figure as ``REPORT_DIR/name.png``, written atomically."""
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -363,6 +550,39 @@ def _plot_table2(result):
     return plot
 
 
+def _plot_fig10(result):
+    def plot(plt):
+        rows = result["rows"]
+        cases = list(dict.fromkeys((row["network"], row["config"]) for row in rows))
+        figure, axis = plt.subplots(figsize=(12, 5))
+        width = 0.8 / len(FIG10_METHODS)
+        for index, method in enumerate(FIG10_METHODS):
+            mine = [next(row for row in rows if (row["network"], row["config"]) == case and row["method"] == method)
+                    for case in cases]
+            positions = np.arange(len(cases)) + (index - (len(FIG10_METHODS) - 1) / 2) * width
+            label = method if method != "MBGD" else f"MBGD b={mine[0]['batch']}"
+            bars = axis.bar(positions, [row["gflops_per_mm2"] for row in mine], width, label=f"ours {label}")
+            paper = [(p, row["paper_gflops_per_mm2"]) for p, row in zip(positions, mine)
+                     if row["paper_gflops_per_mm2"] is not None]
+            if paper:
+                axis.plot(*zip(*paper), "*", color=bars.patches[0].get_facecolor(), markeredgecolor="k",
+                          markersize=13, label=f"paper {label} (stated utilization)")
+        axis.set_xticks(np.arange(len(cases)), [f"{network}\n{config} ({'fits' if fits else 'no fit'})"
+                                                for (network, config), fits in
+                                                ((case, next(r["fits"] for r in rows
+                                                             if (r["network"], r["config"]) == case))
+                                                 for case in cases)], fontsize=7)
+        axis.set_ylabel("GFLOPS/mm^2 (one op per MAC, 1 GHz)")
+        axis.set_title("CATERPILLAR Fig. 10: performance per area; bars ours (Table 1 areas), stars the paper "
+                       "(its stated utilization and area)", fontsize=9)
+        axis.grid(axis="y", alpha=0.3)
+        axis.legend(fontsize=7, ncol=2)
+        figure.text(0.01, 0.01, result["note"], fontsize=7)
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
+        return figure
+    return plot
+
+
 def _plot_utilization(result):
     def plot(plt):
         figure, axis = plt.subplots(figsize=(7, 5))
@@ -389,48 +609,59 @@ def _plot_utilization(result):
 
 
 def _plot_study(result):
-    """Figs. 5-9: accuracy per epoch, energy to accuracy with its FPU/memory split, time to accuracy."""
+    """Figs. 5-9 over the seeds: accuracy per epoch (mean, band min..max, smoothed mean dashed), energy to
+    accuracy with +-1 standard deviation, its FPU/memory split at the reference accuracy, time to accuracy."""
     def plot(plt):
         panels = [(network, config) for network in dict.fromkeys(run["network"] for run in result["runs"])
                   for config in _study_configs(network)]
         targets = result["targets"]
         reference = result["comparison"]["reference_accuracy"]
+        seeds = len(result.get("seeds", [result["seed"]]))
         figure, axes = plt.subplots(4, len(panels), figsize=(5.5 * len(panels), 17), squeeze=False)
         for column, (network, config) in enumerate(panels):
             runs = [run for run in result["runs"] if run["network"] == network]
             fits = runs[0]["priced"][config]["fits"]
-            title = f"{network}\n{config} ({'fits' if fits else 'does not fit'})"
+            title = f"{network}\n{config} ({'fits' if fits else 'does not fit'}), {seeds} seeds"
             axis = axes[0][column]
             for run in runs:
-                axis.plot([s / result["train_samples"] for s in run["samples"]], run["accuracy"], label=_label(run))
-            axis.set_xlabel("epochs")
-            axis.set_ylabel("test accuracy")
+                epochs = [s / result["train_samples"] for s in run["samples"]]
+                line, = axis.plot(epochs, run["accuracy"], label=_label(run))
+                axis.fill_between(epochs, run.get("accuracy_min", run["accuracy"]),
+                                  run.get("accuracy_max", run["accuracy"]), color=line.get_color(), alpha=0.15)
+                axis.plot(epochs, curves.smooth(run["accuracy"]), "--", color=line.get_color(), linewidth=0.8)
+            axis.set_xlabel("epochs (band: min..max over seeds; dashed: smoothed mean)")
+            axis.set_ylabel("test accuracy (held-out fold)")
             axis.set_ylim(0, 1)
             for row, key, unit in ((1, "energy_j", "energy to accuracy (J)"), (3, "seconds", "time to accuracy (s)")):
                 axis = axes[row][column]
                 for run in runs:
-                    points = [(t, run["priced"][config]["to_accuracy"][str(t)][key]) for t in targets
+                    points = [(t, run["priced"][config]["to_accuracy"][str(t)]) for t in targets
                               if run["priced"][config]["to_accuracy"][str(t)] is not None]
                     if points:
-                        axis.plot(*zip(*points), marker="o", label=_label(run))
-                axis.set_xlabel("accuracy")
+                        axis.errorbar([t for t, _ in points], [v[key] for _, v in points],
+                                      yerr=[v.get(f"{key}_std", 0) for _, v in points], marker="o", capsize=3,
+                                      label=_label(run))
+                axis.set_xlabel("accuracy (smoothed crossing, reached in every seed; bars +-1 std)")
                 axis.set_ylabel(unit)
                 axis.set_yscale("log")
             axis = axes[2][column]
-            labels, fpu, memory = [], [], []
+            labels, fpu, memory, spread = [], [], [], []
             for run in runs:
                 reached = run["priced"][config]["to_accuracy"].get(str(reference))
                 if reached is not None:
                     labels.append(_label(run))
                     fpu.append(reached["fpu_j"])
                     memory.append(reached["memory_j"])
+                    spread.append(reached.get("energy_j_std", 0))
             axis.bar(labels, fpu, label="FPU")
-            axis.bar(labels, memory, bottom=fpu, label="memory")
-            axis.set_ylabel(f"energy to {reference:.0%} (J)")
+            axis.bar(labels, memory, bottom=fpu, label="memory", yerr=spread, capsize=3)
+            axis.set_ylabel(f"energy to {reference:.0%} (J), mean; bar +-1 std")
             axis.tick_params(axis="x", labelrotation=60, labelsize=7)
             for row in range(4):
                 axes[row][column].set_title(title, fontsize=8)
-                axes[row][column].legend(fontsize=6)
+                if axes[row][column].get_legend_handles_labels()[0]:
+                    axes[row][column].legend(fontsize=6)
+        figure.tight_layout()
         return figure
     return plot
 
@@ -459,6 +690,7 @@ def table2_handler(args):
     if args.batch < 1:
         raise UsageError(f"--batch {args.batch} must be at least 1")
     result = table2(batch=args.batch)
+    _write_figure("fig10", _plot_fig10(result["fig10"]))
     return _finish(args, "table2", result, _plot_table2(result))
 
 
@@ -497,7 +729,10 @@ def study_handler(args):
             raise UsageError(f"--idx files not found: {missing}")
         idx = tuple(args.idx)
     plan = _run_plan(args.method, tuple(args.batch), tuple(args.feedback_batch))
-    result = study(args.network, plan, args.epochs, args.hidden_scale, tuple(sorted(args.target)), args.seed,
+    if args.seeds < 1:
+        raise UsageError(f"--seeds {args.seeds} must be at least 1")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    result = study(args.network, plan, args.epochs, args.hidden_scale, tuple(sorted(args.target)), seeds,
                    args.evaluations, idx, args.widths)
     return _finish(args, args.name, result, _plot_study(result))
 
@@ -513,7 +748,7 @@ def rates_handler(args):
                         args.evaluations, args.widths)
     return _finish(args, "rates", result, _plot_rates(result))
 
-def _training_arguments(command, epochs, networks):
+def _training_arguments(command, epochs, networks, hidden_scale=1.0):
     command.add_argument("--network", nargs="+", default=networks,
                          help="built-in networks or .json/.yaml network files of fc layers from 784 inputs to "
                               "10 outputs (default: %(default)s)")
@@ -524,9 +759,9 @@ def _training_arguments(command, epochs, networks):
     command.add_argument("--feedback-batch", nargs="+", type=int, default=[1],
                          help="FA and DFA minibatch sizes (default: %(default)s)")
     command.add_argument("--epochs", type=int, default=epochs, help="training epochs (default: %(default)s)")
-    command.add_argument("--hidden-scale", type=float, default=1.0,
+    command.add_argument("--hidden-scale", type=float, default=hidden_scale,
                          help="scale the hidden widths of the trained network (the energy and time model "
-                              "always prices the full-size network)")
+                              "always prices the full-size network; default %(default)s)")
     command.add_argument("--evaluations", type=int, default=4, help="test-set evaluations per epoch")
     command.add_argument("--seed", type=int, default=0, help="seed of the weights and the data order (default 0)")
     command.add_argument("--json", action="store_true", help="print the whole report as JSON")
@@ -545,9 +780,14 @@ def register(subparsers):
     util.add_argument("--json", action="store_true", help="print the whole report as JSON")
     util.set_defaults(func=utilization_handler)
     run = commands.add_parser("study", help="train by every method; energy and time to accuracy (Figs. 5-9)")
-    _training_arguments(run, 5, list(arch.NETWORKS))
+    # 0.2x hidden widths by default: the 5-seed study of every network and method then takes about
+    # 12 min on one core; the full widths (--hidden-scale 1) take hours (hw/caterpillar/README.md).
+    _training_arguments(run, 5, list(arch.NETWORKS), hidden_scale=0.2)
     run.add_argument("--target", nargs="+", type=float, default=[0.85, 0.9, 0.93, 0.95],
                      help="accuracies to reach (default: %(default)s)")
+    run.add_argument("--seeds", type=int, default=5,
+                     help="train every run with this many seeds, --seed, --seed + 1, ...; the k-th holds out "
+                          "fold k %% 5 of the data (default %(default)s)")
     run.add_argument("--idx", nargs=2, metavar=("IMAGES", "LABELS"), help="MNIST IDX files instead of the digits")
     run.add_argument("--name", default="study",
                      help="report name: build/reports/caterpillar/NAME.json and .png (letters, digits, . _ -)")
