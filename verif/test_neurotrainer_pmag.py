@@ -7,6 +7,7 @@ import pytest
 from trainforge.golden.neurotrainer.pmag import (LATENCY, SOURCE_NAMES as S, WINDOW_MODES, default_program,
                                                  nt_pmag, random_program, transfer_cycles)
 from trainforge.hw.neurotrainer.pmag import NTPMAG
+from trainforge.spec.neurotrainer.pmag import SETUP_CYCLES
 from trainforge.errors import ParameterError
 
 
@@ -89,24 +90,26 @@ def test_timing_without_backpressure_is_one_step_per_cycle(seed):
 
 def test_timing_waits_for_ready():
     issued = np.array([True, False, True])
-    ready = np.array([1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
-    # Through the two-entry stream stage: step 0 enters the stage in cycle 1 (out from 2, taken in 4);
-    # step 1 (skipped) in 2; step 2 enters in 3 into the skid register (the output is stalled); the
-    # END-MARK waits in 4 (skid full), enters in 5; out: step 0 in 4, step 2 in 5, the END-MARK in 6.
-    assert transfer_cycles(issued, 0, ready).tolist() == [4, 5, 6]
+    ready = np.array([1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
+    # Cycles 1-3 are the setup. Through the two-entry stream stage: step 0 enters the stage in cycle 4
+    # (out from 5, taken in 7); step 1 (skipped) in 5; step 2 enters in 6 into the skid register (the
+    # output is stalled); the END-MARK waits in 7 (skid full), enters in 8; out: step 0 in 7, step 2
+    # in 8, the END-MARK in 9.
+    assert SETUP_CYCLES == 3
+    assert transfer_cycles(issued, 0, ready).tolist() == [7, 8, 9]
 
 
 def test_timing_of_programs_back_to_back():
-    # Two programs of one issued step each; the second is accepted in cycle 3, the cycle after the first
-    # END-MARK entered the stage (cycle 2). Consumer never ready until cycle 6.
-    ready = np.array([0] * 6 + [1] * 10, dtype=bool)
-    first, second = transfer_cycles([[True], [True]], [0, 3], ready)
-    # Program 0: request enters in 1 (output), END-MARK in 2 (skid); both leave in 6 and 7.
-    assert first.tolist() == [6, 7]
-    # Program 1 steps from cycle 4 but waits for the skid register to empty (cycle 7): in 7, 8; out 8, 9.
-    assert second.tolist() == [8, 9]
+    # Two programs of one issued step each; the second is accepted in cycle 6, the cycle after the first
+    # END-MARK entered the stage (cycle 5). Consumer never ready until cycle 9.
+    ready = np.array([0] * 9 + [1] * 10, dtype=bool)
+    first, second = transfer_cycles([[True], [True]], [0, 6], ready)
+    # Program 0: setup in 1-3, request enters in 4 (output), END-MARK in 5 (skid); both leave in 9 and 10.
+    assert first.tolist() == [9, 10]
+    # Program 1: setup in 7-9, steps from cycle 10 (the skid register emptied in 10): in 10, 11; out 11, 12.
+    assert second.tolist() == [11, 12]
     with pytest.raises(ValueError, match="still stepping"):
-        transfer_cycles([[True], [True]], [0, 2], ready)
+        transfer_cycles([[True], [True]], [0, 5], ready)
 
 
 def test_golden_is_vectorised_for_large_programs():

@@ -4,7 +4,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pmag as spec
-from ...spec.neurotrainer.pmag import LEVELS, WindowMode, end_mark
+from ...spec.neurotrainer.pmag import LEVELS, SETUP_CYCLES, SOURCE_NAMES, WindowMode, end_mark
 from ..stream_stage import StreamStage
 
 __all__ = ["NTPMAG"]
@@ -28,6 +28,13 @@ class NTPMAG(wiring.Component):
     Each issued step sends ``(address, write, pad, end = 0)`` on ``o_request``; after the last
     tuple the END-MARK ``(0xFFFF or 0xFFFFFFFF by wide, write, 0, end = 1)`` closes the stream
     and the next program is accepted.
+
+    The address function has no multiplier in the stepping loop: it is linear in the counters,
+    so each level keeps an address register and adds its stride sum when it steps (a step at
+    level ``i`` copies the sum to every inner level, whose counters wrap to 0). After a
+    program is accepted, :data:`~trainforge.spec.neurotrainer.pmag.SETUP_CYCLES` cycles
+    register the per-level stride sums, the ``const`` term (the one multiplication) and the
+    start address.
 
     Requests leave through a :class:`~trainforge.hw.stream_stage.StreamStage` (registered
     ``ready``, up to two requests held). One counter step per cycle: an issued step when the
@@ -77,7 +84,7 @@ class NTPMAG(wiring.Component):
         program = Signal(self.program_layout)
         counters = [Signal(bits, name=f"r{level + 1}") for level in range(LEVELS)]
 
-        # Decoders and the address function (combinational, from the counter registers).
+        # Decoders of the window comparators (combinational, from the counter registers).
         zero = Const(0, bits + 1)
         first_sources = Array([zero, *counters, program.const, *([zero] * 7)])
         p = Signal(bits + 1)
@@ -87,9 +94,6 @@ class NTPMAG(wiring.Component):
             q.eq(first_sources[program.u] + first_sources[program.v]),
         ]
         sources = Array([zero, *counters, program.const, p, q, *([zero] * 5)])
-        address = Signal(32)
-        m.d.comb += address.eq(program.base + sum(sources[getattr(program, name)] * program.stride[index]
-                                                  for index, name in enumerate("abcd")))
         h = Signal(bits + 1)
         k = Signal(bits + 1)
         in_window = Signal()
@@ -105,47 +109,106 @@ class NTPMAG(wiring.Component):
             inside.eq(in_window | ~(skip_mode | pad_mode)),
         ]
 
+        # The address is linear in the counters and ``const``: address = base + const * const_stride
+        # + sum over levels of r_i * level_stride[i], where a source's stride sums the strides of
+        # the selects ``a..d`` that read it, directly or through ``p``/``q`` (p and q never wrap:
+        # two counter_bits values fit in counter_bits + 1 bits). The stride sums depend on the
+        # program only and are registered every cycle; setup cycle 1 leaves them ready.
+        def multiplicity(code):
+            """How many times the source ``code`` enters each of ``a..d`` (0, 1 or 2), per select."""
+            through_p = (program.s == code).as_unsigned() + (program.t == code).as_unsigned()
+            through_q = (program.u == code).as_unsigned() + (program.v == code).as_unsigned()
+            counts = []
+            for name in "abcd":
+                select = getattr(program, name)
+                counts.append(Mux(select == code, 1, Mux(select == SOURCE_NAMES["p"], through_p,
+                                                          Mux(select == SOURCE_NAMES["q"], through_q, 0))))
+            return counts
+
+        def stride_sum(code, name):
+            total = Signal(32, name=name)
+            terms = []
+            for index, count in enumerate(multiplicity(code)):
+                stride = program.stride[index]
+                terms.append(Mux(count[1], (stride << 1)[:32], Mux(count[0], stride, 0)))
+            m.d.sync += total.eq((terms[0] + terms[1]) + (terms[2] + terms[3]))
+            return total
+
+        level_strides = [stride_sum(level + 1, f"r{level + 1}_stride") for level in range(LEVELS)]
+        const_stride = stride_sum(SOURCE_NAMES["const"], "const_stride")
+        # Setup cycle 2: the const term (the only multiplication, off the stepping loop).
+        const_term = Signal(32)
+        m.d.sync += const_term.eq((program.const * const_stride)[:32])
+
+        # Per-level address registers: level_address[i] = base + const term + sum over j <= i of
+        # r_j * level_stride[j]; the request address is the innermost one. A step at level i adds
+        # level_stride[i] to level_address[i] and copies the sum to every inner level (whose
+        # counters wrap to 0): adders only, one per level.
+        level_address = [Signal(32, name=f"r{level + 1}_address") for level in range(LEVELS)]
+        address = level_address[-1]
+
         # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
         at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
         m.d.comb += [at_max[level].eq(counters[level] == program.max[level]) for level in range(LEVELS)]
         last_tuple = Signal()
         m.d.comb += last_tuple.eq(Cat(*at_max).all())
+        inner_at_max = [Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
+                        for level in range(LEVELS)]
+        stepping_level = [Signal(name=f"r{level + 1}_steps") for level in range(LEVELS)]
+        m.d.comb += [stepping_level[level].eq(inner_at_max[level] & ~at_max[level]) for level in range(LEVELS)]
+        stepped_address = [Signal(32, name=f"r{level + 1}_stepped_address") for level in range(LEVELS)]
+        m.d.comb += [stepped_address[level].eq(level_address[level] + level_strides[level])
+                     for level in range(LEVELS)]
 
         # Requests leave through the shared stream stage; its ready is a register and its valid
         # comes from the program and counter registers only.
         m.submodules.output_stage = output_stage = StreamStage(self.request_layout)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_request))
         busy = Signal()
+        setup = Signal(range(SETUP_CYCLES + 1))
+        walking = Signal()
         marking = Signal()
         issue = Signal()
         step = Signal()
         request = output_stage.i_stream.payload
         m.d.comb += [
-            issue.eq(busy & (marking | inside | pad_mode)),
+            walking.eq(busy & (setup == 0)),
+            issue.eq(walking & (marking | inside | pad_mode)),
             output_stage.i_stream.valid.eq(issue),
             request.address.eq(Mux(marking, Mux(program.wide, end_mark(True), end_mark(False)), address)),
             request.write.eq(program.write),
             request.pad.eq(~marking & ~inside),
             request.end.eq(marking),
             # A skipped step takes its cycle; an issued one waits for the stage.
-            step.eq(busy & (~issue | output_stage.i_stream.ready)),
+            step.eq(walking & (~issue | output_stage.i_stream.ready)),
             self.i_program.ready.eq(~busy),
         ]
 
-        # Control: idle (accepting a program), stepping through the counters, or issuing the END-MARK.
+        # Control: idle (accepting a program), setting up, stepping through the counters, or issuing
+        # the END-MARK.
         with m.If(~busy):
             with m.If(self.i_program.valid):
                 m.d.sync += [
                     program.eq(self.i_program.payload),
                     busy.eq(1),
+                    setup.eq(SETUP_CYCLES),
                     marking.eq(0),
                     *(counter.eq(0) for counter in counters),
                 ]
+        with m.Elif(setup != 0):
+            m.d.sync += setup.eq(setup - 1)
+            with m.If(setup == 1):
+                m.d.sync += [register.eq(program.base + const_term) for register in level_address]
         with m.Elif(step & ~marking):
             for level in range(LEVELS):
-                inner_at_max = Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
-                with m.If(inner_at_max):
+                with m.If(inner_at_max[level]):
                     m.d.sync += counters[level].eq(Mux(at_max[level], 0, counters[level] + 1))
+                # The stepping level is one of the outer ones (or this one), or none at the last tuple.
+                with m.If(Cat(*stepping_level[:level + 1]).any()):
+                    selected = 0
+                    for outer in range(level + 1):
+                        selected = selected | Mux(stepping_level[outer], stepped_address[outer], 0)
+                    m.d.sync += level_address[level].eq(selected)
             with m.If(last_tuple):
                 m.d.sync += marking.eq(1)
         with m.Elif(step):

@@ -9,7 +9,7 @@ from amaranth.lib import data, enum
 
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark", "program_layout", "request_layout"]
+__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "SETUP_CYCLES", "LATENCY", "end_mark", "program_layout", "request_layout"]
 
 #: The parameters of ``nt_pmag``.
 PARAMS = ParamSchema((
@@ -35,8 +35,14 @@ class WindowMode(enum.IntEnum, shape=2):
 #: ``window`` field values, by name.
 WINDOW_MODES = {"off": WindowMode.OFF, "skip": WindowMode.SKIP, "pad": WindowMode.PAD}
 
-#: Cycles from the acceptance of a program to its first request, without stalls.
-LATENCY = 2
+#: Cycles after the acceptance of a program in which the PMAG prepares the address walk and does
+#: not step: the per-level stride sums, the ``const`` term (one multiplication) and the start address
+#: are each registered in a cycle of their own.
+SETUP_CYCLES = 3
+
+#: Cycles from the acceptance of a program to its first request, without stalls: the setup cycles,
+#: the first counter step, and the output stream stage.
+LATENCY = 2 + SETUP_CYCLES
 
 _MASK32 = (1 << 32) - 1
 
