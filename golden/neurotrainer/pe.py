@@ -30,12 +30,13 @@ import numpy as np
 
 from ...spec.neurotrainer.pe import PARAMS
 from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.mac import LATENCY as MAC_ARRAY_LATENCY
 from .mac import rounding_offsets, round_shift
 
 __all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]
 
 #: Cycles from a row entering the MAC array / the comparators to its result.
-MAC_LATENCY = 2
+MAC_LATENCY = MAC_ARRAY_LATENCY
 MAX_LATENCY = 1
 
 _MASK32 = (1 << 32) - 1
