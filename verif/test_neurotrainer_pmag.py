@@ -90,26 +90,29 @@ def test_timing_without_backpressure_is_one_step_per_cycle(seed):
 
 def test_timing_waits_for_ready():
     issued = np.array([True, False, True])
-    ready = np.array([1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
-    # Cycles 1-3 are the setup. Through the two-entry stream stage: step 0 enters the stage in cycle 4
-    # (out from 5, taken in 7); step 1 (skipped) in 5; step 2 enters in 6 into the skid register (the
-    # output is stalled); the END-MARK waits in 7 (skid full), enters in 8; out: step 0 in 7, step 2
-    # in 8, the END-MARK in 9.
-    assert SETUP_CYCLES == 3
-    assert transfer_cycles(issued, 0, ready).tolist() == [7, 8, 9]
+    setup = SETUP_CYCLES
+    ready = np.array([1] * setup + [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
+    # Cycles 1 .. setup are the setup; then, counted from t = setup, through the two-entry stream
+    # stage: step 0 enters the stage in t + 1 (out from t + 2, taken in t + 4); step 1 (skipped) in
+    # t + 2; step 2 enters in t + 3 into the skid register (the output is stalled); the END-MARK waits
+    # in t + 4 (skid full), enters in t + 5; out: step 0 in t + 4, step 2 in t + 5, the END-MARK in t + 6.
+    assert transfer_cycles(issued, 0, ready).tolist() == [setup + 4, setup + 5, setup + 6]
 
 
 def test_timing_of_programs_back_to_back():
-    # Two programs of one issued step each; the second is accepted in cycle 6, the cycle after the first
-    # END-MARK entered the stage (cycle 5). Consumer never ready until cycle 9.
-    ready = np.array([0] * 9 + [1] * 10, dtype=bool)
-    first, second = transfer_cycles([[True], [True]], [0, 6], ready)
-    # Program 0: setup in 1-3, request enters in 4 (output), END-MARK in 5 (skid); both leave in 9 and 10.
-    assert first.tolist() == [9, 10]
-    # Program 1: setup in 7-9, steps from cycle 10 (the skid register emptied in 10): in 10, 11; out 11, 12.
-    assert second.tolist() == [11, 12]
+    # Two programs of one issued step each, setup cycles t = SETUP_CYCLES; the second is accepted in
+    # cycle t + 3, the cycle after the first END-MARK entered the stage (t + 2). Consumer never ready
+    # until cycle t + 6.
+    setup = SETUP_CYCLES
+    ready = np.array([0] * (setup + 6) + [1] * 10, dtype=bool)
+    first, second = transfer_cycles([[True], [True]], [0, setup + 3], ready)
+    # Program 0: request enters in t + 1 (output), END-MARK in t + 2 (skid); both leave in t + 6 and t + 7.
+    assert first.tolist() == [setup + 6, setup + 7]
+    # Program 1: set up from t + 4, steps from 2t + 4 (>= t + 7, the skid register emptied in t + 7):
+    # in 2t + 4, 2t + 5; out 2t + 5, 2t + 6.
+    assert second.tolist() == [2 * setup + 5, 2 * setup + 6]
     with pytest.raises(ValueError, match="still stepping"):
-        transfer_cycles([[True], [True]], [0, 5], ready)
+        transfer_cycles([[True], [True]], [0, setup + 2], ready)
 
 
 def test_golden_is_vectorised_for_large_programs():

@@ -35,10 +35,11 @@ class WindowMode(enum.IntEnum, shape=2):
 #: ``window`` field values, by name.
 WINDOW_MODES = {"off": WindowMode.OFF, "skip": WindowMode.SKIP, "pad": WindowMode.PAD}
 
-#: Cycles after the acceptance of a program in which the PMAG prepares the address walk and does
-#: not step: the per-level stride sums, the ``const`` term (one multiplication) and the start address
-#: are each registered in a cycle of their own.
-SETUP_CYCLES = 3
+#: Cycles after the acceptance of a program before its first counter step (the PMAG is busy and
+#: does not step): three register the per-level weights, the ``const`` terms (one multiplication)
+#: and the start values; in the fourth the first step enters the look-ahead register, from which
+#: the steps are issued.
+SETUP_CYCLES = 4
 
 #: Cycles from the acceptance of a program to its first request, without stalls: the setup cycles,
 #: the first counter step, and the output stream stage.
