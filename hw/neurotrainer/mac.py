@@ -32,10 +32,11 @@ class NTMAC(wiring.Component):
     - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
       random number per MAC).
 
-    Three-stage pipeline: one split multiplier array per lane (four registered 17x17 partial
-    products shared by both modes: 4 MULT18 per lane); the rounded product ``(p + r) >> F``
-    (per half ``p_h >> F16``), a feed-forward stage since ``((y << F) + p + r) >> F =
-    y + ((p + r) >> F)`` exactly; the accumulator loop, a saturating add only. One row per
+    Four-stage pipeline: one split multiplier array per lane (four registered 17x17 partial
+    products shared by both modes: 4 MULT18 per lane); two registered sums of partial products
+    (the rounding offset enters here); the rounded product ``(p + r) >> F`` (per half
+    ``p_h >> F16``), feed-forward since ``((y << F) + p + r) >> F = y + ((p + r) >> F)``
+    exactly; the accumulator loop, a saturating add only. One row per
     cycle unless a ``read`` row finds the output stage full. A ``read`` row's result is valid
     :attr:`LATENCY` cycles after its acceptance. Results leave through a
     :class:`~trainforge.hw.stream_stage.StreamStage` (it holds up to two), so ``i_row.ready``
@@ -139,19 +140,29 @@ class NTMAC(wiring.Component):
         products_clear = Signal()
         products_read = Signal()
 
-        # Stage 2: the rounded product q = (p + r) >> F (feed-forward), clamped to a range in which
+        # Stage 2: the product's two sums of partial products (the cross terms; the outer ones with
+        # the rounding offset), registered.
+        cross = [Signal(signed(35), name=f"cross_{lane}") for lane in range(self.lanes)]
+        outer = [Signal(signed(67), name=f"outer_{lane}") for lane in range(self.lanes)]
+        sums_valid = Signal()
+        sums_wide = Signal()
+        sums_clear = Signal()
+        sums_read = Signal()
+
+        # Stage 3: the rounded product q = (p + r) >> F (feed-forward), clamped to a range in which
         # the accumulator's saturation gives the same result; per 16-bit half likewise.
         # ((y << F) + p + r) >> F = y + ((p + r) >> F) exactly, since y << F has no fraction bits.
-        bound32, bound16 = 1 << 32, 1 << 16
-        rounded32 = [Signal(signed(34), name=f"rounded32_{lane}") for lane in range(self.lanes)]
-        rounded16 = [[Signal(signed(18), name=f"rounded16_{lane}_{half}") for half in range(2)]
+        rounded32 = [Signal(signed(33), name=f"rounded32_{lane}") for lane in range(self.lanes)]
+        rounded16 = [[Signal(signed(17), name=f"rounded16_{lane}_{half}") for half in range(2)]
                      for lane in range(self.lanes)]
+        halves16 = [[Signal(signed(34), name=f"product16_{lane}_{half}") for half in range(2)]
+                    for lane in range(self.lanes)]
         rounded_valid = Signal()
         rounded_wide = Signal()
         rounded_clear = Signal()
         rounded_read = Signal()
 
-        # Stage 3: the accumulator loop, a saturating add only; results to the output stage.
+        # Stage 4: the accumulator loop, a saturating add only; results to the output stage.
         accumulators = [Signal(32, name=f"y_{lane}") for lane in range(self.lanes)]
         m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_y))
@@ -164,7 +175,7 @@ class NTMAC(wiring.Component):
             advance.eq(~rounded_valid | accumulate),
             self.i_row.ready.eq(advance),
         ]
-        # The generators step once per row, as it leaves stage 2 (rows keep their order).
+        # The generators step once per row, as it leaves stage 1 (rows keep their order).
         random_words = self._random_words(m, advance & products_valid)
         with m.If(advance):
             m.d.sync += [
@@ -173,10 +184,14 @@ class NTMAC(wiring.Component):
                 products_sr.eq(row.sr),
                 products_clear.eq(row.clear),
                 products_read.eq(row.read),
-                rounded_valid.eq(products_valid),
-                rounded_wide.eq(products_wide),
-                rounded_clear.eq(products_clear),
-                rounded_read.eq(products_read),
+                sums_valid.eq(products_valid),
+                sums_wide.eq(products_wide),
+                sums_clear.eq(products_clear),
+                sums_read.eq(products_read),
+                rounded_valid.eq(sums_valid),
+                rounded_wide.eq(sums_wide),
+                rounded_clear.eq(sums_clear),
+                rounded_read.eq(sums_read),
             ]
             for lane in range(self.lanes):
                 x = row.x[lane]
@@ -197,26 +212,28 @@ class NTMAC(wiring.Component):
                 offset = Const(1 << (frac - 1), frac)
             else:
                 offset = Const(0, 1)
-            cross = Signal(signed(35), name=f"cross_{lane}")
-            total32 = Signal(signed(66), name=f"total32_{lane}")
-            m.d.comb += [
-                cross.eq(low_high[lane] + high_low[lane]),
-                total32.eq((high_high[lane] << 32) + (cross << 16) + low_low[lane] + offset),
-            ]
-            halves = [low_low[lane], high_high[lane]]
             with m.If(advance):
-                m.d.sync += rounded32[lane].eq(_clamp(m, total32[frac:].as_signed(), bound32, f"q32_{lane}"))
+                m.d.sync += [
+                    cross[lane].eq(low_high[lane] + high_low[lane]),
+                    outer[lane].eq((high_high[lane] << 32) + low_low[lane] + offset),
+                    halves16[lane][0].eq(low_low[lane]),
+                    halves16[lane][1].eq(high_high[lane]),
+                ]
+            total32 = Signal(signed(68), name=f"total32_{lane}")
+            m.d.comb += total32.eq(outer[lane] + (cross[lane] << 16))
+            with m.If(advance):
+                m.d.sync += rounded32[lane].eq(_clamp(m, total32[frac:].as_signed(), 33, f"q32_{lane}"))
                 for half in range(2):
                     m.d.sync += rounded16[lane][half].eq(
-                        _clamp(m, halves[half][frac16:].as_signed(), bound16, f"q16_{lane}_{half}"))
+                        _clamp(m, halves16[lane][half][frac16:].as_signed(), 17, f"q16_{lane}_{half}"))
 
             y_old = Mux(rounded_clear, 0, accumulators[lane])
-            sum32 = Signal(signed(35), name=f"sum32_{lane}")
+            sum32 = Signal(signed(34), name=f"sum32_{lane}")
             m.d.comb += sum32.eq(y_old.as_signed() + rounded32[lane])
             y32 = _saturate(m, sum32, 32, f"y32_{lane}")
             saturated = []
             for half in range(2):
-                sum16 = Signal(signed(19), name=f"sum16_{lane}_{half}")
+                sum16 = Signal(signed(18), name=f"sum16_{lane}_{half}")
                 m.d.comb += sum16.eq(y_old[16 * half:16 * half + 16].as_signed() + rounded16[lane][half])
                 saturated.append(_saturate(m, sum16, 16, f"y16_{lane}_{half}"))
             updated = Signal(32, name=f"updated_{lane}")
@@ -227,30 +244,27 @@ class NTMAC(wiring.Component):
         return m
 
 
-def _clamp(m, value, bound, name):
-    """``value`` clamped to ``[-bound, bound]``, as a signed signal of ``bound``'s width + 2 bits.
+def _clamp(m, value, bits, name):
+    """``value`` clamped to the signed ``bits``-bit range, as a signed ``bits``-bit signal.
 
-    Adding a value beyond ``bound = 2**bits`` to a ``bits``-bit signed accumulator saturates
-    exactly as adding ``bound`` does, so the clamp keeps every result of the saturating add.
+    Adding a value beyond that range to a ``bits - 1``-bit signed accumulator saturates exactly
+    as adding the range's end does (``y + 2**(bits-1) - 1 >= 2**(bits-2) - 1`` for every ``y``),
+    so the clamp keeps every result of the saturating add. The test is on the top bits only.
     """
-    result = Signal(signed(bound.bit_length() + 1), name=name)
-    with m.If(value > bound):
-        m.d.comb += result.eq(bound)
-    with m.Elif(value < -bound):
-        m.d.comb += result.eq(-bound)
-    with m.Else():
-        m.d.comb += result.eq(value)
+    result = Signal(signed(bits), name=name)
+    m.d.comb += result.eq(_clamp_value(value, bits))
     return result
+
+
+def _clamp_value(value, bits):
+    top = value[bits - 1:]
+    fits = (top == 0) | (top == (1 << len(top)) - 1)
+    high, low = (1 << (bits - 1)) - 1, 1 << (bits - 1)
+    return Mux(fits, value[:bits], Mux(value[-1], Const(low, bits), Const(high, bits)))
 
 
 def _saturate(m, value, bits, name):
     """``value`` clamped to the signed ``bits``-bit range, as a ``bits``-bit signal."""
-    high, low = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
     result = Signal(bits, name=name)
-    with m.If(value > high):
-        m.d.comb += result.eq(high)
-    with m.Elif(value < low):
-        m.d.comb += result.eq(Const(low, signed(bits)))
-    with m.Else():
-        m.d.comb += result.eq(value[:bits])
+    m.d.comb += result.eq(_clamp_value(value, bits))
     return result
