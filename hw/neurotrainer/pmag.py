@@ -90,38 +90,37 @@ class NTPMAG(wiring.Component):
         # read it, directly or through ``p``/``q`` (p and q never wrap: two counter_bits values
         # fit in counter_bits + 1 bits). The address weights are the strides of ``a..d``; the
         # window values ``h`` and ``k`` have weight 1. Weights depend on the program only and are
-        # registered every cycle (setup cycle 1 leaves them ready).
-        def multiplicity(select, code):
-            """How many times the source ``code`` enters ``select`` (0, 1 or 2), a 2-bit value."""
+        # registered every cycle (setup cycles 1 and 2 leave them ready).
+        def multiplicity(name, code):
+            """How many times the source ``code`` enters ``select`` (0, 1 or 2): a 2-bit register
+            (setup cycle 1)."""
             through_p = (program.s == code).as_unsigned() + (program.t == code).as_unsigned()
             through_q = (program.u == code).as_unsigned() + (program.v == code).as_unsigned()
-            return Mux(select == code, 1, Mux(select == SOURCE_NAMES["p"], through_p,
-                                              Mux(select == SOURCE_NAMES["q"], through_q, 0)))
+            select = getattr(program, name)
+            count = Signal(2, name=f"{name}_count_{code}")
+            m.d.sync += count.eq(Mux(select == code, 1, Mux(select == SOURCE_NAMES["p"], through_p,
+                                                            Mux(select == SOURCE_NAMES["q"], through_q, 0))))
+            return count
 
         def weighted(count, weight, width):
             return Mux(count[1], (weight << 1)[:width], Mux(count[0], weight, 0))
 
         def stride_sum(code, name):
             total = Signal(32, name=name)
-            terms = [weighted(multiplicity(getattr(program, select), code), program.stride[index], 32)
+            terms = [weighted(multiplicity(select, code), program.stride[index], 32)
                      for index, select in enumerate("abcd")]
             m.d.sync += total.eq((terms[0] + terms[1]) + (terms[2] + terms[3]))
             return total
 
-        def window_weight(select, code, name):
-            weight = Signal(2, name=name)
-            m.d.sync += weight.eq(multiplicity(getattr(program, select), code))
-            return weight
-
         level_strides = [stride_sum(level + 1, f"r{level + 1}_stride") for level in range(LEVELS)]
         const_stride = stride_sum(SOURCE_NAMES["const"], "const_stride")
-        window_weights = {select: [window_weight(select, level + 1, f"{select}_r{level + 1}_weight")
-                                   for level in range(LEVELS)] for select in "hk"}
-        # Setup cycle 2: the const terms (the address's is the only multiplication, off the stepping loop).
+        window_weights = {select: [multiplicity(select, level + 1) for level in range(LEVELS)]
+                          for select in "hk"}
+        # Setup cycle 3: the const terms (the address's is the only multiplication, off the stepping loop).
         const_term = Signal(32)
         m.d.sync += const_term.eq((program.const * const_stride)[:32])
         window_const = {select: Signal(bits + 1, name=f"{select}_const") for select in "hk"}
-        m.d.sync += [window_const[select].eq(weighted(multiplicity(getattr(program, select), SOURCE_NAMES["const"]),
+        m.d.sync += [window_const[select].eq(weighted(multiplicity(select, SOURCE_NAMES["const"]),
                                                       program.const, bits + 1))
                      for select in "hk"]
 

@@ -36,10 +36,10 @@ class WindowMode(enum.IntEnum, shape=2):
 WINDOW_MODES = {"off": WindowMode.OFF, "skip": WindowMode.SKIP, "pad": WindowMode.PAD}
 
 #: Cycles after the acceptance of a program before its first counter step (the PMAG is busy and
-#: does not step): three register the per-level weights, the ``const`` terms (one multiplication)
-#: and the start values; in the fourth the first step enters the look-ahead register, from which
-#: the steps are issued.
-SETUP_CYCLES = 4
+#: does not step): four register the source multiplicities, the per-level weights, the ``const``
+#: terms (one multiplication) and the start values; in the fifth the first step enters the
+#: look-ahead register, from which the steps are issued.
+SETUP_CYCLES = 5
 
 #: Cycles from the acceptance of a program to its first request, without stalls: the setup cycles,
 #: the first counter step, and the output stream stage.
