@@ -125,8 +125,13 @@ class NTPMAG(wiring.Component):
                      for select in "hk"]
 
         # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
+        # "At its maximum" is a register per counter, set with the counter: after a wrap to 0 it
+        # is ``max == 0``, after an increment ``r == max - 1`` (both compare registers only).
         at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
-        m.d.comb += [at_max[level].eq(counters[level] == program.max[level]) for level in range(LEVELS)]
+        max_is_zero = [Signal(name=f"r{level + 1}_max_is_zero") for level in range(LEVELS)]
+        max_less_one = [Signal(bits, name=f"r{level + 1}_max_less_one") for level in range(LEVELS)]
+        m.d.sync += [max_is_zero[level].eq(program.max[level] == 0) for level in range(LEVELS)]
+        m.d.sync += [max_less_one[level].eq(program.max[level] - 1) for level in range(LEVELS)]
         last_tuple = Signal()
         m.d.comb += last_tuple.eq(Cat(*at_max).all())
         inner_at_max = [Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
@@ -225,11 +230,16 @@ class NTPMAG(wiring.Component):
             with m.If(setup == 1):
                 for (levels, _), start in zip(walks, starts):
                     m.d.sync += [register.eq(start) for register in levels]
+                m.d.sync += [at_max[level].eq(max_is_zero[level]) for level in range(LEVELS)]
         with m.Else():
             with m.If(walking & advance & ~marking):
                 for level in range(LEVELS):
                     with m.If(inner_at_max[level]):
-                        m.d.sync += counters[level].eq(Mux(at_max[level], 0, counters[level] + 1))
+                        m.d.sync += [
+                            counters[level].eq(Mux(at_max[level], 0, counters[level] + 1)),
+                            at_max[level].eq(Mux(at_max[level], max_is_zero[level],
+                                                 counters[level] == max_less_one[level])),
+                        ]
                     # The stepping level is one of the outer ones (or this one), or none at the last tuple.
                     with m.If(Cat(*stepping_level[:level + 1]).any()):
                         for levels, stepped in walks:
