@@ -150,7 +150,9 @@ def test_double_buffering_overlaps_fills_with_compute():
     # Pass 0 waits for its blocks (the longer one, BUF1, ends in cycle steps - 1).
     assert result["accept"][0] == steps
     # Later passes start as soon as the PE is idle: their blocks were filled during the previous pass.
-    np.testing.assert_array_equal(np.diff(result["accept"]), rows_sent + 3 + MAC_LATENCY)
+    # A pass occupies its J rows plus the pipeline: step counters, block RAM read, read-data register,
+    # the MAC array's latency, and the cycle in which the last result is delivered.
+    np.testing.assert_array_equal(np.diff(result["accept"]), rows_sent + 4 + MAC_LATENCY)
     # Each output row leaves one row-time (columns cycles) after the previous one.
     per_pass = result["cycles"].reshape(3, rows)
     assert (np.diff(per_pass, axis=1) == columns).all()

@@ -7,6 +7,7 @@ import pytest
 from trainforge.golden.neurotrainer.pmag import (LATENCY, SOURCE_NAMES as S, WINDOW_MODES, default_program,
                                                  nt_pmag, random_program, transfer_cycles)
 from trainforge.hw.neurotrainer.pmag import NTPMAG
+from trainforge.spec.neurotrainer.pmag import SETUP_CYCLES
 from trainforge.errors import ParameterError
 
 
@@ -89,24 +90,29 @@ def test_timing_without_backpressure_is_one_step_per_cycle(seed):
 
 def test_timing_waits_for_ready():
     issued = np.array([True, False, True])
-    ready = np.array([1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
-    # Through the two-entry stream stage: step 0 enters the stage in cycle 1 (out from 2, taken in 4);
-    # step 1 (skipped) in 2; step 2 enters in 3 into the skid register (the output is stalled); the
-    # END-MARK waits in 4 (skid full), enters in 5; out: step 0 in 4, step 2 in 5, the END-MARK in 6.
-    assert transfer_cycles(issued, 0, ready).tolist() == [4, 5, 6]
+    setup = SETUP_CYCLES
+    ready = np.array([1] * setup + [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1], dtype=bool)
+    # Cycles 1 .. setup are the setup; then, counted from t = setup, through the two-entry stream
+    # stage: step 0 enters the stage in t + 1 (out from t + 2, taken in t + 4); step 1 (skipped) in
+    # t + 2; step 2 enters in t + 3 into the skid register (the output is stalled); the END-MARK waits
+    # in t + 4 (skid full), enters in t + 5; out: step 0 in t + 4, step 2 in t + 5, the END-MARK in t + 6.
+    assert transfer_cycles(issued, 0, ready).tolist() == [setup + 4, setup + 5, setup + 6]
 
 
 def test_timing_of_programs_back_to_back():
-    # Two programs of one issued step each; the second is accepted in cycle 3, the cycle after the first
-    # END-MARK entered the stage (cycle 2). Consumer never ready until cycle 6.
-    ready = np.array([0] * 6 + [1] * 10, dtype=bool)
-    first, second = transfer_cycles([[True], [True]], [0, 3], ready)
-    # Program 0: request enters in 1 (output), END-MARK in 2 (skid); both leave in 6 and 7.
-    assert first.tolist() == [6, 7]
-    # Program 1 steps from cycle 4 but waits for the skid register to empty (cycle 7): in 7, 8; out 8, 9.
-    assert second.tolist() == [8, 9]
+    # Two programs of one issued step each, setup cycles t = SETUP_CYCLES; the second is accepted in
+    # cycle t + 3, the cycle after the first END-MARK entered the stage (t + 2). Consumer never ready
+    # until cycle t + 6.
+    setup = SETUP_CYCLES
+    ready = np.array([0] * (setup + 6) + [1] * 10, dtype=bool)
+    first, second = transfer_cycles([[True], [True]], [0, setup + 3], ready)
+    # Program 0: request enters in t + 1 (output), END-MARK in t + 2 (skid); both leave in t + 6 and t + 7.
+    assert first.tolist() == [setup + 6, setup + 7]
+    # Program 1: set up from t + 4, steps from 2t + 4 (>= t + 7, the skid register emptied in t + 7):
+    # in 2t + 4, 2t + 5; out 2t + 5, 2t + 6.
+    assert second.tolist() == [2 * setup + 5, 2 * setup + 6]
     with pytest.raises(ValueError, match="still stepping"):
-        transfer_cycles([[True], [True]], [0, 2], ready)
+        transfer_cycles([[True], [True]], [0, setup + 2], ready)
 
 
 def test_golden_is_vectorised_for_large_programs():

@@ -22,20 +22,22 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
   ``b`` of a fill stream is written one word per cycle from ``max(end of block b-1 + 1,
   release of block b-2)``, complete one cycle after its last word; pass ``p`` is accepted in
   ``A = max(idle, its blocks complete)``, its ``J`` rows (steps plus preloads) enter the MAC
-  array / comparators in ``A + 2 .. A + J + 1``, a closing row's result leaves
-  ``LAT`` (2 MAC, 1 MAX) cycles after its row, and the PE is idle again, with the pass's
-  blocks released, in ``A + J + 3 + LAT``.
+  array / comparators in ``A + D .. A + J + D - 1`` (``D`` = ``ROW_DELAY`` = 3: counters,
+  block RAM read, registered read data), a closing row's result leaves ``LAT`` (MAC array
+  ``LATENCY``, 1 for MAX) cycles after its row, and the PE is idle again, with the pass's
+  blocks released, in ``A + J + D + 1 + LAT``.
 """
 import numpy as np
 
-from ...spec.neurotrainer.pe import PARAMS
+from ...spec.neurotrainer.pe import PARAMS, ROW_DELAY
 from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.mac import LATENCY as MAC_ARRAY_LATENCY
 from .mac import rounding_offsets, round_shift
 
 __all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]
 
 #: Cycles from a row entering the MAC array / the comparators to its result.
-MAC_LATENCY = 2
+MAC_LATENCY = MAC_ARRAY_LATENCY
 MAX_LATENCY = 1
 
 _MASK32 = (1 << 32) - 1
@@ -231,9 +233,9 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
             closing_row = np.arange(outputs) * (per_output + preload) + preload \
                 + np.minimum(per_output, steps - np.arange(outputs) * per_output) - 1
             results.append(words)
-            cycles.append(accept + 2 + closing_row + latency)
+            cycles.append(accept + ROW_DELAY + closing_row + latency)
             last.append(np.arange(outputs) == outputs - 1)
-        idle = accept + rows_sent + 3 + latency
+        idle = accept + rows_sent + ROW_DELAY + 1 + latency
         if is_mac and not fields["hold1"]:
             fill1.releases[block1] = idle
             block1 += 1

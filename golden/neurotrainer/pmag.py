@@ -23,14 +23,15 @@ Source codes (4 bits): 0 zero, 1..7 ``r1..r7``, 8 ``const``, 9 ``p``, 10 ``q``; 
 other code reads zero, and ``s, t, u, v`` read zero for 9 and 10 as well (no loop).
 
 Timing (cycle-exact with the hardware): the requests leave through the shared stream
-stage (a skid buffer with a registered ``ready``). A program accepted in cycle ``c`` takes
-its first step in cycle ``c + 1``; an issued step waits for the stage's ``ready`` and is
+stage (a skid buffer with a registered ``ready``). A program accepted in cycle ``c`` spends
+``SETUP_CYCLES`` cycles preparing its address walk and takes its first step in cycle
+``c + 1 + SETUP_CYCLES``; an issued step waits for the stage's ``ready`` and is
 on the output from the next cycle; a skipped step takes one cycle and issues nothing; the
 END-MARK is issued in the step after the last counter value. See :func:`transfer_cycles`.
 """
 import numpy as np
 
-from ...spec.neurotrainer.pmag import LATENCY, LEVELS, PARAMS, SOURCE_NAMES, WINDOW_MODES, end_mark
+from ...spec.neurotrainer.pmag import LATENCY, LEVELS, PARAMS, SETUP_CYCLES, SOURCE_NAMES, WINDOW_MODES, end_mark
 from ..stream_stage import StageState
 from ..stream_stage import step as stage_step
 
@@ -141,11 +142,12 @@ def transfer_cycles(issued, accept_cycle, ready):
     -----
     The requests leave through the shared stream stage (a skid buffer,
     :mod:`trainforge.golden.stream_stage`, stepped here cycle by cycle): a program accepted
-    in cycle ``c`` steps first in ``c + 1``; an issued step (a request or the END-MARK)
+    in cycle ``c`` prepares its walk for ``SETUP_CYCLES`` cycles (busy, no step) and steps
+    first in ``c + 1 + SETUP_CYCLES``; an issued step (a request or the END-MARK)
     happens in a cycle in which the stage's registered ``ready`` is high (its skid register
     is empty), a skipped step in any cycle. The stage holds up to two requests, so under
     backpressure the counters run up to one request further ahead than with a one-entry
-    output register; without backpressure request ``i`` still leaves in
+    output register; without backpressure request ``i`` leaves in
     ``c + LATENCY + step index``. The next program can be accepted from the cycle after
     the END-MARK entered the stage.
     """
@@ -156,16 +158,19 @@ def transfer_cycles(issued, accept_cycle, ready):
     ready = np.asarray(ready, dtype=bool)
     stage = StageState()
     transfers = [[] for _ in programs]
-    current, step_index, next_program = None, 0, 0
+    current, step_index, next_program, setup_left = None, 0, 0, 0
     delivered_count, wanted = 0, sum(int(np.count_nonzero(flags)) for flags in steps)
     for cycle in range(len(ready)):
         busy = current is not None
-        offered = (current, step_index) if busy and steps[current][step_index] else None
+        setting_up = busy and setup_left > 0
+        offered = (current, step_index) if busy and not setting_up and steps[current][step_index] else None
         accepted, out = stage_step(stage, offered, bool(ready[cycle]))
         if out is not None:
             transfers[out[0]].append(cycle)
             delivered_count += 1
-        if busy and (accepted or offered is None):
+        if setting_up:
+            setup_left -= 1
+        elif busy and (accepted or offered is None):
             step_index += 1
             if step_index == len(steps[current]):
                 current = None
@@ -173,7 +178,7 @@ def transfer_cycles(issued, accept_cycle, ready):
             if busy:
                 raise ValueError(f"program {next_program} accepted in cycle {cycle} while program {current} "
                                  "is still stepping")
-            current, step_index, next_program = next_program, 0, next_program + 1
+            current, step_index, next_program, setup_left = next_program, 0, next_program + 1, SETUP_CYCLES
         elif next_program < len(accepts) and accepts[next_program] < cycle:
             raise ValueError(f"program {next_program} accepted in cycle {accepts[next_program]}, before the "
                              "previous one ended")

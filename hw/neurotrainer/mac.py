@@ -32,8 +32,12 @@ class NTMAC(wiring.Component):
     - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
       random number per MAC).
 
-    Two-stage pipeline (multiply, then add/round/saturate); one row per cycle unless a
-    ``read`` row finds the output stage full. A ``read`` row's result is valid
+    Four-stage pipeline: one split multiplier array per lane (four registered 17x17 partial
+    products shared by both modes: 4 MULT18 per lane); two registered sums of partial products
+    (the rounding offset enters here); the rounded product ``(p + r) >> F`` (per half
+    ``p_h >> F16``), feed-forward since ``((y << F) + p + r) >> F = y + ((p + r) >> F)``
+    exactly; the accumulator loop, a saturating add only. One row per
+    cycle unless a ``read`` row finds the output stage full. A ``read`` row's result is valid
     :attr:`LATENCY` cycles after its acceptance. Results leave through a
     :class:`~trainforge.hw.stream_stage.StreamStage` (it holds up to two), so ``i_row.ready``
     does not depend on ``o_y.ready`` within a cycle.
@@ -69,7 +73,7 @@ class NTMAC(wiring.Component):
     PARAMS = spec.PARAMS
 
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
-    LATENCY = 2
+    LATENCY = spec.LATENCY
 
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)
@@ -115,17 +119,50 @@ class NTMAC(wiring.Component):
         m = Module()
         frac, frac16 = self.frac_bits, self.frac_bits16
 
-        # Stage 1: products (one 32x32 and two 16x16 per lane) and flags.
-        product32 = [Signal(signed(64), name=f"product32_{lane}") for lane in range(self.lanes)]
-        product16 = [[Signal(signed(32), name=f"product16_{lane}_{half}") for half in range(2)]
-                     for lane in range(self.lanes)]
-        stage_valid = Signal()
-        stage_wide = Signal()
-        stage_sr = Signal()
-        stage_clear = Signal()
-        stage_read = Signal()
+        # Stage 1: one split multiplier array per lane, shared by both modes: four 17x17 signed
+        # partial products of the 16-bit halves. The low halves enter zero-extended in 32-bit mode
+        # (they are the unsigned low digits of a and x) and sign-extended in 16-bit mode (they are
+        # the low 16-bit operands); the high halves are signed in both modes.
+        row = self.i_row.payload
+        a_low = Signal(signed(17))
+        a_high = Signal(signed(17))
+        m.d.comb += [
+            a_low.eq(Cat(row.a[:16], ~row.wide & row.a[15])),
+            a_high.eq(row.a[16:32].as_signed()),
+        ]
+        low_low = [Signal(signed(34), name=f"low_low_{lane}") for lane in range(self.lanes)]
+        low_high = [Signal(signed(34), name=f"low_high_{lane}") for lane in range(self.lanes)]
+        high_low = [Signal(signed(34), name=f"high_low_{lane}") for lane in range(self.lanes)]
+        high_high = [Signal(signed(34), name=f"high_high_{lane}") for lane in range(self.lanes)]
+        products_valid = Signal()
+        products_wide = Signal()
+        products_sr = Signal()
+        products_clear = Signal()
+        products_read = Signal()
 
-        # Stage 2: add, round, crop, saturate into the accumulators; results to the output stage.
+        # Stage 2: the product's two sums of partial products (the cross terms; the outer ones with
+        # the rounding offset), registered.
+        cross = [Signal(signed(35), name=f"cross_{lane}") for lane in range(self.lanes)]
+        outer = [Signal(signed(67), name=f"outer_{lane}") for lane in range(self.lanes)]
+        sums_valid = Signal()
+        sums_wide = Signal()
+        sums_clear = Signal()
+        sums_read = Signal()
+
+        # Stage 3: the rounded product q = (p + r) >> F (feed-forward), clamped to a range in which
+        # the accumulator's saturation gives the same result; per 16-bit half likewise.
+        # ((y << F) + p + r) >> F = y + ((p + r) >> F) exactly, since y << F has no fraction bits.
+        rounded32 = [Signal(signed(33), name=f"rounded32_{lane}") for lane in range(self.lanes)]
+        rounded16 = [[Signal(signed(17), name=f"rounded16_{lane}_{half}") for half in range(2)]
+                     for lane in range(self.lanes)]
+        halves16 = [[Signal(signed(34), name=f"product16_{lane}_{half}") for half in range(2)]
+                    for lane in range(self.lanes)]
+        rounded_valid = Signal()
+        rounded_wide = Signal()
+        rounded_clear = Signal()
+        rounded_read = Signal()
+
+        # Stage 4: the accumulator loop, a saturating add only; results to the output stage.
         accumulators = [Signal(32, name=f"y_{lane}") for lane in range(self.lanes)]
         m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_y))
@@ -133,61 +170,101 @@ class NTMAC(wiring.Component):
         advance = Signal()
         m.d.comb += [
             # A read row waits for the output stage's (registered) ready; the stage's valid is a register.
-            output_stage.i_stream.valid.eq(stage_valid & stage_read),
-            accumulate.eq(stage_valid & (~stage_read | output_stage.i_stream.ready)),
-            advance.eq(~stage_valid | accumulate),
+            output_stage.i_stream.valid.eq(rounded_valid & rounded_read),
+            accumulate.eq(rounded_valid & (~rounded_read | output_stage.i_stream.ready)),
+            advance.eq(~rounded_valid | accumulate),
             self.i_row.ready.eq(advance),
         ]
-        random_words = self._random_words(m, accumulate)
-        row = self.i_row.payload
+        # The generators step once per row, as it leaves stage 1 (rows keep their order).
+        random_words = self._random_words(m, advance & products_valid)
         with m.If(advance):
             m.d.sync += [
-                stage_valid.eq(self.i_row.valid),
-                stage_wide.eq(row.wide),
-                stage_sr.eq(row.sr),
-                stage_clear.eq(row.clear),
-                stage_read.eq(row.read),
+                products_valid.eq(self.i_row.valid),
+                products_wide.eq(row.wide),
+                products_sr.eq(row.sr),
+                products_clear.eq(row.clear),
+                products_read.eq(row.read),
+                sums_valid.eq(products_valid),
+                sums_wide.eq(products_wide),
+                sums_clear.eq(products_clear),
+                sums_read.eq(products_read),
+                rounded_valid.eq(sums_valid),
+                rounded_wide.eq(sums_wide),
+                rounded_clear.eq(sums_clear),
+                rounded_read.eq(sums_read),
             ]
             for lane in range(self.lanes):
-                m.d.sync += product32[lane].eq(row.a.as_signed() * row.x[lane].as_signed())
-                for half in range(2):
-                    m.d.sync += product16[lane][half].eq(
-                        row.a[16 * half:16 * half + 16].as_signed() * row.x[lane][16 * half:16 * half + 16].as_signed())
+                x = row.x[lane]
+                x_low = Cat(x[:16], ~row.wide & x[15]).as_signed()
+                x_high = x[16:32].as_signed()
+                m.d.sync += [
+                    low_low[lane].eq(a_low * x_low),
+                    low_high[lane].eq(a_low * x_high),
+                    high_low[lane].eq(a_high * x_low),
+                    high_high[lane].eq(a_high * x_high),
+                ]
 
         for lane in range(self.lanes):
-            y_old = Mux(stage_clear, 0, accumulators[lane])
-            # 32-bit mode.
+            # 32-bit mode: p = a*x from the four partial products, plus the rounding offset.
             if random_words is not None and frac > 0:
-                offset = Mux(stage_sr, random_words[lane][:frac], 0)
+                offset = Mux(products_sr, random_words[lane][:frac], 0)
             elif self.rounding == "nearest" and frac > 0:
                 offset = Const(1 << (frac - 1), frac)
             else:
                 offset = Const(0, 1)
-            total32 = Signal(signed(66), name=f"total32_{lane}")
-            m.d.comb += total32.eq(product32[lane] + (y_old.as_signed() << frac) + offset)
-            y32 = _saturate(m, total32[frac:].as_signed(), 32, f"y32_{lane}")
-            # 16-bit mode.
-            halves = []
+            with m.If(advance):
+                m.d.sync += [
+                    cross[lane].eq(low_high[lane] + high_low[lane]),
+                    outer[lane].eq((high_high[lane] << 32) + low_low[lane] + offset),
+                    halves16[lane][0].eq(low_low[lane]),
+                    halves16[lane][1].eq(high_high[lane]),
+                ]
+            total32 = Signal(signed(68), name=f"total32_{lane}")
+            m.d.comb += total32.eq(outer[lane] + (cross[lane] << 16))
+            with m.If(advance):
+                m.d.sync += rounded32[lane].eq(_clamp(m, total32[frac:].as_signed(), 33, f"q32_{lane}"))
+                for half in range(2):
+                    m.d.sync += rounded16[lane][half].eq(
+                        _clamp(m, halves16[lane][half][frac16:].as_signed(), 17, f"q16_{lane}_{half}"))
+
+            y_old = Mux(rounded_clear, 0, accumulators[lane])
+            sum32 = Signal(signed(34), name=f"sum32_{lane}")
+            m.d.comb += sum32.eq(y_old.as_signed() + rounded32[lane])
+            y32 = _saturate(m, sum32, 32, f"y32_{lane}")
+            saturated = []
             for half in range(2):
-                total16 = Signal(signed(34), name=f"total16_{lane}_{half}")
-                m.d.comb += total16.eq(product16[lane][half] + (y_old[16 * half:16 * half + 16].as_signed() << frac16))
-                halves.append(_saturate(m, total16[frac16:].as_signed(), 16, f"y16_{lane}_{half}"))
+                sum16 = Signal(signed(18), name=f"sum16_{lane}_{half}")
+                m.d.comb += sum16.eq(y_old[16 * half:16 * half + 16].as_signed() + rounded16[lane][half])
+                saturated.append(_saturate(m, sum16, 16, f"y16_{lane}_{half}"))
             updated = Signal(32, name=f"updated_{lane}")
-            m.d.comb += updated.eq(Mux(stage_wide, y32, Cat(*halves)))
+            m.d.comb += updated.eq(Mux(rounded_wide, y32, Cat(*saturated)))
             m.d.comb += output_stage.i_stream.payload[lane].eq(updated)
             with m.If(accumulate):
                 m.d.sync += accumulators[lane].eq(updated)
         return m
 
 
+def _clamp(m, value, bits, name):
+    """``value`` clamped to the signed ``bits``-bit range, as a signed ``bits``-bit signal.
+
+    Adding a value beyond that range to a ``bits - 1``-bit signed accumulator saturates exactly
+    as adding the range's end does (``y + 2**(bits-1) - 1 >= 2**(bits-2) - 1`` for every ``y``),
+    so the clamp keeps every result of the saturating add. The test is on the top bits only.
+    """
+    result = Signal(signed(bits), name=name)
+    m.d.comb += result.eq(_clamp_value(value, bits))
+    return result
+
+
+def _clamp_value(value, bits):
+    top = value[bits - 1:]
+    fits = (top == 0) | (top == (1 << len(top)) - 1)
+    high, low = (1 << (bits - 1)) - 1, 1 << (bits - 1)
+    return Mux(fits, value[:bits], Mux(value[-1], Const(low, bits), Const(high, bits)))
+
+
 def _saturate(m, value, bits, name):
     """``value`` clamped to the signed ``bits``-bit range, as a ``bits``-bit signal."""
-    high, low = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
     result = Signal(bits, name=name)
-    with m.If(value > high):
-        m.d.comb += result.eq(high)
-    with m.Elif(value < low):
-        m.d.comb += result.eq(Const(low, signed(bits)))
-    with m.Else():
-        m.d.comb += result.eq(value[:bits])
+    m.d.comb += result.eq(_clamp_value(value, bits))
     return result

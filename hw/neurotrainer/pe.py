@@ -201,9 +201,17 @@ class NTPE(wiring.Component):
         consumer_ready = Signal()
         advance = Signal()
         issue = Signal()
+        # Stage C: the read data, registered (block RAM outputs are slow), with the preload
+        # multiplexers in front of the register; the consumers take their rows from here.
+        row_valid = Signal()
+        row_clear = Signal()
+        row_first = Signal()
+        row_close = Signal()
+        row_a = Signal(32)
+        row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
             consumer_ready.eq(Mux(program.op, comparator.i_row.ready, mac.i_row.ready)),
-            advance.eq(~stage_valid | consumer_ready),
+            advance.eq(~row_valid | consumer_ready),
             issue.eq(running & advance),
             read1.en.eq(advance),
             read2.en.eq(advance),
@@ -247,27 +255,37 @@ class NTPE(wiring.Component):
             with m.If(last_step):
                 m.d.sync += [running.eq(0), draining.eq(1)]
 
-        # Rows to the MAC array (MAC) or the comparators (MAX).
+        # Stage C, then rows to the MAC array (MAC) or the comparators (MAX).
         one = Mux(program.wide, Const(1 << self.frac_bits, 32),
                   Const((1 << self.frac_bits16) | (1 << (self.frac_bits16 + 16)), 32))
+        with m.If(advance):
+            m.d.sync += [
+                row_valid.eq(stage_valid),
+                row_clear.eq(stage_clear),
+                row_first.eq(stage_first),
+                row_close.eq(stage_close),
+                row_a.eq(Mux(stage_preload, one, read1.data)),
+            ]
+            for lane in range(lanes):
+                m.d.sync += row_x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32],
+                                               read2.data[32 * lane:32 * lane + 32]))
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
         m.d.comb += [
-            mac.i_row.valid.eq(stage_valid & (program.op == PEOp.MAC)),
-            mac_row.a.eq(Mux(stage_preload, one, read1.data)),
+            mac.i_row.valid.eq(row_valid & (program.op == PEOp.MAC)),
+            mac_row.a.eq(row_a),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
-            mac_row.clear.eq(stage_clear),
-            mac_row.read.eq(stage_close),
-            comparator.i_row.valid.eq(stage_valid & program.op),
-            compare_row.first.eq(stage_first),
-            compare_row.last.eq(stage_close),
+            mac_row.clear.eq(row_clear),
+            mac_row.read.eq(row_close),
+            comparator.i_row.valid.eq(row_valid & program.op),
+            compare_row.first.eq(row_first),
+            compare_row.last.eq(row_close),
         ]
         for lane in range(lanes):
-            word2 = read2.data[32 * lane:32 * lane + 32]
             m.d.comb += [
-                mac_row.x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32], word2)),
-                compare_row.x[lane].eq(word2[:16]),
+                mac_row.x[lane].eq(row_x[lane]),
+                compare_row.x[lane].eq(row_x[lane][:16]),
             ]
 
         # Results: BUF Output (MAC) and o_result (with emit).

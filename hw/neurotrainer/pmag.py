@@ -1,10 +1,10 @@
 """Programmable memory address generator (NeuroTrainer, Section 3.2, Fig. 4, Tables 2 and 3)."""
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import pmag as spec
-from ...spec.neurotrainer.pmag import LEVELS, WindowMode, end_mark
+from ...spec.neurotrainer.pmag import LEVELS, SETUP_CYCLES, SOURCE_NAMES, WindowMode, end_mark
 from ..stream_stage import StreamStage
 
 __all__ = ["NTPMAG"]
@@ -28,6 +28,14 @@ class NTPMAG(wiring.Component):
     Each issued step sends ``(address, write, pad, end = 0)`` on ``o_request``; after the last
     tuple the END-MARK ``(0xFFFF or 0xFFFFFFFF by wide, write, 0, end = 1)`` closes the stream
     and the next program is accepted.
+
+    The address and the window values ``h`` and ``k`` are computed without a multiplier in
+    the stepping loop: they are linear in the counters, so each level keeps a register of
+    each and adds its weight (a stride sum for the address, 0, 1 or 2 for ``h`` and ``k``)
+    when it steps; a step at level ``i`` copies the sums to every inner level, whose counters
+    wrap to 0. After a program is accepted,
+    :data:`~trainforge.spec.neurotrainer.pmag.SETUP_CYCLES` cycles register the per-level
+    weights, the ``const`` terms (the address's is the one multiplication) and the start values.
 
     Requests leave through a :class:`~trainforge.hw.stream_stage.StreamStage` (registered
     ``ready``, up to two requests held). One counter step per cycle: an issued step when the
@@ -77,77 +85,172 @@ class NTPMAG(wiring.Component):
         program = Signal(self.program_layout)
         counters = [Signal(bits, name=f"r{level + 1}") for level in range(LEVELS)]
 
-        # Decoders and the address function (combinational, from the counter registers).
-        zero = Const(0, bits + 1)
-        first_sources = Array([zero, *counters, program.const, *([zero] * 7)])
-        p = Signal(bits + 1)
-        q = Signal(bits + 1)
-        m.d.comb += [
-            p.eq(first_sources[program.s] + first_sources[program.t]),
-            q.eq(first_sources[program.u] + first_sources[program.v]),
-        ]
-        sources = Array([zero, *counters, program.const, p, q, *([zero] * 5)])
-        address = Signal(32)
-        m.d.comb += address.eq(program.base + sum(sources[getattr(program, name)] * program.stride[index]
-                                                  for index, name in enumerate("abcd")))
-        h = Signal(bits + 1)
-        k = Signal(bits + 1)
+        # Every walked value is linear in the counters and ``const``: value = start + sum over levels
+        # of r_i * level_weight[i], where a source's weight sums the weights of the selects that
+        # read it, directly or through ``p``/``q`` (p and q never wrap: two counter_bits values
+        # fit in counter_bits + 1 bits). The address weights are the strides of ``a..d``; the
+        # window values ``h`` and ``k`` have weight 1. Weights depend on the program only and are
+        # registered every cycle (setup cycles 1 and 2 leave them ready).
+        def multiplicity(name, code):
+            """How many times the source ``code`` enters ``select`` (0, 1 or 2): a 2-bit register
+            (setup cycle 1)."""
+            through_p = (program.s == code).as_unsigned() + (program.t == code).as_unsigned()
+            through_q = (program.u == code).as_unsigned() + (program.v == code).as_unsigned()
+            select = getattr(program, name)
+            count = Signal(2, name=f"{name}_count_{code}")
+            m.d.sync += count.eq(Mux(select == code, 1, Mux(select == SOURCE_NAMES["p"], through_p,
+                                                            Mux(select == SOURCE_NAMES["q"], through_q, 0))))
+            return count
+
+        def weighted(count, weight, width):
+            return Mux(count[1], (weight << 1)[:width], Mux(count[0], weight, 0))
+
+        def stride_sum(code, name):
+            total = Signal(32, name=name)
+            terms = [weighted(multiplicity(select, code), program.stride[index], 32)
+                     for index, select in enumerate("abcd")]
+            m.d.sync += total.eq((terms[0] + terms[1]) + (terms[2] + terms[3]))
+            return total
+
+        level_strides = [stride_sum(level + 1, f"r{level + 1}_stride") for level in range(LEVELS)]
+        const_stride = stride_sum(SOURCE_NAMES["const"], "const_stride")
+        window_weights = {select: [multiplicity(select, level + 1) for level in range(LEVELS)]
+                          for select in "hk"}
+        # Setup cycle 3: the const terms (the address's is the only multiplication, off the stepping loop).
+        const_term = Signal(32)
+        m.d.sync += const_term.eq((program.const * const_stride)[:32])
+        window_const = {select: Signal(bits + 1, name=f"{select}_const") for select in "hk"}
+        m.d.sync += [window_const[select].eq(weighted(multiplicity(select, SOURCE_NAMES["const"]),
+                                                      program.const, bits + 1))
+                     for select in "hk"]
+
+        # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
+        # "At its maximum" is a register per counter, set with the counter: after a wrap to 0 it
+        # is ``max == 0``, after an increment ``r == max - 1`` (both compare registers only).
+        at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
+        max_is_zero = [Signal(name=f"r{level + 1}_max_is_zero") for level in range(LEVELS)]
+        max_less_one = [Signal(bits, name=f"r{level + 1}_max_less_one") for level in range(LEVELS)]
+        m.d.sync += [max_is_zero[level].eq(program.max[level] == 0) for level in range(LEVELS)]
+        m.d.sync += [max_less_one[level].eq(program.max[level] - 1) for level in range(LEVELS)]
+        last_tuple = Signal()
+        m.d.comb += last_tuple.eq(Cat(*at_max).all())
+        inner_at_max = [Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
+                        for level in range(LEVELS)]
+        stepping_level = [Signal(name=f"r{level + 1}_steps") for level in range(LEVELS)]
+        m.d.comb += [stepping_level[level].eq(inner_at_max[level] & ~at_max[level]) for level in range(LEVELS)]
+
+        # Per-level registers of each walked value: level[i] = start + sum over j <= i of
+        # r_j * weight[j]; the current value is the innermost one. A step at level i adds
+        # weight[i] to level[i] and copies the sum to every inner level (whose counters wrap to
+        # 0): adders only, one per level.
+        walks = []
+
+        def walk(name, width, weights):
+            levels = [Signal(width, name=f"{name}_r{level + 1}") for level in range(LEVELS)]
+            stepped = [Signal(width, name=f"{name}_r{level + 1}_stepped") for level in range(LEVELS)]
+            m.d.comb += [stepped[level].eq(levels[level] + weights[level]) for level in range(LEVELS)]
+            walks.append((levels, stepped))
+            return levels
+
+        address_levels = walk("address", 32, level_strides)
+        window_levels = {select: walk(select, bits + 1, window_weights[select]) for select in "hk"}
+        address = address_levels[-1]
+        h = window_levels["h"][-1]
+        k = window_levels["k"][-1]
+
+        # The window comparators, from registers.
         in_window = Signal()
         skip_mode = Signal()
         pad_mode = Signal()
         inside = Signal()
         m.d.comb += [
-            h.eq(sources[program.h]),
-            k.eq(sources[program.k]),
             in_window.eq((h >= program.h_lo) & (h < program.h_hi) & (k >= program.k_lo) & (k < program.k_hi)),
             skip_mode.eq(program.window == WindowMode.SKIP),
             pad_mode.eq(program.window == WindowMode.PAD),
             inside.eq(in_window | ~(skip_mode | pad_mode)),
         ]
 
-        # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
-        at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
-        m.d.comb += [at_max[level].eq(counters[level] == program.max[level]) for level in range(LEVELS)]
-        last_tuple = Signal()
-        m.d.comb += last_tuple.eq(Cat(*at_max).all())
+        # The walk runs one step ahead of the issue: the look-ahead register holds the next step
+        # (its address, whether it is inside the window, whether it is the END-MARK). Issuing
+        # from it keeps the comparators and the counter logic off the path to the stage.
+        ahead_valid = Signal()
+        ahead_address = Signal(32)
+        ahead_inside = Signal()
+        ahead_end = Signal()
 
         # Requests leave through the shared stream stage; its ready is a register and its valid
-        # comes from the program and counter registers only.
+        # comes from the look-ahead register only.
         m.submodules.output_stage = output_stage = StreamStage(self.request_layout)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_request))
         busy = Signal()
+        setup = Signal(range(SETUP_CYCLES))
+        walking = Signal()
         marking = Signal()
+        walked = Signal()
         issue = Signal()
         step = Signal()
+        advance = Signal()
         request = output_stage.i_stream.payload
         m.d.comb += [
-            issue.eq(busy & (marking | inside | pad_mode)),
+            issue.eq(ahead_valid & (ahead_end | ahead_inside | pad_mode)),
             output_stage.i_stream.valid.eq(issue),
-            request.address.eq(Mux(marking, Mux(program.wide, end_mark(True), end_mark(False)), address)),
+            request.address.eq(Mux(ahead_end, Mux(program.wide, end_mark(True), end_mark(False)), ahead_address)),
             request.write.eq(program.write),
-            request.pad.eq(~marking & ~inside),
-            request.end.eq(marking),
+            request.pad.eq(~ahead_end & ~ahead_inside),
+            request.end.eq(ahead_end),
             # A skipped step takes its cycle; an issued one waits for the stage.
-            step.eq(busy & (~issue | output_stage.i_stream.ready)),
+            step.eq(ahead_valid & (~issue | output_stage.i_stream.ready)),
+            advance.eq(~ahead_valid | step),
+            walking.eq(busy & (setup == 0) & ~walked),
             self.i_program.ready.eq(~busy),
         ]
+        with m.If(advance):
+            m.d.sync += [
+                ahead_valid.eq(walking),
+                ahead_address.eq(address),
+                ahead_inside.eq(inside),
+                ahead_end.eq(marking),
+            ]
 
-        # Control: idle (accepting a program), stepping through the counters, or issuing the END-MARK.
+        # Control: idle (accepting a program), setting up, walking the counters into the
+        # look-ahead register, then the END-MARK; the program ends when its END-MARK is issued.
+        starts = [program.base + const_term, window_const["h"], window_const["k"]]
         with m.If(~busy):
             with m.If(self.i_program.valid):
                 m.d.sync += [
                     program.eq(self.i_program.payload),
                     busy.eq(1),
+                    setup.eq(SETUP_CYCLES - 1),
                     marking.eq(0),
+                    walked.eq(0),
                     *(counter.eq(0) for counter in counters),
                 ]
-        with m.Elif(step & ~marking):
-            for level in range(LEVELS):
-                inner_at_max = Cat(*at_max[level + 1:]).all() if level + 1 < LEVELS else Const(1)
-                with m.If(inner_at_max):
-                    m.d.sync += counters[level].eq(Mux(at_max[level], 0, counters[level] + 1))
-            with m.If(last_tuple):
-                m.d.sync += marking.eq(1)
-        with m.Elif(step):
-            m.d.sync += busy.eq(0)
+        with m.Elif(setup != 0):
+            m.d.sync += setup.eq(setup - 1)
+            with m.If(setup == 1):
+                for (levels, _), start in zip(walks, starts):
+                    m.d.sync += [register.eq(start) for register in levels]
+                m.d.sync += [at_max[level].eq(max_is_zero[level]) for level in range(LEVELS)]
+        with m.Else():
+            with m.If(walking & advance & ~marking):
+                for level in range(LEVELS):
+                    with m.If(inner_at_max[level]):
+                        m.d.sync += [
+                            counters[level].eq(Mux(at_max[level], 0, counters[level] + 1)),
+                            at_max[level].eq(Mux(at_max[level], max_is_zero[level],
+                                                 counters[level] == max_less_one[level])),
+                        ]
+                    # The stepping level is one of the outer ones (or this one), or none at the last tuple.
+                    with m.If(Cat(*stepping_level[:level + 1]).any()):
+                        for levels, stepped in walks:
+                            selected = 0
+                            for outer in range(level + 1):
+                                selected = selected | Mux(stepping_level[outer], stepped[outer], 0)
+                            m.d.sync += levels[level].eq(selected)
+                with m.If(last_tuple):
+                    m.d.sync += marking.eq(1)
+            with m.If(walking & advance & marking):
+                m.d.sync += walked.eq(1)
+            with m.If(step & ahead_end):
+                m.d.sync += busy.eq(0)
         return m

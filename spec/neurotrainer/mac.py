@@ -11,11 +11,16 @@ from amaranth.lib import data
 from ...errors import ParameterError
 from ..params import Param, ParamSchema
 
-__all__ = ["ROUNDINGS", "WARMUP_STEPS", "PARAMS", "check_seed", "lfsr_step", "reset_state", "xorshift_seeds",
+__all__ = ["ROUNDINGS", "WARMUP_STEPS", "LATENCY", "PARAMS", "check_seed", "lfsr_step", "reset_state", "xorshift_seeds",
            "row_layout", "result_layout"]
 
 #: The rounding variants of the MAC block (Table 1).
 ROUNDINGS = ("sr_lo", "sr_full", "truncate", "nearest")
+
+#: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls: the
+#: registered partial products, their two registered sums, the registered rounded product, the
+#: accumulator's saturating add (into the output stream stage).
+LATENCY = 4
 
 #: Steps the LFSR runs at elaboration so that the shift register holds 32 LFSR bits at reset.
 WARMUP_STEPS = 32

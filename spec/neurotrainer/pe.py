@@ -9,7 +9,12 @@ from ...errors import ParameterError
 from ..params import Param, ParamSchema
 from .mac import ROUNDINGS, check_seed
 
-__all__ = ["PARAMS", "BUFFER_DEPTHS"]
+__all__ = ["PARAMS", "BUFFER_DEPTHS", "ROW_DELAY"]
+
+#: A pass accepted in cycle ``A`` sends its rows to the MAC array / the comparators from cycle
+#: ``A + ROW_DELAY``, one per cycle: the step counters, the buffer read (block RAM), and the
+#: register of the read data (the block RAM outputs are registered before the multipliers).
+ROW_DELAY = 3
 
 #: The buffer depth parameters (each a power of two).
 BUFFER_DEPTHS = ("in1_depth", "in2_depth", "out_depth")

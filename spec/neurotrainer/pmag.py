@@ -9,7 +9,7 @@ from amaranth.lib import data, enum
 
 from ..params import Param, ParamSchema
 
-__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "LATENCY", "end_mark", "program_layout", "request_layout"]
+__all__ = ["PARAMS", "LEVELS", "WindowMode", "SOURCE_NAMES", "WINDOW_MODES", "SETUP_CYCLES", "LATENCY", "end_mark", "program_layout", "request_layout"]
 
 #: The parameters of ``nt_pmag``.
 PARAMS = ParamSchema((
@@ -35,8 +35,15 @@ class WindowMode(enum.IntEnum, shape=2):
 #: ``window`` field values, by name.
 WINDOW_MODES = {"off": WindowMode.OFF, "skip": WindowMode.SKIP, "pad": WindowMode.PAD}
 
-#: Cycles from the acceptance of a program to its first request, without stalls.
-LATENCY = 2
+#: Cycles after the acceptance of a program before its first counter step (the PMAG is busy and
+#: does not step): four register the source multiplicities, the per-level weights, the ``const``
+#: terms (one multiplication) and the start values; in the fifth the first step enters the
+#: look-ahead register, from which the steps are issued.
+SETUP_CYCLES = 5
+
+#: Cycles from the acceptance of a program to its first request, without stalls: the setup cycles,
+#: the first counter step, and the output stream stage.
+LATENCY = 2 + SETUP_CYCLES
 
 _MASK32 = (1 << 32) - 1
 

@@ -14,16 +14,17 @@ Reference (independent of the golden model): Python integer arithmetic of the MA
   row uses the words before the generators step, and they step once per row.
 
 Every scenario starts from reset. At full rate a ``read`` row's result leaves
-``LATENCY`` (2) cycles after the row.
+``LATENCY`` (:data:`trainforge.spec.neurotrainer.mac.LATENCY`) cycles after the row.
 """
 import numpy as np
 
 from trainforge.golden.neurotrainer.mac import nt_mac
+from trainforge.spec.neurotrainer.mac import LATENCY
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
 _MASK32 = (1 << 32) - 1
-_LATENCY = 2
+_LATENCY = LATENCY
 
 
 def _signed(word, bits):
