@@ -82,8 +82,8 @@ def _compile(args):
         dims = _assignments(args.dims, "--dims")
         if any(not isinstance(value, int) for value in dims.values()):
             raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
-    if any(value < 1 for value in dims.values()):
-        raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1")
+    if any(value < (0 if name == "p" else 1) for name, value in dims.items()):
+        raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1 (the padding p at least 0)")
     check_tensor_sizes(args.layer, dims)
     try:
         layer = compile_layer(args.layer, dims, pes=args.pes, pe=_assignments(args.pe, "--pe"), sr=args.sr,
