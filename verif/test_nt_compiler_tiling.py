@@ -6,6 +6,8 @@ arithmetic (``frac_bits = 0``), so a wrong gather, tile or merge shows as a wron
 AlexNet and VGG16 compile sweep (every conv and fc layer, FF, BP and UP, at full size) runs
 with ``--regress``.
 """
+import json
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,25 @@ def test_every_layer_of_alexnet_and_vgg16_compiles_at_full_size(network):
     for name, training_pass, kind, dims, _ in network_passes(BUILTIN_NETWORKS[network], 1):
         layer = compile_layer(kind, dims)
         assert layer.pe_jobs and len(layer.ibuffer) <= 16 * 1024, (network, name, training_pass)
+
+
+def test_cli_compiles_every_layer_of_a_network(tmp_path, capsys):
+    from trainforge.cli import main
+
+    path = tmp_path / "small.yaml"
+    path.write_text("name: small\nlayers:\n"
+                    "  - {name: c1, kind: conv, in_channels: 3, out_channels: 8, kernel: 5, in_height: 19, "
+                    "in_width: 19, stride: 4, padding: 2}\n"
+                    "  - {name: c2, kind: conv, in_channels: 8, out_channels: 6, kernel: 3, in_height: 5, "
+                    "in_width: 5, padding: 1, groups: 2}\n"
+                    "  - {name: f1, kind: fc, in_channels: 150, out_channels: 10}\n")
+    assert main(["neurotrainer", "compile", "--network", str(path), "--dims", "n=2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["layers"]
+    assert [(row["layer"], row["pass"]) for row in rows] == [(name, p) for name in ("c1", "c2", "f1")
+                                                             for p in ("ff", "bp", "up")]
+    assert rows[0]["dims"] == dict(n=2, d=3, h=19, w=19, o=8, hk=5, wk=5, s=4, p=2) and rows[0]["bits"] == 16
+    assert rows[3]["groups"] == 2 and rows[3]["dims"]["d"] == 4 and rows[3]["dims"]["o"] == 3
+    assert all(row["pe_passes"] > 0 and "error" not in row for row in rows)
+    assert main(["neurotrainer", "compile", "--network", str(path), "--pass", "up"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 3 and lines[2].startswith("c1       up   conv_up  tiled")
