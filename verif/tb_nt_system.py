@@ -156,6 +156,18 @@ async def scenario_table(dut):
 
 
 @cocotb.test()
+async def merged_scenarios(dut):
+    """The scenarios with merged result blocks only (``verif/test_nt_merge_order.py`` runs them on 3 PEs)."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
+                                     if "merged" in scenario.name):
+        if index:
+            await bench.reset()
+        await play(harness, scenario)
+
+
+@cocotb.test()
 async def stochastic_rounding_state_carried(dut):
     """SR-LO layers back to back: bit-exact against the golden model, the LFSR state carried from layer to layer."""
     bench = await start(dut)
