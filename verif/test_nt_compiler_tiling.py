@@ -147,3 +147,33 @@ def test_cli_compiles_every_layer_of_a_network(tmp_path, capsys):
     assert main(["neurotrainer", "compile", "--network", str(path), "--pass", "up"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 3 and lines[2].startswith("c1       up   conv_up  tiled")
+
+
+#: AlexNet layers (n = 1, 32-bit, one group) checked at full size by the reference executor. The executor runs
+#: the PE golden model pass by pass (about 4-6 ms per pass on a loaded machine): C4 FF takes about 5 minutes.
+FULL_SIZE = [("C4", "ff"), ("C5", "ff"), ("FC3", "ff"), ("FC3", "bp"), ("FC3", "up")]
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("layer_name, training_pass", FULL_SIZE)
+def test_alexnet_layer_at_full_size_equals_numpy(layer_name, training_pass):
+    (kind, dims), = [(kind, dims) for name, tp, kind, dims, _ in network_passes(BUILTIN_NETWORKS["alexnet"], 1)
+                     if (name, tp) == (layer_name, training_pass)]
+    rng = np.random.default_rng(0)
+    layer = compile_layer(kind, dims, pe=dict(frac_bits=0, frac_bits16=0), bits=32)
+    if kind.startswith("fc"):
+        weights = rng.integers(-3, 4, (dims["h"], dims["k"]))
+        x, dy = rng.integers(-3, 4, (dims["k"], dims["n"])), rng.integers(-3, 4, (dims["h"], dims["n"]))
+        inputs, expected = {"fc_ff": ({"w": weights, "x": x}, weights @ x),
+                            "fc_bp": ({"w": weights, "dy": dy}, weights.T @ dy),
+                            "fc_up": ({"dy": dy, "x": x}, dy @ x.T)}[kind]
+    else:
+        n, d, h, w, o, hk, wk, stride, pad = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk", "s", "p"))
+        x, weights = rng.integers(-3, 4, (n, d, h, w)), rng.integers(-3, 4, (o, d, hk, wk))
+        y = reference_ff(x, weights, stride, pad)
+        dy = rng.integers(-3, 4, y.shape)
+        inputs, expected = {"conv_ff": ({"x": x, "w": weights}, y),
+                            "conv_up": ({"x": x, "dy": dy}, reference_up(x, dy, hk, wk, stride, pad)),
+                            "conv_bp": ({"dy": dy, "w": weights}, reference_bp(dy, weights, x.shape, stride, pad))}[kind]
+    np.testing.assert_array_equal(execute(layer, inputs)["output"], expected, err_msg=f"AlexNet {layer_name} "
+                                                                                       f"{training_pass}")
