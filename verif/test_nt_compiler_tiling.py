@@ -151,7 +151,8 @@ def test_cli_compiles_every_layer_of_a_network(tmp_path, capsys):
 
 #: AlexNet layers (n = 1, 32-bit, one group) checked at full size by the reference executor. The executor runs
 #: the PE golden model pass by pass (about 4-6 ms per pass on a loaded machine): C4 FF takes about 5 minutes.
-FULL_SIZE = [("C1", "ff"), ("C1", "up"), ("C2", "ff"), ("C4", "ff"), ("C5", "ff"), ("FC3", "ff"), ("FC3", "bp"), ("FC3", "up")]
+FULL_SIZE = [("C1", "ff"), ("C1", "up"), ("C2", "ff"), ("C4", "ff"), ("C5", "ff"),
+             ("FC3", "ff"), ("FC3", "bp"), ("FC3", "up")]
 
 
 @pytest.mark.regress
