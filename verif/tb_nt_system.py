@@ -13,8 +13,8 @@ import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from trainforge.sim.neurotrainer import executor
-from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config, run_layers, \
-    vault_programs
+from trainforge.sim.neurotrainer.integration_layers import compile_for_system, host_images, layer_config, \
+    run_layers, vault_programs
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
 
@@ -99,8 +99,9 @@ def queue_layer(harness, layer):
 
 
 def input_images(layer, inputs):
-    """The vault images of a layer's inputs, by system vault number (0 = common, 1 + i = PE i)."""
-    return {vault + 1: words for vault, words in executor.load(layer, inputs).items()}
+    """The vault images of a layer's inputs (host data preparation done), by system vault number (0 = common,
+    1 + i = PE i)."""
+    return {vault + 1: words for vault, words in host_images(layer, inputs).items()}
 
 
 async def run_layer(harness, layer, inputs, label):
@@ -149,6 +150,18 @@ async def scenario_table(dut):
     bench = await start(dut)
     harness = Harness(bench)
     for index, scenario in enumerate(table.scenarios(bench.params, bench.seed)):
+        if index:
+            await bench.reset()
+        await play(harness, scenario)
+
+
+@cocotb.test()
+async def merged_scenarios(dut):
+    """The scenarios with merged result blocks only (``verif/test_nt_merge_order.py`` runs them on 3 PEs)."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
+                                     if "merged" in scenario.name):
         if index:
             await bench.reset()
         await play(harness, scenario)

@@ -336,9 +336,10 @@ def test_stochastic_rounding_equals_the_golden_mac():
 
 @pytest.mark.parametrize("kind, dims, options, field, value, limit", [
     ("add_pad", dict(d=1, h=2, w=70000, r=1), {}, "loop 'w' (PMAG R3", 69999, 65535),
-    ("conv_ff", dict(n=1, d=1, h=3, w=3, o=300, hk=1, wk=1), dict(pe=dict(in1_depth=1024)), "cnt2_outer", 299, 255),
-    ("conv_ff", dict(n=1, d=4, h=5, w=5, o=8, hk=3, wk=3), {}, "BUF Input 1 block", 288, 256),
-    ("conv_bp", dict(n=1, d=1, h=4, w=4, o=9, hk=3, wk=3), dict(pe=dict(in2_depth=64)), "BUF Input 2 block", 81, 32),
+    # beyond the direct lowering's ranges and buffers: tiled (im2col copy + FC FF matmul) instead of rejected
+    ("conv_ff", dict(n=1, d=1, h=3, w=3, o=300, hk=1, wk=1), dict(pe=dict(in1_depth=1024)), None, None, None),
+    ("conv_ff", dict(n=1, d=4, h=5, w=5, o=8, hk=3, wk=3), {}, None, None, None),
+    ("conv_bp", dict(n=1, d=1, h=4, w=4, o=9, hk=3, wk=3), dict(pe=dict(in2_depth=64)), None, None, None),
     ("fc_up", dict(h=8, k=2, n=3), dict(pe=dict(out_depth=2, in1_depth=4)), None, None, None),
     ("conv_ff", dict(n=64, d=1, h=4, w=4, o=1, hk=1, wk=1), dict(pe=dict(lanes=1), ibuffer_limit=150),
      "iBuffer image", None, 150),
@@ -399,7 +400,8 @@ def test_cli_json_and_errors(capsys):
     code, out, err = _cli(capsys, "--layer", "fc_ff", "--dims", "h=8,k=6,n=9", "--pes", "2")
     assert code == 0 and "of which 4 merged write programs, one per result block" in out, (code, out, err)
     for args, message in ((("--layer", "conv_ff", "--dims", "n=1,d=1,h=3,w=3,o=300,hk=1,wk=1", "--pe",
-                            "in1_depth=1024"), "cnt2_outer"),
+                            "in1_depth=1024", "--ibuffer-bytes", "100"), "iBuffer image"),
+                          (("--layer", "conv_ff", "--dims", "n=1,d=1,h=3,w=3,o=3,hk=1,wk=1,s=0"), "at least 1"),
                           (("--layer", "nope", "--dims", "a=1"), "unknown"),
                           (("--layer", "fc_ff", "--dims", "h=1,k=1"), "takes dimensions"),
                           (("--layer", "fc_ff", "--dims", "h=1,k=x,n=1"), "integer"),

@@ -20,6 +20,7 @@ Every stream is a list of golden-model PMAG program dicts
 (``wide = 1``). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
 layer kind and our reading of the paper's Tables 2 to 4.
 """
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
 
-__all__ = ["COMMON", "LAYERS", "TABLE4_BITS", "Stream", "PeJob", "CopyJob", "Placement", "CompiledLayer", "pmag_program",
+__all__ = ["COMMON", "LAYERS", "CONV_OPTIONS", "TABLE4_BITS", "Stream", "PeJob", "CopyJob", "Placement", "CompiledLayer", "pmag_program",
            "compile_layer"]
 
 #: Vault number of the common data vault (vault ``i >= 0`` is PE ``i``'s independent vault).
@@ -315,7 +316,13 @@ def _element_lanes(pe, bits):
 
 
 def _pe_word(**fields):
-    return int.from_bytes(encode_pe(fields), "little")
+    return _pe_word_of(tuple(sorted(fields.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pe_word_of(items):
+    """The pass word of sorted ``(field, value)`` pairs (cached: a layer repeats a few words millions of times)."""
+    return int.from_bytes(encode_pe(dict(items)), "little")
 
 
 def _check_buffers(pe, label, *, in1_words=0, in2_rows=0, outputs=0, accumulate=False):
@@ -573,6 +580,166 @@ def _fc_up(dims, pes, pe, sr):
 
 
 # ----------------------------------------------------------------------------------------------
+# Tiled convolution (any stride, padding, channel count): an im2col copy and the FC FF matmul.
+
+def _matmul_rows(label, rows, reduce_dim, cols, pes, pe, sr, bits, builder, a_tensor, a_index, out_tensor, out_index):
+    """Jobs of ``C (rows x cols) = A (rows x reduce_dim) x B (reduce_dim x cols)`` lowered like FC FF (Fig. 7).
+
+    ``A``'s rows are spread over the PEs (each PE vault holds its rows, zero padded to blocks of
+    ``P x L``); ``B`` is a zero-initialised common-vault region of ``reduce_pad x cols_pad`` words
+    (row-major) that a copy job fills before the PE passes; ``C`` is merged into the common vault.
+    ``a_index(r, k)`` / ``out_index(r, j)`` map valid matrix positions (int64 arrays) to flat
+    indices of the tensors ``a_tensor`` / ``out_tensor`` (``(name, shape)``).
+
+    Returns
+    -------
+    (list of PeJob, int, int)
+        The jobs, ``B``'s base word and its row stride ``cols_pad``.
+    """
+    lanes = _element_lanes(pe, bits)
+    dup = [("dup", 2)] if bits == 16 else []
+    half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
+    length = min(reduce_dim, 256, half2, half1)                    # L: reduction block (input-channel tiling)
+    reduce_pad = _ceil(reduce_dim, length) * length
+    share = _ceil(rows, pes)
+    block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))  # P: output-channel tiling
+    share_pad = _ceil(share, block_rows) * block_rows
+    groups = _ceil(cols, lanes)
+    cols_pad = groups * lanes
+    row_blocks, reduce_blocks = share_pad // block_rows, reduce_pad // length
+    _check_buffers(pe, label, in1_words=block_rows * length, in2_rows=length, outputs=block_rows,
+                   accumulate=reduce_blocks > 1)
+
+    def a_part(p):
+        r, k = np.indices((share_pad, reduce_pad))
+        global_row = p * share + r
+        valid = (r < share) & (global_row < rows) & (k < reduce_dim)
+        return np.where(valid, a_index(np.minimum(global_row, rows - 1), np.minimum(k, reduce_dim - 1)), -1)
+
+    a_base = builder.place_all(*a_tensor, a_part)
+    b_base = builder.next[COMMON]
+    builder.next[COMMON] = b_base + reduce_pad * cols_pad
+    r, j = np.indices((pes * share_pad, cols_pad))
+    pe_of, local = r // share_pad, r % share_pad
+    global_row = pe_of * share + local
+    c_index = np.where((local < share) & (global_row < rows) & (j < cols),
+                       out_index(np.minimum(global_row, rows - 1), np.minimum(j, cols - 1)), -1)
+    c_base = builder.place(*out_tensor, COMMON, c_index)
+    in2 = Stream(COMMON, [pmag_program(f"{label} broadcast B rows", [("g", groups), ("rb", row_blocks),
+                                                                      ("kb", reduce_blocks), ("l", length),
+                                                                      ("lane", lanes)],
+                                       [("g", lanes), ("kb", length * cols_pad), ("l", cols_pad), ("lane", 1)],
+                                       base=b_base)], broadcast=True)
+    passes = [_pe_word(op=OP_MAC, wide=int(bits == 32), sr=int(sr and bits == 32), accumulate=int(kb > 0),
+                       emit=int(kb == reduce_blocks - 1), cnt1=length - 1, transpose=0, cnt2_outer=block_rows - 1,
+                       cnt2_inner=length - 1)
+              for _ in range(groups * row_blocks) for kb in range(reduce_blocks)]
+    jobs = []
+    for p in range(pes):
+        in1 = Stream(p, [pmag_program(f"{label} A block", [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks),
+                                                           ("pr", block_rows), ("l", length), *dup],
+                                      [("rb", block_rows * reduce_pad), ("kb", length), ("pr", reduce_pad), ("l", 1)],
+                                      base=a_base)])
+        out = Stream(COMMON, [pmag_program(f"{label} merged result block", [("pr", block_rows), ("lane", lanes)],
+                                           [("pr", cols_pad), ("lane", 1)],
+                                           base=c_base + p * share_pad * cols_pad + g * lanes
+                                           + rb * block_rows * cols_pad, write=True)
+                              for g in range(groups) for rb in range(row_blocks)])
+        jobs.append(PeJob(p, passes, in1, [block_rows * length] * len(passes), in2, [length] * len(passes), out))
+    return jobs, b_base, cols_pad
+
+
+def _conv_geometry(dims):
+    """``(out_h, out_w)`` of a convolution with stride ``s`` and zero padding ``p``."""
+    s, pad = dims["s"], dims["p"]
+    out_h = (dims["h"] + 2 * pad - dims["hk"]) // s + 1
+    out_w = (dims["w"] + 2 * pad - dims["wk"]) // s + 1
+    _check_output_size(out_h, out_w)
+    return out_h, out_w
+
+
+def _conv_tiled(kind, dims, pes, pe, sr, bits):
+    """Any convolution as an im2col copy (the PMAG gathers strided windows) plus the tiled matmul.
+
+    - FF: ``Y (o x N) = W (o x K) . Xcol (K x N)``, ``K = d hk wk``, ``N = n out_h out_w``;
+    - BP: ``dX (d x n h w) = W' (d x K') . dYcol (K' x n h w)``, ``K' = o hk wk``, ``W'`` the kernel
+      flipped and transposed by its placement, ``dYcol`` gathered from ``dY`` stored dilated by the
+      stride and bordered (the placement puts zeros between and around the rows);
+    - UP: ``dW (o x K) = dY (o x N) . Xcol^T (N x K)``.
+
+    The input ``x`` is stored zero padded by ``p`` (its placement); the copy job reads one window
+    tap (one row of ``Xcol``) per program.
+    """
+    n, d, h, w, o, hk, wk, s, pad = (dims[key] for key in ("n", "d", "h", "w", "o", "hk", "wk", "s", "p"))
+    out_h, out_w = _conv_geometry(dims)
+    positions = out_h * out_w
+    builder = _Builder(pes)
+    hp, wp = h + 2 * pad, w + 2 * pad
+    taps = hk * wk
+
+    def place_padded_x():
+        nn, c, y, x = np.indices((n, d, hp, wp))
+        inside = (y >= pad) & (y < pad + h) & (x >= pad) & (x < pad + w)
+        flat = ((nn * d + c) * h + np.clip(y - pad, 0, h - 1)) * w + np.clip(x - pad, 0, w - 1)
+        return builder.place("x", (n, d, h, w), COMMON, np.where(inside, flat, -1))
+
+    def gather(label, source_base, source_strides, rows, tap_base, write_terms, b_base, row_offset):
+        """One read and one write program per B row ``k = (channel, kh, kw)``."""
+        reads, writes = [], []
+        loops = [("n", n), ("y", rows[0]), ("x", rows[1])]
+        for k in range(rows[2] * taps):
+            channel, tap = divmod(k, taps)
+            kh, kw = divmod(tap, wk)
+            reads.append(pmag_program(f"{label} im2col read", loops, source_strides,
+                                      base=source_base + tap_base(channel, kh, kw)))
+            writes.append(pmag_program(f"{label} im2col write", loops, write_terms, base=b_base + row_offset(k),
+                                       write=True))
+        return CopyJob(Stream(COMMON, reads), Stream(COMMON, writes))
+
+    if kind == "conv_ff":
+        x_base = place_padded_x()
+        jobs, b_base, cols_pad = _matmul_rows(
+            kind, o, d * taps, n * positions, pes, pe, sr, bits, builder, ("w", (o, d, hk, wk)),
+            lambda r, k: r * d * taps + k, ("y", (n, o, out_h, out_w)),
+            lambda r, j: ((j // positions) * o + r) * positions + j % positions)
+        copy = gather(kind, x_base, [("n", d * hp * wp), ("y", s * wp), ("x", s)], (out_h, out_w, d),
+                      lambda c, kh, kw: c * hp * wp + kh * wp + kw,
+                      [("n", positions), ("y", out_w), ("x", 1)], b_base, lambda k: k * cols_pad)
+        return builder, jobs, [copy], ("x", "w"), "y"
+    if kind == "conv_up":
+        x_base = place_padded_x()
+        jobs, b_base, cols_pad = _matmul_rows(
+            kind, o, n * positions, d * taps, pes, pe, sr, bits, builder, ("dy", (n, o, out_h, out_w)),
+            lambda r, j: ((j // positions) * o + r) * positions + j % positions, ("dw", (o, d, hk, wk)),
+            lambda r, k: r * d * taps + k)
+        copy = gather(kind, x_base, [("n", d * hp * wp), ("y", s * wp), ("x", s)], (out_h, out_w, d),
+                      lambda c, kh, kw: c * hp * wp + kh * wp + kw,
+                      [("n", positions * cols_pad), ("y", out_w * cols_pad), ("x", cols_pad)], b_base, lambda k: k)
+        return builder, jobs, [copy], ("x", "dy"), "dw"
+    # BP: dyd[u][v] = dY[(u + p - hk + 1) / s][(v + p - wk + 1) / s] where that is an integer position, else 0.
+    hd, wd = h + hk - 1, w + wk - 1
+    nn, c, u, v = np.indices((n, o, hd, wd))
+    y_num, x_num = u + pad - hk + 1, v + pad - wk + 1
+    valid = (y_num >= 0) & (x_num >= 0) & (y_num % s == 0) & (x_num % s == 0) \
+        & (y_num // s < out_h) & (x_num // s < out_w)
+    flat = ((nn * o + c) * out_h + np.clip(y_num // s, 0, out_h - 1)) * out_w + np.clip(x_num // s, 0, out_w - 1)
+    dy_base = builder.place("dy", (n, o, out_h, out_w), COMMON, np.where(valid, flat, -1))
+    del nn, c, u, v, y_num, x_num, valid, flat
+
+    def flipped(r, k):                         # W'[c][(o, a, b)] = W[o][c][hk-1-a][wk-1-b]
+        channel, tap = k // taps, k % taps
+        return ((channel * d + r) * hk + hk - 1 - tap // wk) * wk + wk - 1 - tap % wk
+
+    jobs, b_base, cols_pad = _matmul_rows(
+        kind, d, o * taps, n * h * w, pes, pe, sr, bits, builder, ("w", (o, d, hk, wk)), flipped,
+        ("dx", (n, d, h, w)), lambda r, j: ((j // (h * w)) * d + r) * h * w + j % (h * w))
+    copy = gather(kind, dy_base, [("n", o * hd * wd), ("y", wd), ("x", 1)], (h, w, o),
+                  lambda c, kh, kw: c * hd * wd + kh * wd + kw,
+                  [("n", h * w), ("y", w), ("x", 1)], b_base, lambda k: k * cols_pad)
+    return builder, jobs, [copy], ("dy", "w"), "dx"
+
+
+# ----------------------------------------------------------------------------------------------
 # Max pooling (r x r windows, stride r) with argmax, the comparators in MAX mode.
 
 def _maxpool(dims, pes, pe):
@@ -688,6 +855,10 @@ LAYERS = {
 }
 
 
+#: Optional convolution dimensions and their defaults: stride ``s`` and zero padding ``p``.
+CONV_OPTIONS = {"s": 1, "p": 0}
+CONV_OPTIONS_KINDS = ("conv_ff", "conv_bp", "conv_up")
+
 #: Table 4's "Bit" column: the MAC mode of every MAC layer kind.
 TABLE4_BITS = {"conv_ff": 16, "conv_bp": 32, "conv_up": 32, "fc_ff": 16, "fc_bp": 32, "fc_up": 32}
 
@@ -733,11 +904,13 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     if kind not in LAYERS:
         raise ValueError(f"layer kind {kind!r} is unknown; allowed: {', '.join(LAYERS)}")
     expected = LAYERS[kind]
-    if set(dims) != set(expected):
-        raise ValueError(f"{kind} takes dimensions {', '.join(expected)}; got {', '.join(dims) or 'none'}")
-    dims = {key: int(dims[key]) for key in expected}
+    optional = CONV_OPTIONS if kind in CONV_OPTIONS_KINDS else {}
+    if not set(expected) <= set(dims) <= set(expected) | set(optional):
+        allowed = ", ".join(expected) + "".join(f", {key} (default {value})" for key, value in optional.items())
+        raise ValueError(f"{kind} takes dimensions {allowed}; got {', '.join(dims) or 'none'}")
+    dims = {key: int(dims[key]) for key in (*expected, *optional) if key in dims}
     for key, value in dims.items():
-        if value < (0 if key == "r" and kind in ("add_pad", "remove_pad") else 1):
+        if value < (0 if (key == "r" and kind in ("add_pad", "remove_pad")) or key == "p" else 1):
             raise ValueError(f"{kind} dimension {key} = {value} must be positive")
     if pes < 1:
         raise ValueError(f"pes = {pes} must be >= 1")
@@ -746,10 +919,20 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     if bits not in (16, 32) or (bits == 16 and kind not in ("conv_ff", "fc_ff")):
         raise ValueError(f"bits = {bits} is not available for {kind}; allowed: 16 or 32 for conv_ff and fc_ff, "
                          "32 for the other MAC layers")
-    if kind in ("conv_ff", "conv_bp"):
-        builder, jobs, inputs, output = _conv_window(kind, dims, pes, pe, sr, bits)
-    elif kind == "conv_up":
-        builder, jobs, inputs, output = _conv_up(dims, pes, pe, sr)
+    copies = []
+    if kind in CONV_OPTIONS_KINDS:
+        full = {**CONV_OPTIONS, **dims}
+        direct = None
+        if full["s"] == 1 and full["p"] == 0:
+            try:
+                direct = _conv_window(kind, full, pes, pe, sr, bits) if kind != "conv_up" \
+                    else _conv_up(full, pes, pe, sr)
+            except ProgramError:
+                direct = None          # does not fit the direct lowering: tile it
+        if direct is not None:
+            builder, jobs, inputs, output = direct
+        else:
+            builder, jobs, copies, inputs, output = _conv_tiled(kind, full, pes, pe, sr, bits)
     elif kind in ("fc_ff", "fc_bp"):
         builder, jobs, inputs, output = _fc_matmul(kind, dims, pes, pe, sr, bits)
     elif kind == "fc_up":
@@ -762,7 +945,7 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     if kind in ("add_pad", "remove_pad", "partition", "merge"):
         layer.copy_jobs = jobs
     else:
-        layer.pe_jobs = jobs
+        layer.pe_jobs, layer.copy_jobs = jobs, copies
     for _, _, stream in layer.streams():
         for program in stream.programs:
             program["wide"] = int(bits == 32)

@@ -25,7 +25,7 @@ import numpy as np
 from ...golden.neurotrainer.pe import nt_pe
 from .compiler import COMMON, Stream
 
-__all__ = ["load", "unload", "pe_buffer_images", "execute", "maxpool_decode"]
+__all__ = ["load", "run_copies", "unload", "pe_buffer_images", "execute", "maxpool_decode"]
 
 _MASK32 = (1 << 32) - 1
 
@@ -63,6 +63,13 @@ def unload(layer, vaults, name=None):
     flat = flat & ((1 << layer.bits) - 1)
     flat = flat - ((flat >> (bits - 1)) << bits)
     return flat.reshape(shape)
+
+
+def run_copies(layer, vaults):
+    """Run the layer's data-preparation copy jobs on the vault images, in order (in place)."""
+    for job in layer.copy_jobs:
+        _write(job.dest, vaults, _read(job.source, vaults))
+    return vaults
 
 
 def _read(stream, vaults):
@@ -136,8 +143,7 @@ def execute(layer, inputs):
         vault images), ``pe`` (per PE job the ``nt_pe`` result dict).
     """
     vaults = load(layer, inputs)
-    for job in layer.copy_jobs:
-        _write(job.dest, vaults, _read(job.source, vaults))
+    run_copies(layer, vaults)
     pe_results, merged = [], {}
     for job in layer.pe_jobs:
         blocks1, blocks2 = pe_buffer_images(layer, vaults, job)

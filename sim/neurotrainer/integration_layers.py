@@ -19,7 +19,7 @@ from ...spec.neurotrainer.pe_program import decode_pe_program
 from . import executor
 from .compiler import COMMON, compile_layer
 
-__all__ = ["compile_for_system", "layer_config", "vault_programs", "prepare_layer", "run_layers"]
+__all__ = ["compile_for_system", "layer_config", "vault_programs", "host_images", "prepare_layer", "run_layers"]
 
 
 def _system(params):
@@ -55,8 +55,8 @@ def layer_config(layer):
         write program per result block and the same number of blocks on every PE (the bus's
         turn goes round all PEs).
     """
-    if layer.copy_jobs or not layer.pe_jobs:
-        raise ProgramError(f"{layer.kind}: the system runs PE layers only (no data-preparation copy jobs)")
+    if not layer.pe_jobs:
+        raise ProgramError(f"{layer.kind}: the system runs PE layers only (data preparation runs on the host)")
     jobs = layer.pe_jobs
     broadcast_in1 = any(job.in1 is not None and job.in1.broadcast for job in jobs)
     local_in1 = any(job.in1 is not None and not job.in1.broadcast for job in jobs)
@@ -113,9 +113,19 @@ def vault_programs(layer, pes):
     return reads, writes
 
 
+def host_images(layer, tensors):
+    """The vault images the host writes for a layer, by compiler vault number (-1 = common).
+
+    The input tensors by their placements, then the layer's data-preparation copy jobs (the
+    im2col gather of a tiled convolution) run by the host: the system has no copy engine, so
+    only the PE part of such a layer runs on it.
+    """
+    return executor.run_copies(layer, executor.load(layer, tensors))
+
+
 def prepare_layer(layer, tensors):
     """The golden model's view of ``layer`` with the input tensors ``tensors``: vault images and PE jobs."""
-    vaults = executor.load(layer, tensors)
+    vaults = host_images(layer, tensors)
     jobs = []
     for job in layer.pe_jobs:
         blocks1, blocks2 = executor.pe_buffer_images(layer, vaults, job)

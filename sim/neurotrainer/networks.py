@@ -11,7 +11,7 @@ network file's ``pool`` and ``aux`` fields are ignored.
 from trainforge.errors import ConfigError
 from trainforge.spec import network as network_format
 
-__all__ = ["BUILTIN_NETWORKS", "NETWORKS", "layers_from_network", "compiler_layer", "layers", "parameter_count"]
+__all__ = ["BUILTIN_NETWORKS", "NETWORKS", "layers_from_network", "compiler_layer", "network_passes", "layers", "parameter_count"]
 
 
 def _conv(name, cin, cout, kernel, size_in, stride=1, padding=0, groups=1, pool=0, pool_stride=0):
@@ -149,3 +149,40 @@ def parameter_count(network):
         else:
             total += dims["out_channels"] * dims["in_channels"] // dims["groups"] * dims["kernel"] ** 2
     return total
+
+
+def network_passes(description, batch, passes=("ff", "bp", "up")):
+    """Every conv and fc layer of a network as compiler layers, stride and padding included.
+
+    Unlike :func:`compiler_layer` (stride 1, a pre-padded input), a convolution keeps its
+    stride ``s`` and zero padding ``p``; a grouped convolution is compiled for one group
+    (``d / groups`` input and ``o / groups`` output channels) and run ``groups`` times on the
+    groups' channel slices.
+
+    Parameters
+    ----------
+    description : trainforge.spec.network.Network
+    batch : int
+        Samples ``n``.
+    passes : sequence of str
+        ``"ff"``, ``"bp"``, ``"up"``.
+
+    Returns
+    -------
+    list of (str, str, str, dict, int)
+        ``(layer name, pass, compiler kind, dims, groups)``.
+    """
+    layers_from_network(description)                # kinds and timesteps
+    result = []
+    for layer in description.layers:
+        for training_pass in passes:
+            if layer.kind == "fc":
+                result.append((layer.name, training_pass, f"fc_{training_pass}",
+                               {"h": layer.out_channels, "k": layer.in_channels, "n": batch}, 1))
+                continue
+            groups = layer.groups
+            result.append((layer.name, training_pass, f"conv_{training_pass}", {
+                "n": batch, "d": layer.in_channels // groups, "h": layer.in_height, "w": layer.in_width,
+                "o": layer.out_channels // groups, "hk": layer.kernel, "wk": layer.kernel, "s": layer.stride,
+                "p": layer.padding}, groups))
+    return result

@@ -16,6 +16,7 @@ PE, reused here).
 All layouts are ``amaranth.lib.data`` layouts; bytes are the little-endian bytes of the
 layout's bit value (field order = bit order, first field in the least significant bits).
 """
+import numpy as np
 from amaranth import unsigned
 from amaranth.lib import data
 
@@ -182,22 +183,43 @@ def _runs(words):
 
 
 def _pe_records(pe, words):
-    """The shortest coding of one PE's passes: runs, or a body of runs looped ``repeat`` times plus a tail."""
+    """The shortest coding of one PE's passes: runs, or a body looped ``repeat`` times plus a tail.
+
+    The body is either a period of the words (up to 64 words) or a period of their runs (up to
+    255 runs, the loop record's limit), e.g. the first / accumulating / emitting passes of one
+    result block of a long reduction.
+    """
     def runs_bytes(runs):
         return b"".join(bytes((_TAG_PE, pe)) + repeat.to_bytes(2, "little") + int(word).to_bytes(PE_WORD_BYTES, "little")
                         for repeat, word in runs)
 
-    best = runs_bytes(_runs(words))
+    def looped(body_runs, repeat, tail_runs):
+        return runs_bytes(body_runs) + bytes((_TAG_LOOP, pe)) + repeat.to_bytes(2, "little") \
+            + len(body_runs).to_bytes(1, "little") + runs_bytes(tail_runs)
+
+    all_runs = _runs(words)
+    best = runs_bytes(all_runs)
+    array = np.asarray(words, dtype=np.int64)
     for period in range(1, min(len(words) // 2, 64) + 1):
         repeat = len(words) // period
-        body = list(words[:period])
-        if repeat > 0xFFFF or list(words[:period * repeat]) != body * repeat:
+        if repeat > 0xFFFF or not np.array_equal(array[:period * repeat].reshape(repeat, period),
+                                                 np.broadcast_to(array[:period], (repeat, period))):
             continue
-        body_runs = _runs(body)
+        body_runs = _runs(words[:period])
         if len(body_runs) > 255:
             continue
-        coded = runs_bytes(body_runs) + bytes((_TAG_LOOP, pe)) + repeat.to_bytes(2, "little") \
-            + len(body_runs).to_bytes(1, "little") + runs_bytes(_runs(words[period * repeat:]))
+        coded = looped(body_runs, repeat, _runs(words[period * repeat:]))
+        if len(coded) < len(best):
+            best = coded
+    pairs = [tuple(run) for run in all_runs]
+    for period in range(1, min(len(pairs) // 2, 255) + 1):
+        body = pairs[:period]
+        if pairs[period:2 * period] != body:
+            continue
+        repeat = 2
+        while repeat < 0xFFFF and pairs[repeat * period:(repeat + 1) * period] == body:
+            repeat += 1
+        coded = looped([list(run) for run in body], repeat, [list(run) for run in pairs[repeat * period:]])
         if len(coded) < len(best):
             best = coded
     return best

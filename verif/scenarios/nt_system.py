@@ -64,10 +64,43 @@ def _conv(x, w):
     return y
 
 
+def _strided_windows(x, hk, wk, stride, pad):
+    """``(n, d, out_h, out_w, hk, wk)`` windows of ``x`` zero padded by ``pad``, ``stride`` apart."""
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out_h, out_w = (padded.shape[2] - hk) // stride + 1, (padded.shape[3] - wk) // stride + 1
+    rows = (np.arange(out_h) * stride)[:, None] + np.arange(hk)
+    cols = (np.arange(out_w) * stride)[:, None] + np.arange(wk)
+    return padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]
+
+
+def make_strided_inputs(kind, dims, generator, frac_bits):
+    """Inputs and numpy output of a convolution with stride ``s`` and padding ``p`` (the tiled lowering)."""
+    n, d, h, w, o, hk, wk, stride, pad = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk", "s", "p"))
+    out_h, out_w = (h + 2 * pad - hk) // stride + 1, (w + 2 * pad - wk) // stride + 1
+    if kind == "conv_ff":
+        x, kernel = generator.integers(-30, 30, (n, d, h, w)), generator.integers(-30, 30, (o, d, hk, wk))
+        return {"x": x, "w": kernel}, np.einsum("ndyxab,odab->noyx", _strided_windows(x, hk, wk, stride, pad), kernel)
+    dy = generator.integers(-1000, 1000, (n, o, out_h, out_w))
+    if kind == "conv_up":
+        x = generator.integers(-1000, 1000, (n, d, h, w))
+        return ({"x": x << frac_bits, "dy": dy},
+                np.einsum("ndyxab,noyx->odab", _strided_windows(x, hk, wk, stride, pad), dy))
+    kernel = generator.integers(-1000, 1000, (o, d, hk, wk))
+    dx = np.zeros((n, d, h + 2 * pad, w + 2 * pad), dtype=np.int64)
+    for y in range(out_h):
+        for x in range(out_w):
+            dx[:, :, y * stride:y * stride + hk, x * stride:x * stride + wk] += np.einsum("no,odab->ndab",
+                                                                                          dy[:, :, y, x], kernel)
+    return {"dy": dy << frac_bits, "w": kernel}, dx[:, :, pad:pad + h, pad:pad + w]
+
+
 def make_inputs(kind, dims, generator, frac_bits, values=None):
     """Integer inputs of a layer and the numpy reference of its output (for max-pooling: its input)."""
     def draw(shape, low, high):
         return generator.integers(low, high, size=shape) if values is None else np.full(shape, values, dtype=np.int64)
+
+    if "s" in dims or "p" in dims:
+        return make_strided_inputs(kind, {"s": 1, "p": 0, **dims}, generator, frac_bits)
 
     if kind in ("conv_ff", "conv_bp", "conv_up"):
         n, d, h, w, o, hk, wk = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk"))
@@ -202,6 +235,29 @@ def sr_dims(params):
             ("fc_up", dict(h=4, k=4, n=3)))
 
 
+#: Scaled-down layers of every kind that take the tiled lowering (conv: im2col gather run by the host,
+#: the FC FF matmul on the system) or several reduction / output blocks (FC).
+TILED_LAYERS = (
+    ("conv_ff", dict(n=1, d=4, h=5, w=5, o=6, hk=3, wk=3, s=4, p=1)),
+    ("conv_bp", dict(n=1, d=2, h=5, w=5, o=3, hk=2, wk=2, s=4, p=1)),
+    ("conv_up", dict(n=1, d=2, h=5, w=5, o=3, hk=3, wk=3, s=4, p=1)),
+    ("fc_ff", dict(h=3, k=50, n=3)),
+    ("fc_bp", dict(h=50, k=3, n=2)),
+    ("fc_up", dict(h=9, k=5, n=3)),
+)
+
+
+def tiled_dims(params):
+    """The :data:`TILED_LAYERS` that fit the system's vaults (all of them with the default parameters)."""
+    fitting = []
+    for kind, dims in TILED_LAYERS:
+        layer = compile_for_system(kind, dims, **params)
+        if layer.vault_words[-1] <= params["vault_depth"] and \
+                max(layer.vault_words[pe] for pe in range(params["pes"])) <= params["pe_vault_depth"]:
+            fitting.append((kind, dims))
+    return fitting
+
+
 def scenarios(params, seed):
     pes, lanes = params["pes"], params["lanes"]
     table = []
@@ -232,6 +288,12 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "fc_bp", dict(h=40, k=3 * pes, n=2 * lanes)),
         _integer_layer(params, generator, "conv_up", dict(n=1, d=2 * pes, h=3, w=3, o=2 * lanes, hk=2, wk=2)),
     ], _handshake(rng, params, 0.5, 0.5)))
+    rng = rng_for(seed, "nt_system", "tiled")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    tiled = [_integer_layer(params, generator, kind, dims) for kind, dims in tiled_dims(params)]
+    if tiled:
+        table.append(_scenario(params, "tiled layers: stride 4 with padding, input- and output-channel tiles, "
+                                       "with backpressure", tiled, _handshake(rng, params, 0.6, 0.6)))
     if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
         for kind, dims in sr_dims(params):
             rng = rng_for(seed, "nt_system", "sr", kind)

@@ -53,8 +53,6 @@ def _network_layer(args):
     from trainforge.spec import network as network_format
     if args.layer is not None:
         raise UsageError("--layer: give either --layer and --dims, or --network with --network-layer")
-    if not args.network_layer:
-        raise UsageError("--network needs --network-layer NAME (the layer to compile)")
     if args.network in BUILTIN_NETWORKS:
         description, source = BUILTIN_NETWORKS[args.network], f"network {args.network!r}"
     elif pathlib.Path(args.network).exists() or args.network.lower().endswith((".json", ".yaml", ".yml")):
@@ -66,12 +64,16 @@ def _network_layer(args):
     batch = _assignments(args.dims, "--dims")
     if set(batch) - {"n"} or not isinstance(batch.get("n", 1), int):
         raise UsageError(f"--dims = {args.dims!r}: with --network give only the batch, n=N")
-    return compiler_layer(description, args.network_layer, args.training_pass, batch.get("n", 1), source)
+    if not args.network_layer:
+        return description, batch.get("n", 1)
+    return compiler_layer(description, args.network_layer, args.training_pass or "ff", batch.get("n", 1), source)
 
 
 def _compile(args):
     from trainforge.sim.neurotrainer.compiler import LAYERS, compile_layer
     from trainforge.sim.neurotrainer.program import ProgramError
+    if args.network is not None and not args.network_layer:
+        return _compile_network(args, *_network_layer(args))
     if args.network is not None:
         args.layer, dims = _network_layer(args)
     else:
@@ -82,8 +84,8 @@ def _compile(args):
         dims = _assignments(args.dims, "--dims")
         if any(not isinstance(value, int) for value in dims.values()):
             raise UsageError(f"--dims = {args.dims!r}: every dimension must be an integer")
-    if any(value < 1 for value in dims.values()):
-        raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1")
+    if any(value < (0 if name == "p" else 1) for name, value in dims.items()):
+        raise UsageError(f"--dims = {args.dims!r}: every dimension must be at least 1 (the padding p at least 0)")
     check_tensor_sizes(args.layer, dims)
     try:
         layer = compile_layer(args.layer, dims, pes=args.pes, pe=_assignments(args.pe, "--pe"), sr=args.sr,
@@ -113,6 +115,48 @@ def _compile(args):
     return 0
 
 
+def _compile_network(args, description, batch):
+    """Compile every conv and fc layer of a network, FF, BP and UP (or ``--pass``), and print one line each."""
+    from trainforge.sim.neurotrainer.compiler import compile_layer
+    from trainforge.sim.neurotrainer.networks import network_passes
+    from trainforge.sim.neurotrainer.program import ProgramError
+    passes = (args.training_pass,) if args.training_pass else ("ff", "bp", "up")
+    rows = []
+    for name, training_pass, kind, dims, groups in network_passes(description, batch, passes):
+        row = {"layer": name, "pass": training_pass, "kind": kind, "dims": dims, "groups": groups}
+        try:
+            layer = compile_layer(kind, dims, pes=args.pes, pe=_assignments(args.pe, "--pe"), sr=args.sr,
+                                  ibuffer_limit=args.ibuffer_bytes)
+        except ProgramError as error:
+            row["error"] = str(error)
+        except (ValueError, ParameterError) as error:
+            raise UsageError(str(error)) from None
+        else:
+            summary = layer.summary()
+            row.update(lowering="tiled" if layer.copy_jobs else "direct", bits=layer.bits,
+                       pe_passes=summary["pe_words"], pmag_programs=summary["pmag_programs"],
+                       copy_programs=sum(len(job.source.programs) + len(job.dest.programs)
+                                         for job in layer.copy_jobs),
+                       ibuffer_bytes=summary["ibuffer_bytes"],
+                       vault_words={str(k): v for k, v in layer.vault_words.items()})
+        rows.append(row)
+    if args.json:
+        print(json.dumps({"network": description.name, "n": batch, "pes": args.pes, "layers": rows}, indent=1))
+    else:
+        print(f"{description.name}: n={batch}, {args.pes} PE(s); a grouped layer runs once per group")
+        print(f"{'layer':8} {'pass':4} {'kind':8} {'lowering':8} {'bits':>4} {'groups':>6} {'PE passes':>10} "
+              f"{'PMAG progs':>10} {'iBuffer B':>9}  dims")
+        for row in rows:
+            dims = " ".join(f"{k}={v}" for k, v in row["dims"].items())
+            if "error" in row:
+                print(f"{row['layer']:8} {row['pass']:4} {row['kind']:8} does not fit: {row['error']}  {dims}")
+                continue
+            print(f"{row['layer']:8} {row['pass']:4} {row['kind']:8} {row['lowering']:8} {row['bits']:>4} "
+                  f"{row['groups']:>6} {row['pe_passes']:>10} {row['pmag_programs']:>10} {row['ibuffer_bytes']:>9}  "
+                  f"{dims}")
+    return 1 if any("error" in row for row in rows) else 0
+
+
 def add_commands(commands):
     """Add ``trainforge neurotrainer compile``."""
     from trainforge.sim.neurotrainer.compiler import LAYERS
@@ -122,9 +166,13 @@ def add_commands(commands):
                                        "list); with --network only the batch, n=N (default 1)")
     parser.add_argument("--network", help="instead of --layer: alexnet, vgg16, another model's MODEL/NAME "
                                            "(trainforge networks list) or a .json/.yaml network file")
-    parser.add_argument("--network-layer", help="with --network: the name of the conv or fc layer to compile")
-    parser.add_argument("--pass", dest="training_pass", choices=("ff", "bp", "up"), default="ff",
-                        help="with --network: forward (ff), backward (bp) or weight update (up); default ff")
+    parser.add_argument("--network-layer", help="with --network: the name of the conv or fc layer to compile "
+                                                 "(stride 1, the input padded by add_pad); without it every conv "
+                                                 "and fc layer is compiled (stride and padding included) and "
+                                                 "summarised, one line per layer and pass")
+    parser.add_argument("--pass", dest="training_pass", choices=("ff", "bp", "up"), default=None,
+                        help="with --network: forward (ff), backward (bp) or weight update (up); default ff "
+                             "with --network-layer, all three without")
     parser.add_argument("--pes", type=int, default=1, help="processing elements / independent vaults")
     parser.add_argument("--pe", default="", help="NTPE parameters, e.g. lanes=4,in1_depth=512")
     parser.add_argument("--sr", action="store_true", help="stochastic rounding in the 32-bit MAC passes")
