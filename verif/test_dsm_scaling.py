@@ -12,6 +12,8 @@ SWEEP_CHIPS = (16, 32, 64, 128, 256)
 SWEEP_MINIBATCH = 512
 #: Every combination of the four switches ``trainforge dsm explore`` offers (``--all`` is the last).
 SETTINGS = list(itertools.product((False, True), repeat=4))
+#: The settings of the default run (none, pipelining alone, all); the other 13 run in make regress.
+DEFAULT_SETTINGS = {(False,) * 4, (False, False, False, True), (True,) * 4}
 
 
 def _chips(chips):
@@ -46,7 +48,9 @@ def test_stages_are_whole_rows_and_keep_hybrid_parallelism():
 
 
 @pytest.mark.parametrize("network", sorted(BUILTINS))
-@pytest.mark.parametrize("flags", SETTINGS, ids=lambda f: "".join("HMDT"[i] if on else "-" for i, on in enumerate(f)))
+@pytest.mark.parametrize("flags", [pytest.param(flags, marks=() if flags in DEFAULT_SETTINGS else pytest.mark.regress)
+                                   for flags in SETTINGS],
+                         ids=lambda f: "".join("HMDT"[i] if on else "-" for i, on in enumerate(f)))
 def test_time_never_rises_with_more_chips(network, flags):
     workload = BUILTINS[network](SWEEP_MINIBATCH)
     cycles = [explore(workload, _chips(chips), Optimizations(*flags)).cycles for chips in SWEEP_CHIPS]
