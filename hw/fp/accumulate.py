@@ -58,7 +58,7 @@ class InterleavedAccumulator:
 
     def __init__(self, m, valid, clear, read, enable, reduce, partials, name="accumulate"):
         stages = partials
-        self.m, self.enable, self.reduce, self.name = m, enable, reduce, name
+        self.m, self.enable, self.reduce = m, enable, reduce
         self.partials = partials
         # The flags of the row at the accumulator's input.
         flags = register_values(m, {"valid": valid, "clear": clear, "read": read}, enable, f"{name}_row")
