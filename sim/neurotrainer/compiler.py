@@ -464,23 +464,35 @@ def _conv_up(dims, pes, pe, sr):
 # ----------------------------------------------------------------------------------------------
 # Fully connected FF / BP: matrix-matrix multiplication, P x L blocks (Fig. 7).
 
+def _matmul_blocking(pe, pes, lanes, reduce_dim, out_rows, cols, label):
+    """The P x L blocking of a product ``(out_rows x reduce_dim) x (reduce_dim x cols)`` over ``pes`` PEs.
+
+    Returns ``(L, reduce_pad, share, P, share_pad, groups, cols_pad, row_blocks, reduce_blocks)``:
+    the reduction block ``L`` (input-channel tiling), the output rows per PE ``share`` in blocks of ``P``
+    rows (output-channel tiling), the lane groups of the columns; the buffers are checked for ``label``.
+    """
+    half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
+    length = min(reduce_dim, 256, half2, half1)
+    reduce_pad = _ceil(reduce_dim, length) * length
+    share = _ceil(out_rows, pes)
+    block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))
+    share_pad = _ceil(share, block_rows) * block_rows
+    groups = _ceil(cols, lanes)
+    row_blocks, reduce_blocks = share_pad // block_rows, reduce_pad // length
+    _check_buffers(pe, label, in1_words=block_rows * length, in2_rows=length, outputs=block_rows,
+                   accumulate=reduce_blocks > 1)
+    return (length, reduce_pad, share, block_rows, share_pad, groups, groups * lanes, row_blocks,
+            reduce_blocks)
+
+
 def _fc_matmul(kind, dims, pes, pe, sr, bits):
     """FF: y (H x N) = W (H x K) x (K x N), W rows over the PEs. BP: dx (K x N) = W^T dy, W columns over the PEs."""
     rows, cols, n = dims["h"], dims["k"], dims["n"]
     lanes = _element_lanes(pe, bits)
     dup = [("dup", 2)] if bits == 16 else []
-    half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
     reduce_dim, out_dim = (cols, rows) if kind == "fc_ff" else (rows, cols)
-    length = min(reduce_dim, 256, half2, half1)                    # L: reduction block
-    reduce_pad = _ceil(reduce_dim, length) * length
-    share = _ceil(out_dim, pes)                                    # output rows per PE
-    block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))  # P
-    share_pad = _ceil(share, block_rows) * block_rows
-    groups = _ceil(n, lanes)
-    n_pad = groups * lanes
-    row_blocks, reduce_blocks = share_pad // block_rows, reduce_pad // length
-    _check_buffers(pe, kind, in1_words=block_rows * length, in2_rows=length, outputs=block_rows,
-                   accumulate=reduce_blocks > 1)
+    (length, reduce_pad, share, block_rows, share_pad, groups, n_pad, row_blocks,
+     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, out_dim, n, kind)
     builder = _Builder(pes)
     in_name, out_name = ("x", "y") if kind == "fc_ff" else ("dy", "dx")
 
@@ -598,17 +610,8 @@ def _matmul_rows(label, rows, reduce_dim, cols, pes, pe, sr, bits, builder, a_te
     """
     lanes = _element_lanes(pe, bits)
     dup = [("dup", 2)] if bits == 16 else []
-    half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
-    length = min(reduce_dim, 256, half2, half1)                    # L: reduction block (input-channel tiling)
-    reduce_pad = _ceil(reduce_dim, length) * length
-    share = _ceil(rows, pes)
-    block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))  # P: output-channel tiling
-    share_pad = _ceil(share, block_rows) * block_rows
-    groups = _ceil(cols, lanes)
-    cols_pad = groups * lanes
-    row_blocks, reduce_blocks = share_pad // block_rows, reduce_pad // length
-    _check_buffers(pe, label, in1_words=block_rows * length, in2_rows=length, outputs=block_rows,
-                   accumulate=reduce_blocks > 1)
+    (length, reduce_pad, share, block_rows, share_pad, groups, cols_pad, row_blocks,
+     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, rows, cols, label)
 
     def a_part(p):
         r, k = np.indices((share_pad, reduce_pad))
