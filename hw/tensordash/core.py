@@ -149,15 +149,17 @@ class TDSparseCore(wiring.Component):
         ring = groups * depth                       # group-register positions: stream row t waits at t mod ring
         group_rows = [[Signal(self.row_layout, name=f"group{g}_row{p}", reset_less=True) for p in range(depth)]
                       for g in range(groups)]
-        group_flags = [[Signal(self.flag_layout, name=f"group{g}_flags{p}", reset_less=True)
-                        for p in range(depth)] for g in range(groups)]
-        ring_flags = [flags for group in group_flags for flags in group]
+        # The flags of the rows waiting in the group registers, head-relative: queue[k] holds stream row
+        # head + k (meaningful for k in [window_count, window_count + waiting)). They shift by the advance
+        # with the window's flags, so the next flags never rotate by the head in the scheduling loop. A
+        # taken group lands at most at head + (depth + ring - depth) + depth - 1.
+        queue_rows = ring + depth
+        queue = [Signal(self.flag_layout, name=f"queue{k}", reset_less=True) for k in range(queue_rows)]
         window = [Signal(self.row_layout, name=f"window_row{p}", reset_less=True) for p in range(depth)]
 
         # Control state: the head, the row counts, and the window's flags in stream order (pending pairs:
         # effectual and not multiplied yet).
         head_slot = Signal(range(depth))            # window row of the head: head mod depth
-        head_ring = Signal(range(ring))             # head mod ring
         load_ring = Signal(range(ring))             # (head + rows in the window) mod ring: the next row to load
         window_count = Signal(range(depth + 1))     # rows in the window
         waiting = Signal(range(ring + 1))           # rows in the group registers, not yet in the window
@@ -242,8 +244,6 @@ class TDSparseCore(wiring.Component):
         state += [
             head_slot.eq(pick([wrap(head_slot + step, depth) for step in range(depth + 1)], "next_head_slot",
                               range(depth))),
-            head_ring.eq(pick([wrap(head_ring + step, ring) for step in range(depth + 1)], "next_head_ring",
-                              range(ring))),
             load_ring.eq(pick([wrap(load_ring + loads_for[step], ring) for step in range(depth + 1)],
                               "next_load_ring", range(ring))),
             window_count.eq(pick(count_for, "next_window_count", range(depth + 1))),
@@ -252,12 +252,47 @@ class TDSparseCore(wiring.Component):
                             "next_waiting", range(ring + 1))),
         ]
 
-        # The flags of the rows behind the window, in stream order: ring position head + k.
-        behind = [Signal(self.flag_layout, name=f"ring_rotated{k}") for k in range(2 * depth)]
-        with m.Switch(head_ring):
-            for position in range(ring):
-                with m.Case(position) if position < ring - 1 else m.Default():
-                    m.d.comb += [behind[k].eq(ring_flags[(position + k) % ring]) for k in range(2 * depth)]
+        # The queue is stored as it stood before the last cycle's shift (registered beside it as
+        # ``last_shift_is``) and shifted when read, at the start of the cycle: so the late shift of the
+        # scheduling loop fans out to the few flags it must decide, not to the whole queue. A group taken
+        # in this cycle lands behind the rows waiting, at relative positions window_count + waiting + j;
+        # stream row head + k has residue (head_slot + k) mod depth, and row j of a group has residue j.
+        last_shift_is = Signal(depth + 1, init=1)
+        # ``tail_at_or_before[p]`` is (window_count + waiting <= p) before the last shift: a thermometer code
+        # of where a taken group lands. A take moves it up by depth (positions beyond are all ones).
+        tail_at_or_before = Signal(queue_rows, init=(1 << queue_rows) - 1)
+
+        def shifted(bit_at, count, name, shape):
+            """Entries ``bit_at(k + s)`` for k < ``count``, s the last shift: the read of a lazy queue."""
+            values = [Signal(shape, name=f"{name}{k}") for k in range(count)]
+            for k, value in enumerate(values):
+                m.d.comb += value.eq(0)
+                for step in range(depth + 1):
+                    with m.If(last_shift_is[step]):
+                        m.d.comb += value.eq(bit_at(k + step))
+            return values
+
+        behind = shifted(lambda k: queue[k] if k < queue_rows else 0, queue_rows, "queue_now", self.flag_layout)
+        tail_now = Cat(*shifted(lambda p: tail_at_or_before[p] if p < queue_rows else 1, queue_rows,
+                                "tail_at_or_before_now", 1))
+
+        def tail_bit(p):
+            return tail_now[p] if p >= 0 else Const(0)
+
+        incoming_flags = [Signal(self.flag_layout, name=f"incoming_flags{j}") for j in range(depth)]
+        m.d.comb += [incoming_flags[j].eq(self._flags(incoming.payload[j])) for j in range(depth)]
+        landing = [Signal(self.flag_layout, name=f"landing_residue{r}") for r in range(depth)]
+        with m.Switch(head_slot):
+            for head in range(depth):
+                with m.Case(head) if head < depth - 1 else m.Default():
+                    m.d.comb += [landing[r].eq(incoming_flags[(head + r) % depth]) for r in range(depth)]
+        for k in range(queue_rows):
+            lands = take & tail_bit(k) & ~tail_bit(k - depth)
+            state.append(queue[k].eq(Mux(lands, landing[k % depth], behind[k])))
+        state += [
+            tail_at_or_before.eq(Mux(take, Cat(*(tail_bit(p - depth) for p in range(queue_rows))), tail_now)),
+            last_shift_is.eq(Cat(*shift_is)),
+        ]
 
         # Row d of the next cycle is row d + s of this one: from the window while it is there, else loaded.
         flag_sources = []
@@ -293,7 +328,6 @@ class TDSparseCore(wiring.Component):
         m.d.comb += tail.eq(wrap(load_ring + waiting, ring))
         for g in range(groups):
             with m.If(take & (tail == g * depth)):  # take implies enable
-                m.d.sync += [group_flags[g][p].eq(self._flags(incoming.payload[p])) for p in range(depth)]
                 m.d.sync += [group_rows[g][p].eq(incoming.payload[p]) for p in range(depth)]
 
         # Window row p takes the next stream row of its residue when that fits behind the head.
