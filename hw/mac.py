@@ -164,12 +164,12 @@ class FloatMAC:
         level = list(products)
         depth = 0
         while len(level) > 1 or depth == 0:
-            sums = [fp32_add(m, level[k], level[k + 1], spec.FP32_ADD_STAGES, enable,
+            sums = [fp32_add(m, level[k], level[k + 1], spec.FP32_TREE_ADD_STAGES, enable,
                              name=f"{name}_add{depth}_{k // 2}")
                     for k in range(0, len(level) - 1, 2)]
             if len(level) % 2:
                 odd = level[-1]
-                for stage in range(spec.FP32_ADD_STAGES):
+                for stage in range(spec.FP32_TREE_ADD_STAGES):
                     odd = register_values(m, {"lane": odd}, enable, f"{name}_pass{depth}_{stage}")["lane"]
                 sums.append(odd)
             level = sums

@@ -83,7 +83,7 @@ def _blocks():
                 {},
                 {"lanes": 1, "width": 4, "acc_width": 6, "signed": False},
                 {"lanes": 16, "width": 16, "acc_width": 40},
-                {"mac": "fp16"},
+                {"mac": "fp16", "partial_sums": 7},
                 {"mac": "bf16", "lanes": 3, "partial_sums": 1},
             ),
             regress_params=(
@@ -92,6 +92,7 @@ def _blocks():
                 {"lanes": 3, "width": 2, "acc_width": 2},
                 {"mac": "fp16", "lanes": 1},
                 {"mac": "bf16", "lanes": 8},
+                {"mac": "fp16", "partial_sums": 2},
             ),
         ),
         Block(

@@ -66,18 +66,23 @@ FLOAT_FORMATS = {"fp16": FP16, "bf16": BF16}
 #: from the operand registers through the 64 spread-out MULT18s was the critical one (13.5 ns, 9 ns routing).
 MULTIPLY_STAGES = {"integer": 2, "fp16": 2, "bf16": 2}
 
-#: Register stages of one FP32 adder (the lane reduction of the FP units is a tree of these).
-#: Four stages (swap | align, add | count, normalise | round, pack) meet 100 MHz on the ECP5;
-#: the accumulator's adder is the same logic with no register inside (one cycle, a loop).
+#: Register stages of the ``fp32_add`` block's FP32 adder (swap | align, add | count, normalise | round, pack).
 FP32_ADD_STAGES = 4
+
+#: Register stages of each FP32 adder of the feed-forward adder trees (the lane reduction and the sum of the
+#: accumulator's partials): every step of the adder alone (``fp32_add`` with 7 stages alone: 118 MHz on the
+#: ECP5). They hold no loop, so they cost latency and flip-flops, never a partial sum.
+FP32_TREE_ADD_STAGES = 7
 
 #: The ``partial_sums`` parameter of the PEs that take a MAC unit: partial sums of the interleaved FP32
 #: accumulator, one per register stage of its adder, so that a row's partial was last written by the row
 #: ``partial_sums`` before it, whose sum has just left the adder. 4 (the default) makes every loop of the PE
-#: one stage of the 4-stage adder; 1 is a one-cycle accumulation loop (the whole adder), the smallest.
+#: one stage of the 4-stage adder; 7 puts every step of the adder in a stage of its own (the fastest, with
+#: 6 adders to sum the partials); 1 is a one-cycle accumulation loop (the whole adder), the smallest.
 PARTIAL_SUMS = Param("partial_sums", int, 4,
                      "FP MACs: partial sums of the interleaved FP32 accumulator (= its adder's stages; "
-                     "1: a one-cycle loop, smallest; 4: no loop longer than one adder stage)", choices=(1, 2, 4))
+                     "1: a one-cycle loop, smallest; 4: no loop longer than one adder stage; 7: one adder step "
+                     "per stage, fastest)", choices=(1, 2, 4, 7))
 
 #: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
 IDLE_PRODUCT = 0
@@ -98,18 +103,18 @@ def tree_stages(params):
     if not is_float(params):
         return 1
     levels = max(1, (params["lanes"] - 1).bit_length())
-    return levels * FP32_ADD_STAGES
+    return levels * FP32_TREE_ADD_STAGES
 
 
 def reduce_partials_stages(partials):
     """Register stages of the adder tree that sums ``partials`` partial sums (0 for one)."""
-    return (partials - 1).bit_length() * FP32_ADD_STAGES
+    return (partials - 1).bit_length() * FP32_TREE_ADD_STAGES
 
 
 def accumulate_stages(params):
     """Register stages from the lane sum to the result: 0 for the integer accumulator (its new value is the
     result); for FP32, the interleaved accumulator's adder (``partial_sums`` stages), a register of the
-    partials, then the adder tree over them (4 + 1 + 8 = 13 by default, 1 + 1 + 0 = 2 for one partial)."""
+    partials, then the adder tree over them (4 + 1 + 14 = 19 by default, 1 + 1 + 0 = 2 for one partial)."""
     if not is_float(params):
         return 0
     partials = params["partial_sums"]

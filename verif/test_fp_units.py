@@ -55,14 +55,17 @@ def test_accumulate_by_hand():
 
 
 def test_latencies_by_hand():
-    """Operand register, multiplier, tree, accumulator, output stage: integer 1+2+1+0+1; FP 1+2+4*levels+4+1+8+1."""
+    """Operand register, multiplier, tree, accumulator, output stage: integer 1+2+1+0+1; FP
+    1 + 2 + 7*levels + (P + 1 + 7*ceil(log2 P)) + 1 (tree adders of 7 stages, P partials)."""
     assert dense_spec.latency(DensePE.PARAMS.resolve()) == 5
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 25
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 29
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 21
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16")) == 1 + 2 + 14 + (4 + 1 + 14) + 1 == 37
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=5)) == 1 + 2 + 21 + 19 + 1 == 44
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="bf16", lanes=1)) == 1 + 2 + 7 + 19 + 1 == 30
     # One partial sum: the adder (1 stage, the whole adder), the partial's register, no tree.
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=1)) == 14
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=2)) == 12 + 2 + 1 + 4
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=1)) == 1 + 2 + 14 + 2 + 1 == 20
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=2)) == 1 + 2 + 14 + 10 + 1 == 28
+    # Seven partials: one adder step per stage, 3 tree levels over them.
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=7)) == 1 + 2 + 14 + 29 + 1 == 47
 
 
 def test_stage_cuts():

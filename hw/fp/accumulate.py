@@ -46,7 +46,7 @@ class InterleavedAccumulator:
     reduce : callable
         ``reduce(m, values, enable, name)``: the MAC unit's pipelined adder tree.
     partials : int
-        Partial sums (1, 2 or 4): the stages of the accumulating adder.
+        Partial sums (1, 2, 4 or 7): the stages of the accumulating adder.
     name : str
         Prefix of the register names.
 

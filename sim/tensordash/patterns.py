@@ -44,6 +44,7 @@ from trainforge.golden.tensordash.core import run_cores
 from trainforge.progress import progress
 from trainforge.spec.tensordash import (PAPER_PATTERN, WIDE_PATTERN, format_pattern, lane_levels, parse_pattern,
                                         validate_pattern)
+from trainforge.spec.tensordash_patterns import SEARCHED_4X4
 
 from . import figures
 
@@ -234,6 +235,10 @@ def refine_order(pattern, workloads, rounds, cache=None):
 SHAPES = {
     "4x4": {"lanes": 4, "depth": 4, "options": 8, "levels_of": PAPER_PATTERN, "universe": {}, "required": (),
             "references": {"paper": PAPER_PATTERN}},
+    # The 4x4 space with the scheduler held to 2 levels (half the paper's): a shorter scheduling loop.
+    "4x4-two-level": {"lanes": 4, "depth": 4, "options": 8, "levels_of": PAPER_PATTERN, "max_levels": 2,
+                      "universe": {}, "required": (),
+                      "references": {"paper": PAPER_PATTERN, "searched-4x4": SEARCHED_4X4}},
     "16x3": {"lanes": 16, "depth": 3, "options": 8, "levels_of": WIDE_PATTERN,
              "universe": {"max_offset": 4, "steps": (1, 2)}, "required": ((1, 0), (2, 0)),
              "references": {"wide": WIDE_PATTERN}},

@@ -294,8 +294,10 @@ def register(subparsers):
     check.set_defaults(func=_rtl_check)
     search = commands.add_parser("patterns", help="search connectivity patterns (8 options) of the 4x4 and 16x3 PEs"
                                  " on random sparsity and the digits-CNN traces, against the paper's")
-    search.add_argument("--shapes", nargs="+", choices=("4x4", "16x3"), default=["4x4", "16x3"],
-                        help="PE shapes searched: lanes x depth (default both)")
+    search.add_argument("--shapes", nargs="+", choices=("4x4", "4x4-two-level", "16x3"),
+                        default=["4x4", "16x3"],
+                        help="PE shapes searched: lanes x depth, 4x4-two-level = 4x4 with a 2-level scheduler"
+                             " (default 4x4 16x3)")
     search.add_argument("--sparsities", nargs="+", type=float, default=[0.3, 0.5, 0.62, 0.7, 0.9], metavar="S",
                         help="random workloads (default 0.3 0.5 0.62 0.7 0.9)")
     search.add_argument("--tile-rows", type=int, choices=(1, 4), default=4,
