@@ -45,8 +45,8 @@ def _random_dag_costs(rng, layers):
     edges = [(int(rng.integers(0, consumer - 1)), consumer) for consumer in range(2, layers) if rng.random() < 0.4]
     extra = {}
     if edges:
-        extra = {"residual_producer": np.array([e[0] for e in edges]),
-                 "residual_consumer": np.array([e[1] for e in edges]), "residual_boundary": draw(len(edges))}
+        extra = {"branch_source": np.array([e[0] for e in edges]),
+                 "branch_reader": np.array([e[1] for e in edges]), "branch_boundary": draw(len(edges))}
     return LevelCosts(intra_dp=draw(layers), intra_mp=draw(layers), dp_mp_forward=0.25 * boundary,
                       dp_mp_backward=0.25 * boundary, mp_to_any_backward=0.5 * boundary, main_producer=producer,
                       **extra)

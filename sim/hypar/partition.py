@@ -67,7 +67,7 @@ def partition_two_groups(costs):
 
 
 def _partition_two_groups_dag(costs):
-    """Algorithm 1 generalised to a network with branches and residual edges (exact).
+    """Algorithm 1 generalised to a network with branches, concatenations and residual edges (exact).
 
     The layers are visited in their (topological) order. After layer i, the
     *frontier* is the set of layers j <= i with an edge to a layer after i;
@@ -76,8 +76,10 @@ def _partition_two_groups_dag(costs):
     for each assignment of dp/mp to the frontier, the cheapest cost of the
     layers so far: 2**|frontier| states instead of the chain's 2. For
     ResNets the frontier holds at most the current layer, a block's input
-    and its projection (at most 8 states); for a DAG with wide frontiers it
-    becomes an exhaustive search over the frontier's choices. Ties go to dp.
+    and its projection (at most 8 states); a concatenation keeps every
+    branch it joins in the frontier until its last reader (GoogLeNet: at
+    most 7 layers, 128 states); for a DAG with wide frontiers it becomes an
+    exhaustive search over the frontier's choices. Ties go to dp.
     """
     intra = np.stack([np.asarray(costs.intra_dp, dtype=np.float64),
                       np.asarray(costs.intra_mp, dtype=np.float64)], axis=-1).tolist()
@@ -87,10 +89,9 @@ def _partition_two_groups_dag(costs):
             dp_to_mp = float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer])
             mp_to_any = float(costs.mp_to_any_backward[layer])
             incoming[layer].append((source, ((0.0, dp_to_mp), (mp_to_any, mp_to_any))))
-    if costs.residual_producer is not None:
-        for edge, (source, layer) in enumerate(zip(costs.residual_producer.tolist(),
-                                                   costs.residual_consumer.tolist())):
-            half = 0.5 * float(costs.residual_boundary[edge])
+    if costs.branch_source is not None:
+        for edge, (source, layer) in enumerate(zip(costs.branch_source.tolist(), costs.branch_reader.tolist())):
+            half = 0.5 * float(costs.branch_boundary[edge])
             incoming[layer].append((source, ((0.0, half), (half, half))))
     total, types = frontier_partition(intra, incoming)
     return total, np.array(types, dtype=bool)

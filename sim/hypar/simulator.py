@@ -148,18 +148,16 @@ def _task_graph(network):
     ``durations[table][..., row, layer]`` for compute (row = phase) and
     ``durations[table][..., layer]`` for network tasks (row is None).
     A layer's forward transfer waits for the forward pass (and reduce) of
-    every layer it reads (the one before it in a chain; also the residual
-    sources in a DAG); its backward and gradient wait for the backward
+    every layer it reads (the one before it in a chain; every concatenated
+    source and the residual sources in a DAG); its backward and gradient wait for the backward
     transfer of every layer reading it, or for its own forward reduce when
     no layer does (the last layer).
     """
     layers = len(network)
     producers = [[] for _ in range(layers)]
-    for reader, source in enumerate(network.main_producer.tolist()):
-        if source >= 0:
+    for source, reader, _share in network.input_edges():
+        if source not in producers[reader]:
             producers[reader].append(source)
-    for source, reader in network.residual_edges:
-        producers[reader].append(source)
     readers = [[] for _ in range(layers)]
     for reader, sources in enumerate(producers):
         for source in sources:

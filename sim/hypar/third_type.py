@@ -52,9 +52,8 @@ TYPES = 3
 
 
 def _edges(network):
-    """Every edge (source, reader) of ``network``: the layer each layer reads, then the residual edges."""
-    main = [(int(source), reader) for reader, source in enumerate(network.main_producer.tolist()) if source >= 0]
-    return main + list(network.residual_edges)
+    """Every edge (source, reader, share of the reader's input) of ``network`` (:meth:`Network.input_edges`)."""
+    return network.input_edges()
 
 
 def _level_tensors(network, setup, shares):
@@ -78,9 +77,9 @@ def level_costs(network, setup, shares):
     scale = BOTH_SIDES * setup.bytes_per_element
     inputs, outputs, partial_sums, weights = _level_tensors(network, setup, shares)
     intra = np.stack([weights, partial_sums, inputs], axis=-1) * scale
-    edges = [(source, reader, float(scale * (inputs[reader] if setup.inter_layer == "consumer"
+    edges = [(source, reader, float(scale * (share * inputs[reader] if setup.inter_layer == "consumer"
                                              else outputs[source])))
-             for source, reader in _edges(network)]
+             for source, reader, share in _edges(network)]
     return intra, edges
 
 
