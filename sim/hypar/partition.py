@@ -188,6 +188,8 @@ class Traffic:
     Attributes
     ----------
     choices : numpy.ndarray of bool, shape (..., H, L)
+        True for mp; for a three-type partition
+        (:func:`trainforge.sim.hypar.third_type.traffic_of`), the int types 0..2.
     forward_reduce : numpy.ndarray, shape (..., H, L)
         mp partial sums of F_{l+1} (forward pass, after layer l's compute).
     gradient_reduce : numpy.ndarray
@@ -197,6 +199,9 @@ class Traffic:
     backward_transfer : numpy.ndarray
         Inter-layer error E_l (output error of layer l-1), needed before
         layer l-1's backward and gradient compute; charged to layer l.
+    backward_reduce : numpy.ndarray or None
+        Three-type partitions only: the type-III partial sums of E_l (after
+        layer l's backward compute, before its error goes to its sources).
     """
 
     choices: np.ndarray
@@ -204,12 +209,15 @@ class Traffic:
     gradient_reduce: np.ndarray
     forward_transfer: np.ndarray
     backward_transfer: np.ndarray
+    backward_reduce: np.ndarray = None
 
     @property
     def level_bytes(self):
         """Bytes between the two groups of one pair at each level, shape (..., H)."""
-        return (self.forward_reduce + self.gradient_reduce + self.forward_transfer
-                + self.backward_transfer).sum(axis=-1)
+        per_layer = self.forward_reduce + self.gradient_reduce + self.forward_transfer + self.backward_transfer
+        if self.backward_reduce is not None:
+            per_layer = per_layer + self.backward_reduce
+        return per_layer.sum(axis=-1)
 
     @property
     def total_bytes(self):
