@@ -8,9 +8,8 @@ from trainforge.sim.hypar.builtins import builtin_network, conv, fc
 from trainforge.sim.hypar.comm import LayerTensors, LevelCosts
 from trainforge.sim.hypar.config import TrainingSetup
 from trainforge.sim.hypar.network import Layer, Network, from_spec, to_spec
-from trainforge.sim.hypar.partition import (brute_force_two_groups, hierarchical_partition, level_bytes_of,
-                                            partition_two_groups, traffic_of)
-from trainforge.sim.hypar.simulator import _task_graph, simulate_step, simulate_steps
+from trainforge.sim.hypar.partition import brute_force_two_groups, level_bytes_of, partition_two_groups, traffic_of
+from trainforge.sim.hypar.simulator import _task_graph
 from trainforge.spec import network as network_format
 
 #: x (4 -> 4); p (4 -> 2) and q (4 -> 6) both read x; k (8 -> 2) reads the concatenation [p, q].
@@ -146,18 +145,6 @@ def test_googlenet_against_table_1():
     # map sizes: 28x28 for 3a/3b, 14x14 for 4a-4e, 7x7 for 5a/5b
     assert [layers[f"inception{m}_3x3"].in_height for m in ("3a", "3b", "4a", "4e", "5a", "5b")] == \
         [28, 28, 14, 14, 7, 7]
-
-
-def test_googlenet_partition_and_simulation():
-    network, setup = builtin_network("GoogLeNet"), TrainingSetup()
-    total, choices = hierarchical_partition(network, setup, 4)
-    assert traffic_of(network, setup, choices).total_bytes == pytest.approx(total, rel=1e-12)
-    dp = traffic_of(network, setup, np.zeros_like(choices)).total_bytes
-    assert dp == pytest.approx(15 * 2 * 4 * sum(layer.weights for layer in network.layers), rel=1e-12)
-    assert total <= dp
-    step = simulate_step(network, setup, choices)
-    batch = simulate_steps(network, setup, np.stack([choices, np.zeros_like(choices)]))
-    assert batch.seconds[0] == step.seconds and batch.communication_bytes[0] == step.communication_bytes
 
 
 def test_timeline_waits_for_every_concatenated_source():
