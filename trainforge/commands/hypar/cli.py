@@ -1,9 +1,11 @@
 """``trainforge hypar``: partition, simulate and reproduce the paper's figures.
 
 * ``trainforge hypar partition NET`` - Algorithm 2's choices and traffic.
-* ``trainforge hypar simulate NET`` - one step on the array, per strategy.
-* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13 and ``nodes``
-  (the node models compared) as JSON and PNG under ``build/reports/hypar/``.
+* ``trainforge hypar simulate NET`` - one step on the array, per strategy
+  (``--third-type`` adds AccPar's three-type partition, roofline node only).
+* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13, ``nodes``
+  (the node models compared) and ``third_type`` (HyPar's two partition types
+  against AccPar's three, simulated) as JSON and PNG under ``build/reports/hypar/``.
 
 ``simulate`` and ``figures`` take ``--node roofline|tensordash|caterpillar|neurotrainer``
 (:mod:`trainforge.sim.hypar.nodes`) and, for ``tensordash``, ``--sparsity S`` or ``A,G``.
@@ -103,11 +105,18 @@ def simulate_handler(args):
     network = _network(args.network)
     setup, array = _configs(args)
     node = _node(args)
+    if args.third_type and args.node != "roofline":
+        raise UsageError(f"--third-type with --node {args.node}: a three-type partition is timed by the roofline "
+                         "node only")
     result = {"network": network.name, "topology": array.topology, "accelerators": array.accelerators,
               "node": args.node, "strategies": {}}
-    for strategy in ("HyPar", *BASELINES):
-        step = simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels), array,
-                             node_model=node)
+    partitions = {strategy: strategy_choices(strategy, network, setup, array.levels)
+                  for strategy in ("HyPar", *BASELINES)}
+    if args.third_type:
+        from trainforge.sim.hypar import third_type
+        partitions["AccPar"] = third_type.hierarchical_partition(network, setup, array.levels)[1]
+    for strategy, choices in partitions.items():
+        step = simulate_step(network, setup, choices, array, node_model=node)
         result["strategies"][strategy] = {"seconds": step.seconds, "energy_joules": step.energy_joules,
                                           "compute_seconds": step.compute_seconds,
                                           "network_seconds": step.network_seconds,
@@ -178,6 +187,8 @@ def register(subparsers):
     partition.set_defaults(func=partition_handler)
     simulate = commands.add_parser("simulate", help="simulate one training step")
     simulate.add_argument("network", help=network_help)
+    simulate.add_argument("--third-type", action="store_true",
+                          help="add AccPar: the three-type partition (2 = split C_out) simulated, roofline node only")
     _common(simulate)
     _node_options(simulate)
     simulate.set_defaults(func=simulate_handler)
