@@ -10,7 +10,8 @@ from trainforge.sim.hypar.config import ArrayConfig, NodeConfig, TrainingSetup
 from trainforge.sim.hypar.network import Network
 from trainforge.sim.hypar.nodes import make_node
 from trainforge.sim.hypar.partition import hierarchical_partition
-from trainforge.sim.hypar.simulator import RooflineNode, _task_graph, simulate_step, simulate_steps
+from trainforge.sim.hypar.nodes import _per_shape_seconds
+from trainforge.sim.hypar.simulator import LayerWork, RooflineNode, _task_graph, simulate_step, simulate_steps
 
 #: a (4 -> 4), b (4 -> 6), c (6 -> 2).
 THREE = Network("three", (fc("a", 4, 4), fc("b", 4, 6), fc("c", 6, 2)))
@@ -98,5 +99,29 @@ def test_accpar_partitions_simulate(name):
 def test_refusals():
     with pytest.raises(ConfigError, match=r"^types: expected values 0, 1 or 2, got \[0, 3\]$"):
         simulate_step(THREE, SMALL, [[0, 3, 0]], ArrayConfig(levels=1))
-    with pytest.raises(ConfigError, match=r"^node model CaterpillarNode: a three-type"):
-        simulate_step(THREE, SMALL, [[0, 2, 1]], ArrayConfig(levels=1), node_model=make_node("caterpillar"))
+
+
+def test_node_models_time_the_output_channel_share():
+    """a dp (1 sample, C_in 4, C_out 4), b type III (2 samples, C_in 4, C_out 3 of 6), c mp (2, 3 of 6, 2): the
+    node models get each share's shape, b with half its output channels."""
+    seen = []
+
+    def record(index, layer, samples, in_channels):
+        seen.append((layer.name, samples, in_channels, layer.out_channels))
+        return np.zeros(3)
+    _per_shape_seconds(LayerWork.of_types(THREE, SMALL, np.array([[0, 2, 1]])), record)
+    assert seen == [("a", 1, 4, 4), ("b", 2, 4, 3), ("c", 2, 3, 2)]
+    seen.clear()
+    _per_shape_seconds(LayerWork.of(THREE, SMALL, np.array([[False, False, True]])), record)
+    assert seen == [("a", 1, 4, 4), ("b", 1, 4, 6), ("c", 2, 3, 2)]
+
+
+def test_batched_equals_reference_with_a_block_node(seed):
+    rng = np.random.default_rng(seed)
+    network, setup, array = builtin_network("Lenet-c"), TrainingSetup(), ArrayConfig(levels=2)
+    node = make_node("caterpillar")
+    types = rng.integers(0, 3, size=(4, 2, len(network)))
+    types[0, 0, 1] = 2
+    batch = simulate_steps(network, setup, types, array, node_model=node)
+    for index, row in enumerate(types):
+        assert batch.seconds[index] == simulate_step(network, setup, row, array, node_model=node).seconds

@@ -371,16 +371,12 @@ def third_type_simulated(setup, array, node_model=None):
 
     The ten networks of the paper (their geometric mean as ``Gmean``) and the built-in DAGs; each
     strategy is its traffic-optimal partition (Algorithm 2, and its three-type version of
-    :mod:`trainforge.sim.hypar.third_type`), timed by the step simulator. Only the roofline node times
-    type-III shares: with another node the figure lists no networks and says why (``skipped``).
+    :mod:`trainforge.sim.hypar.third_type`), timed by the step simulator with ``node_model``.
     """
     from .builtins import DAG_NETWORKS
-    from .simulator import RooflineNode
     from . import third_type
     base = {"node": describe_node(node_model), "levels": array.levels, "topology": array.topology,
-            "batch": setup.batch, "columns": ["HyPar", "AccPar"], "networks": {}}
-    if node_model is not None and not isinstance(node_model, RooflineNode):
-        return {**base, "skipped": "a three-type partition is timed by the roofline node only"}
+            "batch": setup.batch, "columns": ["HyPar", "AccPar"]}
     rows = {}
     for name, network in {**_networks(), **{name: build() for name, build in DAG_NETWORKS.items()}}.items():
         dp = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels), array,
@@ -698,10 +694,6 @@ def _plot_third_type(plt, data):
     names = list(data["networks"])
     title = (f"HyPar (2 types) vs AccPar (3 types, beyond the paper): {2 ** data['levels']} accelerators "
              f"({data['topology']}), batch {data['batch']}; {data['node']}")
-    if not names:
-        axes[0].text(0.5, 0.5, f"skipped: {data.get('skipped', 'no networks')}", ha="center", va="center")
-        figure.suptitle(title, fontsize=10)
-        return figure
     for axis, key, label in zip(axes, ("performance", "energy_efficiency"),
                                 ("performance over DP (x, log)", "energy efficiency over DP (x, log)")):
         _bar_groups(axis, names, [(strategy, [data["networks"][n][strategy][key] for n in names],

@@ -18,8 +18,8 @@ before ``bwd-transfer l`` hands the error to l's sources (listed before
 ``grad-reduce l``). A type-2 layer has no forward or gradient reduce: each
 group computes half of the output channels from the whole input and their
 weight gradients from the whole batch. Its work per accelerator is the
-share (batch x C_in x C_out) the levels leave; only the roofline node times
-such shares (the other node models time a layer's whole C_out).
+share (batch x C_in x C_out) the levels leave; every node model times it
+(:mod:`trainforge.sim.hypar.nodes` with the C_out share rounded up).
 
 The compute unit runs its tasks in program order (forward 0..L-1, then
 bwd/grad from L-1 down to 0); the network runs one transfer at a time, in the
@@ -40,8 +40,6 @@ NeuroTrainer), each turning a :class:`LayerWork` into per-phase seconds.
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from trainforge.errors import ConfigError
 
 from . import third_type
 from .comm import LayerTensors
@@ -342,10 +340,6 @@ def _partition(network, choices):
 def _durations(network, setup, choices, array, node_model, three_types=False):
     """Work, traffic and per-task durations, vectorised over leading axes of ``choices`` (..., H, L)."""
     if three_types:
-        if not isinstance(node_model, RooflineNode):
-            raise ConfigError(f"node model {type(node_model).__name__}: a three-type (type III, C_out split) "
-                              "partition is timed by the roofline node only; the other nodes time a layer's whole "
-                              "C_out")
         work = LayerWork.of_types(network, setup, choices)
     else:
         work = LayerWork.of(network, setup, choices)

@@ -2,7 +2,7 @@
 
 * ``trainforge hypar partition NET`` - Algorithm 2's choices and traffic.
 * ``trainforge hypar simulate NET`` - one step on the array, per strategy
-  (``--third-type`` adds AccPar's three-type partition, roofline node only).
+  (``--third-type`` adds AccPar's three-type partition).
 * ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13, ``nodes``
   (the node models compared) and ``third_type`` (HyPar's two partition types
   against AccPar's three, simulated) as JSON and PNG under ``build/reports/hypar/``.
@@ -105,9 +105,6 @@ def simulate_handler(args):
     network = _network(args.network)
     setup, array = _configs(args)
     node = _node(args)
-    if args.third_type and args.node != "roofline":
-        raise UsageError(f"--third-type with --node {args.node}: a three-type partition is timed by the roofline "
-                         "node only")
     result = {"network": network.name, "topology": array.topology, "accelerators": array.accelerators,
               "node": args.node, "strategies": {}}
     partitions = {strategy: strategy_choices(strategy, network, setup, array.levels)
@@ -188,7 +185,7 @@ def register(subparsers):
     simulate = commands.add_parser("simulate", help="simulate one training step")
     simulate.add_argument("network", help=network_help)
     simulate.add_argument("--third-type", action="store_true",
-                          help="add AccPar: the three-type partition (2 = split C_out) simulated, roofline node only")
+                          help="add AccPar: the three-type partition (2 = split C_out) simulated")
     _common(simulate)
     _node_options(simulate)
     simulate.set_defaults(func=simulate_handler)
