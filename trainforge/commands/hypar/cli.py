@@ -22,7 +22,7 @@ import pathlib
 from trainforge.errors import ParameterError, UsageError
 from trainforge.outputs import write_json
 
-from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
+from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, DAG_NETWORKS, builtin_network
 from trainforge.sim.hypar.config import (INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, TOPOLOGIES, ArrayConfig,
                                         TrainingSetup)
 from trainforge.sim.hypar.network import from_spec, load_network
@@ -174,7 +174,7 @@ def register(subparsers):
     """Add ``hypar`` and its sub-subcommands to the ``trainforge`` parser."""
     hypar = subparsers.add_parser("hypar", help="HyPar partitioning and accelerator-array model")
     commands = hypar.add_subparsers(dest="hypar_command", metavar="HYPAR_COMMAND", required=True)
-    network_help = (f"built-in ({', '.join(BUILTIN_NETWORKS)}), another model's MODEL/NAME "
+    network_help = (f"built-in ({', '.join([*BUILTIN_NETWORKS, *DAG_NETWORKS])}), another model's MODEL/NAME "
                     "(trainforge networks list) or a .json/.yaml network file")
     partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
     partition.add_argument("network", help=network_help)
