@@ -15,9 +15,14 @@ weighted layer before them: pooling as ``pool``/``pool_kernel``/
 ``pool_stride``/``pool_padding``, element-wise operations as ``aux``. The
 checks the schema cannot state are made here too (a convolution's output size
 follows from its input, kernel, stride and padding; names are unique;
-``input_from`` and ``residual_from`` name earlier layers). Every error is a
+``input_from``, ``residual_from`` and ``concat_from`` name earlier layers). Every error is a
 :class:`~trainforge.errors.ConfigError` of one line naming the file, the field
 (``layers[2].kernel``) and what was expected.
+
+A layer whose input is the channel concatenation of several earlier layers'
+(pooled) outputs lists them, in channel order, as ``concat_from`` (instead of
+``input_from``); its ``in_channels`` is then their channels summed (their
+neurons for an ``fc`` layer). Files without it read as before.
 
 Shape links between consecutive layers are not checked here: a model that
 chains its layers checks them when it converts a :class:`Network` to its own
@@ -91,6 +96,9 @@ class Layer:
         Element-wise operations on the output, in order.
     input_from, residual_from : str or None
         Earlier layers read as input (``None``: the previous layer) and added by ``residual``.
+    concat_from : tuple of str or None
+        Earlier layers whose outputs, concatenated along the channels in this
+        order, are the layer's input (``None``: a single input, see ``input_from``).
     """
 
     name: str
@@ -114,6 +122,7 @@ class Layer:
     aux: tuple = ()
     input_from: str = None
     residual_from: str = None
+    concat_from: tuple = None
 
     @property
     def pooled_height(self):
@@ -153,6 +162,8 @@ class Layer:
         for key in ("input_from", "residual_from"):
             if getattr(self, key) is not None:
                 record[key] = getattr(self, key)
+        if self.concat_from is not None:
+            record["concat_from"] = list(self.concat_from)
         return record
 
 
@@ -190,11 +201,35 @@ class Network:
         return tuple(kind for kind in LAYER_KINDS if kind in present)
 
     def producer(self, index):
-        """The layer whose output layer ``index`` reads (``None`` for the network input)."""
+        """The layer whose output layer ``index`` reads (``None`` for the network input).
+
+        Raises
+        ------
+        trainforge.errors.ConfigError
+            For a layer reading a concatenation (``concat_from``; see :meth:`sources`).
+        """
         layer = self.layers[index]
+        if layer.concat_from is not None:
+            raise ConfigError(f"network {self.name!r}: layer {layer.name!r} reads the concatenation of "
+                              f"{', '.join(layer.concat_from)}, not one layer")
         if layer.input_from is None:
             return self.layers[index - 1] if index else None
         return next(other for other in self.layers if other.name == layer.input_from)
+
+    def sources(self, index):
+        """Every layer whose output layer ``index`` reads: the concatenated ones, or the one producer.
+
+        Returns
+        -------
+        list of Layer
+            Empty for a layer reading the network input.
+        """
+        layer = self.layers[index]
+        if layer.concat_from is not None:
+            by_name = {other.name: other for other in self.layers}
+            return [by_name[name] for name in layer.concat_from]
+        producer = self.producer(index)
+        return [] if producer is None else [producer]
 
     def to_dict(self):
         """The file form (what :func:`from_dict` reads back to an equal network)."""
@@ -241,7 +276,7 @@ def _schema_message(error):
     if kind == "enum":
         return parts, f"expected one of {', '.join(map(str, rule))}, got {_describe(value)}"
     if kind == "minItems":
-        return parts, f"expected at least {rule} item(s), got none"
+        return parts, f"expected at least {rule} item(s), got {len(value) or 'none'}"
     if kind == "minLength":
         return parts, "expected a non-empty string"
     return parts, error.message
@@ -337,6 +372,17 @@ def from_dict(record, source="network"):
         for key in ("input_from", "residual_from"):
             if key in entry and entry[key] not in seen:
                 _fail(source, where + [key], f"expected the name of an earlier layer, got {entry[key]!r}")
+        concat = entry.get("concat_from")
+        if concat is not None:
+            if "input_from" in entry:
+                _fail(source, where + ["concat_from"], "expected either input_from or concat_from, got both")
+            for position, name in enumerate(concat):
+                if name not in seen:
+                    _fail(source, where + ["concat_from", position],
+                          f"expected the name of an earlier layer, got {name!r}")
+                if name in concat[:position]:
+                    _fail(source, where + ["concat_from", position], f"expected each layer once, got {name!r} again")
+            entry = {**entry, "concat_from": tuple(concat)}
         aux = tuple(entry.get("aux", ()))
         if ("residual" in aux) != ("residual_from" in entry):
             _fail(source, where + ["residual_from" if "residual" in aux else "aux"],

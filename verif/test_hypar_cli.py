@@ -98,3 +98,53 @@ def test_single_accelerator_has_no_communication():
     step = simulate_step(network, setup, np.zeros((0, len(network)), bool), ArrayConfig(levels=0))
     assert step.network_seconds == 0 and step.communication_bytes == 0
     assert np.isclose(step.seconds, step.compute_seconds)
+
+
+def test_simulate_third_type(capsys):
+    """``simulate --third-type`` adds an AccPar row whose traffic is the three-type partition's, with any node."""
+    from trainforge.sim.hypar import third_type
+    assert _run(["hypar", "simulate", "Lenet-c", "--third-type", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    network, setup = builtin_network("Lenet-c"), TrainingSetup()
+    assert result["strategies"]["AccPar"]["GB_per_step"] == pytest.approx(
+        third_type.hierarchical_partition(network, setup, 4)[0] / 1e9, rel=1e-12)
+    assert set(result["strategies"]) == {"HyPar", "DP", "MP", "Trick", "AccPar"}
+    assert _run(["hypar", "simulate", "Lenet-c", "--third-type", "--node", "caterpillar", "--json"]) == 0
+    on_caterpillar = json.loads(capsys.readouterr().out)["strategies"]
+    assert on_caterpillar["AccPar"]["GB_per_step"] == result["strategies"]["AccPar"]["GB_per_step"]
+    assert on_caterpillar["AccPar"]["seconds"] != result["strategies"]["AccPar"]["seconds"]
+
+
+def test_concat_network_file(tmp_path, capsys):
+    """A network file with concat_from partitions and simulates from the command line."""
+    path = tmp_path / "concat.yaml"
+    path.write_text("name: concat\nlayers:\n"
+                    "  - {name: x, kind: fc, in_channels: 4, out_channels: 4}\n"
+                    "  - {name: p, kind: fc, in_channels: 4, out_channels: 2}\n"
+                    "  - {name: q, kind: fc, in_channels: 4, out_channels: 6, input_from: x}\n"
+                    "  - {name: k, kind: fc, in_channels: 8, out_channels: 2, concat_from: [p, q]}\n")
+    assert _run(["hypar", "partition", str(path), "--levels", "1", "--batch", "4", "--bytes-per-element", "1",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["layers"] == ["x", "p", "q", "k"]
+    assert _run(["hypar", "simulate", str(path), "--levels", "1", "--batch", "4", "--third-type"]) == 0
+    assert "AccPar" in capsys.readouterr().out
+
+
+def test_third_type_figure(tmp_path, monkeypatch, capsys):
+    """The ``third_type`` figure on two small networks (the full run takes seconds): JSON = what simulate gives,
+    PNG written."""
+    from trainforge.sim.hypar import builtins, figures
+    monkeypatch.setattr(figures, "_networks", lambda: {"Lenet-c": builtin_network("Lenet-c")})
+    monkeypatch.setattr(builtins, "DAG_NETWORKS", {"ResNet-18": builtins.resnet18})
+    assert _run(["hypar", "figures", "--only", "third_type", "--out", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["third_type"]
+    assert (tmp_path / "third_type.png").stat().st_size > 1000
+    assert list(data["networks"]) == ["Lenet-c", "ResNet-18"]
+    assert _run(["hypar", "simulate", "Lenet-c", "--third-type", "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)["strategies"]
+    row = data["networks"]["Lenet-c"]
+    for label in ("HyPar", "AccPar"):
+        assert row[label]["seconds"] == simulated[label]["seconds"]
+        assert row[label]["performance"] == simulated["DP"]["seconds"] / simulated[label]["seconds"]
+    assert data["Gmean"]["AccPar"]["performance"] == pytest.approx(row["AccPar"]["performance"])

@@ -141,9 +141,9 @@ BAD_FILES = [
     ("missing.yaml", "name: x\nlayers: [" + layer_text() + ', {"name": "l1", "kind": "fc", "in_channels": 4}]\n',
      "layers[1].out_channels: required field is missing"),
     ("unknown.yaml", "name: x\nlayers: [" + layer_text(weights=3) + "]\n",
-     "layers[0].weights: unknown field; expected one of aux, bidirectional, groups, in_channels, in_height, "
-     "in_width, input_from, kernel, kind, name, out_channels, out_height, out_width, padding, pool, pool_kernel, "
-     "pool_padding, pool_stride, residual_from, stride, timesteps"),
+     "layers[0].weights: unknown field; expected one of aux, bidirectional, concat_from, groups, in_channels, "
+     "in_height, in_width, input_from, kernel, kind, name, out_channels, out_height, out_width, padding, pool, "
+     "pool_kernel, pool_padding, pool_stride, residual_from, stride, timesteps"),
     ("type.yaml", "name: x\nlayers: [" + layer_text(in_channels="4") + "]\n",
      "layers[0].in_channels: expected an integer, got '4'"),
     ("bool.yaml", "name: x\nlayers: [" + layer_text(out_channels=True) + "]\n",

@@ -13,18 +13,18 @@ from .network import Layer, Network
 
 
 def conv(name, in_channels, out_channels, kernel, size, stride=1, padding=0, pool=0, pool_stride=0,
-         input_from=None, residual_from=None):
+         input_from=None, residual_from=None, concat_from=None):
     """A square convolution whose output size is derived from the input size."""
     out = (size + 2 * padding - kernel) // stride + 1
     return Layer(name=name, kind="conv", in_channels=in_channels, out_channels=out_channels, kernel=kernel,
                  in_height=size, in_width=size, out_height=out, out_width=out, stride=stride, padding=padding,
                  pool_kernel=pool, pool_stride=pool_stride or pool, input_from=input_from,
-                 residual_from=residual_from)
+                 residual_from=residual_from, concat_from=concat_from)
 
 
-def fc(name, inputs, outputs):
-    """A fully connected layer."""
-    return Layer(name=name, kind="fc", in_channels=inputs, out_channels=outputs)
+def fc(name, inputs, outputs, concat_from=None):
+    """A fully connected layer (reading the concatenation ``concat_from``, if given)."""
+    return Layer(name=name, kind="fc", in_channels=inputs, out_channels=outputs, concat_from=concat_from)
 
 
 def sfc():
@@ -164,8 +164,58 @@ def resnet50():
     return Network("ResNet-50", tuple(layers))
 
 
-#: Built-in networks with residual connections (not in the paper's figures).
-DAG_NETWORKS = {"ResNet-18": resnet18, "ResNet-50": resnet50}
+#: GoogLeNet's Inception modules (Szegedy et al., "Going deeper with convolutions", CVPR 2015, Table 1):
+#: name -> (#1x1, #3x3 reduce, #3x3, #5x5 reduce, #5x5, pool proj, max pooling after the module).
+INCEPTION_MODULES = {
+    "3a": (64, 96, 128, 16, 32, 32, False),
+    "3b": (128, 128, 192, 32, 96, 64, True),
+    "4a": (192, 96, 208, 16, 48, 64, False),
+    "4b": (160, 112, 224, 24, 64, 64, False),
+    "4c": (128, 128, 256, 24, 64, 64, False),
+    "4d": (112, 144, 288, 32, 64, 64, False),
+    "4e": (256, 160, 320, 32, 128, 128, True),
+    "5a": (256, 160, 320, 32, 128, 128, False),
+    "5b": (384, 192, 384, 48, 128, 128, False),
+}
+
+
+def googlenet():
+    """GoogLeNet (Inception-v1) of Szegedy et al. 2015, Table 1, without the auxiliary classifiers.
+
+    Each Inception module is six convolutions: ``1x1``, ``3x3_reduce`` -> ``3x3``, ``5x5_reduce`` ->
+    ``5x5`` and ``pool_proj``; the four read the module's input and the next module's layers read the
+    channel concatenation of ``1x1``, ``3x3``, ``5x5`` and ``pool_proj`` (``concat_from``). As for the
+    ResNets, HyPar's pooling has no padding: the 3x3/2 max poolings (112 -> 56 -> 28 -> 14 -> 7) are
+    written as 2x2/2 (the same output sizes); the pooling after a module is put on each of its four
+    branch outputs (pooling is per channel, so it commutes with the concatenation); the 7x7 average
+    pooling is folded into the last module the same way; and the 3x3/1 max pooling before
+    ``pool_proj``, which keeps the map size, has no weights and splits neither the batch nor the
+    channels, is left out. Local response normalisation and dropout are element-wise.
+    """
+    layers = [conv("conv1", 3, 64, 7, 224, stride=2, padding=3, pool=2),
+              conv("conv2_reduce", 64, 64, 1, 56),
+              conv("conv2", 64, 192, 3, 56, padding=1, pool=2)]
+    outputs, channels, size = ["conv2"], 192, 28
+    for module, (ones, reduce3, threes, reduce5, fives, proj, pooled) in INCEPTION_MODULES.items():
+        last = module == "5b"
+        pool = 7 if last else (2 if pooled else 0)
+        reads = dict(concat_from=tuple(outputs)) if len(outputs) > 1 else dict(input_from=outputs[0])
+        prefix = f"inception{module}"
+        layers += [conv(f"{prefix}_1x1", channels, ones, 1, size, pool=pool, **reads),
+                   conv(f"{prefix}_3x3_reduce", channels, reduce3, 1, size, **reads),
+                   conv(f"{prefix}_3x3", reduce3, threes, 3, size, padding=1, pool=pool),
+                   conv(f"{prefix}_5x5_reduce", channels, reduce5, 1, size, **reads),
+                   conv(f"{prefix}_5x5", reduce5, fives, 5, size, padding=2, pool=pool),
+                   conv(f"{prefix}_pool_proj", channels, proj, 1, size, pool=pool, **reads)]
+        outputs = [f"{prefix}_{branch}" for branch in ("1x1", "3x3", "5x5", "pool_proj")]
+        channels = ones + threes + fives + proj
+        size = 1 if last else (size // 2 if pooled else size)
+    layers.append(fc("fc", channels, 1000, concat_from=tuple(outputs)))
+    return Network("GoogLeNet", tuple(layers))
+
+
+#: Built-in networks with residual connections or concatenations (not in the paper's figures).
+DAG_NETWORKS = {"ResNet-18": resnet18, "ResNet-50": resnet50, "GoogLeNet": googlenet}
 
 
 def builtin_network(name):

@@ -26,8 +26,8 @@ mp -> dp   0.5 A(E_{l+1})
 =========  ==============================================
 
 The inter-layer entry for the edge into layer l from the layer it reads (layer
-l-1 in a chain; ``input_from`` and residual sources in a network with
-branches, see :class:`LevelCosts`) is charged to layer l. Two conventions
+l-1 in a chain; ``input_from``, concatenated and residual sources in a network
+with branches, see :class:`LevelCosts`) is charged to layer l. Two conventions
 (``TrainingSetup.inter_layer``):
 
 * ``"consumer"`` (default, the paper's): Algorithm 1 step 1 builds each
@@ -44,6 +44,19 @@ branches, see :class:`LevelCosts`) is charged to layer l. Two conventions
   the consumer's C_in share. This is what each group *holds*; it is the
   larger of the two whenever the consumer was mp above (10-12 % more traffic
   for AlexNet and VGG-A under HyPar).
+
+Concatenations: a layer k whose input is the channel concatenation of layers
+p_1..p_n reads each p_i's output as a slice of its F_k, a fraction
+s_i = C_out(p_i) / C_in(k) of it (fc: values). Each slice is an edge of its
+own, charged to k with Table 2 between p_i's choice and k's: under
+``"consumer"`` with s_i A(F_k) and s_i A(E_k) in k's current shape (every
+mp level above k halves k's C_in and, with it, every slice alike: a group
+holds the same fraction of each producer's channels); under ``"producer"``
+with p_i's output in p_i's current shape, as for any edge. The slices of one
+concatenation sum to the single edge a chain would have when every p_i makes
+the same choice; when they differ, each slice is charged by its own
+producer's choice. A residual source r of a concatenated layer c reaches k
+with c's share s_c.
 
 Model parallelism splits the kernel along its *input* dimension (Section
 3.1.2: ``[32x35] x [35x100]`` gives partial sums of the full ``[32x100]``
@@ -108,10 +121,11 @@ class LevelCosts:
 
     Every array has shape ``(..., L)``; the inter-layer arrays are the costs
     of the edge *into* layer l from the layer it reads (zero for a layer
-    reading the network input), split into the forward (feature map) and
-    backward (error) parts. A network with residual connections adds one
-    more edge per (residual source, reader of the sum), charged to the
-    reader, with the same Table 2 amounts (:meth:`transfers`).
+    reading the network input or a concatenation), split into the forward
+    (feature map) and backward (error) parts. The *branch edges* are the
+    others: one per concatenated source (a slice of the reader's input) and
+    one per (residual source, reader of the sum), each charged to the reader
+    with the same Table 2 amounts on its own tensor (:meth:`transfers`).
 
     Parameters
     ----------
@@ -122,11 +136,13 @@ class LevelCosts:
     mp_to_any_backward : numpy.ndarray
         Table 2's 0.5 A(E) of mp -> mp and mp -> dp.
     main_producer : numpy.ndarray of int, optional
-        The layer each layer reads (-1: the input); ``None`` for a chain.
-    residual_producer, residual_consumer : numpy.ndarray of int, optional
-        The residual edges (source layer, reader), shape (R,).
-    residual_boundary : numpy.ndarray, optional
-        Both sides' bytes of each residual edge's tensor, shape (..., R).
+        The one layer each layer reads (-1: the input or a concatenation);
+        ``None`` for a chain.
+    branch_source, branch_reader : numpy.ndarray of int, optional
+        The branch edges (source layer, reader): concatenation slices, then
+        residual edges, shape (R,).
+    branch_boundary : numpy.ndarray, optional
+        Both sides' bytes of each branch edge's tensor, shape (..., R).
     """
 
     intra_dp: np.ndarray
@@ -135,9 +151,9 @@ class LevelCosts:
     dp_mp_backward: np.ndarray
     mp_to_any_backward: np.ndarray
     main_producer: np.ndarray = None
-    residual_producer: np.ndarray = None
-    residual_consumer: np.ndarray = None
-    residual_boundary: np.ndarray = None
+    branch_source: np.ndarray = None
+    branch_reader: np.ndarray = None
+    branch_boundary: np.ndarray = None
 
     @classmethod
     def of(cls, tensors, setup, network=None):
@@ -160,13 +176,17 @@ class LevelCosts:
         boundary = boundary * scale
         partial_sums = tensors.partial_sums if setup.mp_partial_sums == "pre_pooling" else tensors.output_map
         extra = {}
-        if not chain and network.residual_edges:
-            residual_producer, residual_consumer = (np.array(side, dtype=np.int64)
-                                                    for side in zip(*network.residual_edges))
-            sized = tensors.input_map[..., residual_consumer] if setup.inter_layer == "consumer" \
-                else tensors.output_map[..., residual_producer]
-            extra = {"residual_producer": residual_producer, "residual_consumer": residual_consumer,
-                     "residual_boundary": sized * scale}
+        branches = [] if chain else network.input_edges()[int((producer >= 0).sum()):]
+        if branches:
+            branch_source, branch_reader = (np.array(side, dtype=np.int64) for side in list(zip(*branches))[:2])
+            share = np.array([edge[2] for edge in branches])
+            if setup.inter_layer == "consumer":
+                sized = tensors.input_map[..., branch_reader] * share
+            else:
+                sized = np.broadcast_to(tensors.output_map, np.broadcast_shapes(
+                    np.shape(tensors.output_map), np.shape(tensors.input_map)))[..., branch_source]
+            extra = {"branch_source": branch_source, "branch_reader": branch_reader,
+                     "branch_boundary": sized * scale}
         return cls(
             intra_dp=tensors.weights * scale,
             intra_mp=partial_sums * scale,
@@ -203,20 +223,21 @@ class LevelCosts:
     def transfers(self, model_parallel):
         """All inter-layer bytes (forward part, backward part) charged to each layer, shape ``(..., L)``.
 
-        The main edges of :meth:`inter` plus, for each residual edge (r, k),
-        Table 2 between r's and k's choices on the residual tensor, charged to k.
+        The main edges of :meth:`inter` plus, for each branch edge (p, k)
+        (a concatenation slice or a residual edge), Table 2 between p's and
+        k's choices on the edge's tensor, charged to k.
         """
         forward, backward = self.inter(self.producer_mp(model_parallel), model_parallel)
-        if self.residual_producer is None:
+        if self.branch_source is None:
             return forward, backward
         forward, backward = forward.copy(), backward.copy()
-        source = model_parallel[..., self.residual_producer]
-        reader = model_parallel[..., self.residual_consumer]
+        source = model_parallel[..., self.branch_source]
+        reader = model_parallel[..., self.branch_reader]
         dp_to_mp = ~source & reader
-        quarter = 0.25 * self.residual_boundary
+        quarter = 0.25 * self.branch_boundary
         edge_forward = np.where(dp_to_mp, quarter, 0.0)
         edge_backward = np.where(dp_to_mp, quarter, np.where(source, 2 * quarter, 0.0))
-        for edge, consumer in enumerate(self.residual_consumer.tolist()):
+        for edge, consumer in enumerate(self.branch_reader.tolist()):
             forward[..., consumer] += edge_forward[..., edge]
             backward[..., consumer] += edge_backward[..., edge]
         return forward, backward

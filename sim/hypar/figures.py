@@ -94,7 +94,8 @@ def fig8(setup, array, node_model=None):
 def third_type_comparison(setup, levels):
     """HyPar's two partition types against three (AccPar's type III added), GB per step, per network.
 
-    The ten networks of the paper and the built-in ResNets (``"residual": true``), under ``setup``'s conventions.
+    The ten networks of the paper and the built-in DAGs (ResNets: ``"residual": true``; GoogLeNet:
+    ``"concatenation": true``), under ``setup``'s conventions.
     """
     from .builtins import DAG_NETWORKS
     from . import third_type
@@ -102,7 +103,8 @@ def third_type_comparison(setup, levels):
     for name, network in {**_networks(), **{name: build() for name, build in DAG_NETWORKS.items()}}.items():
         two_total, two = hierarchical_partition(network, setup, levels)
         three_total, three = third_type.hierarchical_partition(network, setup, levels)
-        rows[name] = {"residual": not network.is_chain, "HyPar_GB": float(two_total / 1e9),
+        rows[name] = {"residual": bool(network.residual_edges), "concatenation": bool(network.concat_edges),
+                      "HyPar_GB": float(two_total / 1e9),
                       "three_types_GB": float(three_total / 1e9),
                       "change_percent": float(100.0 * (three_total / two_total - 1.0)),
                       "HyPar_levels": format_choices(two), "three_types_levels": third_type.format_types(three)}
@@ -364,10 +366,44 @@ def nodes(setup, array, node_model=None):
             "batch": setup.batch, "ours": ours, "Gmean": gmean}
 
 
+def third_type_simulated(setup, array, node_model=None):
+    """HyPar's two partition types against AccPar's three, simulated: step time and energy over DP's.
+
+    The ten networks of the paper (their geometric mean as ``Gmean``) and the built-in DAGs; each
+    strategy is its traffic-optimal partition (Algorithm 2, and its three-type version of
+    :mod:`trainforge.sim.hypar.third_type`), timed by the step simulator with ``node_model``.
+    """
+    from .builtins import DAG_NETWORKS
+    from . import third_type
+    base = {"node": describe_node(node_model), "levels": array.levels, "topology": array.topology,
+            "batch": setup.batch, "columns": ["HyPar", "AccPar"]}
+    rows = {}
+    for name, network in {**_networks(), **{name: build() for name, build in DAG_NETWORKS.items()}}.items():
+        dp = simulate_step(network, setup, strategy_choices("DP", network, setup, array.levels), array,
+                           node_model=node_model)
+        _, two = hierarchical_partition(network, setup, array.levels)
+        _, three = third_type.hierarchical_partition(network, setup, array.levels)
+        row = {"paper_network": name in BUILTIN_NETWORKS, "DP_seconds": dp.seconds, "DP_joules": dp.energy_joules}
+        for label, choices in (("HyPar", two), ("AccPar", three)):
+            step = simulate_step(network, setup, choices, array, node_model=node_model)
+            row[label] = {"seconds": step.seconds, "energy_joules": step.energy_joules,
+                          "GB_per_step": step.communication_bytes / 1e9,
+                          "performance": dp.seconds / step.seconds,
+                          "energy_efficiency": dp.energy_joules / step.energy_joules}
+        row["AccPar_levels"] = third_type.format_types(three)
+        rows[name] = row
+    paper = [row for row in rows.values() if row["paper_network"]]
+    gmean = {label: {key: geometric_mean([row[label][key] for row in paper])
+                     for key in ("performance", "energy_efficiency")} for label in ("HyPar", "AccPar")}
+    return {**base, "networks": rows, "Gmean": gmean,
+            "legend": "performance and energy efficiency: DP's step time and energy over the strategy's; "
+                      "AccPar_levels: one digit per layer, 0 = dp, 1 = mp (C_in), 2 = type III (C_out)"}
+
+
 #: Figure name -> builder(setup, array, node_model=None). fig5 and fig8 count traffic only (no node);
-#: ``nodes`` compares the node models itself.
+#: ``nodes`` compares the node models itself; ``third_type`` simulates AccPar's three types (beyond the paper).
 FIGURES = {"fig5": fig5, "fig6_7": fig6_7, "fig8": fig8, "fig9": fig9, "fig10": fig10, "fig11": fig11,
-           "fig12": fig12, "fig13": fig13, "nodes": nodes}
+           "fig12": fig12, "fig13": fig13, "nodes": nodes, "third_type": third_type_simulated}
 
 
 def _bar_groups(axis, names, series, log=True):
@@ -653,7 +689,23 @@ def _plot_nodes(plt, data):
     return figure
 
 
-_PLOTTERS = {"nodes": _plot_nodes, "fig5": _plot_fig5, "fig6_7": _plot_fig6_7, "fig8": _plot_fig8, "fig9": _plot_fig9,
+def _plot_third_type(plt, data):
+    figure, axes = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True)
+    names = list(data["networks"])
+    title = (f"HyPar (2 types) vs AccPar (3 types, beyond the paper): {2 ** data['levels']} accelerators "
+             f"({data['topology']}), batch {data['batch']}; {data['node']}")
+    for axis, key, label in zip(axes, ("performance", "energy_efficiency"),
+                                ("performance over DP (x, log)", "energy efficiency over DP (x, log)")):
+        _bar_groups(axis, names, [(strategy, [data["networks"][n][strategy][key] for n in names],
+                                   COLOURS.get(strategy, "tab:purple"), None) for strategy in data["columns"]])
+        axis.set_ylabel(label)
+        axis.legend(fontsize=8)
+    axes[-1].set_xlabel("network")
+    figure.suptitle(title, fontsize=10)
+    return figure
+
+
+_PLOTTERS = {"third_type": _plot_third_type, "nodes": _plot_nodes, "fig5": _plot_fig5, "fig6_7": _plot_fig6_7, "fig8": _plot_fig8, "fig9": _plot_fig9,
              "fig10": _plot_fig10, "fig11": _plot_fig11, "fig12": _plot_fig12, "fig13": _plot_fig13}
 
 

@@ -3,9 +3,11 @@
 A network is a list of weighted layers in forward (topological) order,
 convolution (``"conv"``) or fully connected (``"fc"``). Each layer reads the
 output of the layer before it, or of an earlier layer named by
-``input_from``; ``residual_from`` adds an earlier layer's output to the
+``input_from``, or the channel concatenation of several earlier layers'
+outputs named by ``concat_from`` (an Inception module's or a DenseNet
+block's join); ``residual_from`` adds an earlier layer's output to the
 layer's output (a residual connection: the sum is what the layer's readers
-get). Without either field the network is a chain, the paper's case.
+get). Without these fields the network is a chain, the paper's case.
 Unweighted layers are folded in: activations are element-wise and cost no
 communication; pooling is a property of the convolution it follows
 (``pool_kernel``, ``pool_stride``); a residual sum is taken before the
@@ -17,8 +19,6 @@ YAML; :func:`load_network`, converted by :func:`from_spec`), or from the
 built-ins in :mod:`trainforge.sim.hypar.builtins`. HyPar takes ``conv``
 and ``fc`` layers: no ``lstm``, no grouped convolution, no pooling padding;
 ``aux`` operations other than ``residual`` are element-wise and ignored.
-Concatenations (a layer reading several outputs) are not expressible in the
-format and not modelled.
 
 :meth:`Network.to_dict` and :meth:`Network.from_dict` are that format's
 subset HyPar uses: for ``fc`` layers ``in_channels``/``out_channels`` are the
@@ -63,6 +63,11 @@ class Layer:
     residual_from : str or None
         The earlier layer whose (pooled) output is added to this layer's
         output before its pooling (``None``: no residual connection).
+    concat_from : tuple of str or None
+        Earlier layers whose pooled outputs, concatenated along the channels
+        in this order, are this layer's input (instead of ``input_from``):
+        convolutions of the same pooled map size, ``in_channels`` their sum;
+        for an fc reader, their output values summed.
     """
 
     name: str
@@ -80,9 +85,17 @@ class Layer:
     pool_stride: int = 0
     input_from: str = None
     residual_from: str = None
+    concat_from: tuple = None
 
     def __post_init__(self):
         where = f"layer {self.name!r}"
+        if self.concat_from is not None:
+            object.__setattr__(self, "concat_from", tuple(self.concat_from))
+            if self.input_from is not None:
+                raise ConfigError(f"{where}: input_from and concat_from together; a layer reads one or the other")
+            if len(self.concat_from) < 2 or len(set(self.concat_from)) != len(self.concat_from):
+                raise ConfigError(f"{where}: concat_from={list(self.concat_from)} must name at least two "
+                                  f"different layers")
         if self.kind not in LAYER_KINDS:
             raise ConfigError(f"{where}: kind={self.kind!r} is unknown; allowed: conv, fc")
         for key in ("in_channels", "out_channels", "kernel", "in_height", "in_width", "out_height",
@@ -141,9 +154,11 @@ class Layer:
         if self.kind == "fc":
             for key in _SPATIAL_KEYS:
                 record.pop(key)
-        for key in ("input_from", "residual_from"):
+        for key in ("input_from", "residual_from", "concat_from"):
             if record[key] is None:
                 record.pop(key)
+        if self.concat_from is not None:
+            record["concat_from"] = list(self.concat_from)
         if self.residual_from is not None:
             record["aux"] = ["residual"]
         return record
@@ -151,7 +166,7 @@ class Layer:
 
 @dataclass(frozen=True)
 class Network:
-    """A chain of weighted layers, checked for consistent shapes.
+    """Weighted layers in forward order (a chain or a DAG), checked for consistent shapes.
 
     Parameters
     ----------
@@ -165,17 +180,24 @@ class Network:
     arrays : LayerArrays
         The per-layer sizes as numpy vectors (built once).
     main_producer : numpy.ndarray of int, shape (L,)
-        Index of the layer each layer reads (-1: the network input).
+        Index of the one layer each layer reads (-1: the network input, or a
+        layer reading a concatenation, whose inputs are ``concat_edges``).
+    concat_edges : tuple of (int, int)
+        ``(p, k)``: layer p's output is a channel slice of layer k's input
+        (p is in k's ``concat_from``), in k's ``concat_from`` order.
     residual_edges : tuple of (int, int)
         ``(r, k)``: layer r's output joins layer k's input through a
-        residual sum (r is a ``residual_from`` of a layer that k reads).
+        residual sum (r is a ``residual_from`` of a layer that k reads,
+        whole or as a slice of a concatenation).
     """
 
     name: str
     layers: tuple
     arrays: "LayerArrays" = field(init=False, repr=False, compare=False)
     main_producer: np.ndarray = field(init=False, repr=False, compare=False)
+    concat_edges: tuple = field(init=False, repr=False, compare=False)
     residual_edges: tuple = field(init=False, repr=False, compare=False)
+    _input_edges: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
@@ -186,38 +208,72 @@ class Network:
         if duplicate is not None:
             raise ConfigError(f"layer {duplicate!r}: the name is used twice")
         index_of = {}
-        producers = []
+        producers, concat_edges = [], []
+        shares = {}  # (source, reader) -> the share of the reader's input the source's output is
         for index, layer in enumerate(self.layers):
             producer = index - 1
             for key in ("input_from", "residual_from"):
                 named = getattr(layer, key)
                 if named is not None and named not in index_of:
                     raise ConfigError(f"layer {layer.name!r}: {key}={named!r} is not an earlier layer")
+            for named in layer.concat_from or ():
+                if named not in index_of:
+                    raise ConfigError(f"layer {layer.name!r}: concat_from names {named!r}, not an earlier layer")
             if layer.input_from is not None:
                 producer = index_of[layer.input_from]
-            if producer >= 0:
+            if layer.concat_from is not None:
+                producer = -1
+                sources = [index_of[named] for named in layer.concat_from]
+                values = _check_concat([self.layers[source] for source in sources], layer)
+                for source, count in zip(sources, values):
+                    concat_edges.append((source, index))
+                    shares[source, index] = count / sum(values)
+            elif producer >= 0:
                 _check_link(self.layers[producer], layer)
+                shares[producer, index] = 1.0
             if layer.residual_from is not None:
                 _check_residual(self.layers[index_of[layer.residual_from]], layer)
             producers.append(producer)
             index_of[layer.name] = index
-        edges = []
+        edges, residual_shares = [], []
         for index, layer in enumerate(self.layers):
             if layer.residual_from is None:
                 continue
-            readers = [reader for reader, producer in enumerate(producers) if producer == index]
+            readers = sorted(reader for source, reader in shares if source == index)
             if not readers:
                 raise ConfigError(f"layer {layer.name!r}: residual_from on a layer no other layer reads "
                                   f"is not supported")
-            edges += [(index_of[layer.residual_from], reader) for reader in readers]
+            source = index_of[layer.residual_from]
+            for reader in readers:
+                edges.append((source, reader))
+                # the sum enters the reader wherever the summed layer does: its share of the reader's input
+                residual_shares.append(shares[index, reader])
         object.__setattr__(self, "main_producer", np.array(producers, dtype=np.int64))
+        object.__setattr__(self, "concat_edges", tuple(concat_edges))
         object.__setattr__(self, "residual_edges", tuple(edges))
+        main = [(int(source), reader) for reader, source in enumerate(producers) if source >= 0]
+        object.__setattr__(self, "_input_edges", tuple(
+            [(source, reader, shares[source, reader]) for source, reader in main + concat_edges]
+            + [(source, reader, share) for (source, reader), share in zip(edges, residual_shares)]))
         object.__setattr__(self, "arrays", LayerArrays.of(self.layers))
+
 
     @property
     def is_chain(self):
-        """True when every layer reads the previous one and there is no residual connection."""
-        return not self.residual_edges and bool((self.main_producer == np.arange(len(self.layers)) - 1).all())
+        """True when every layer reads the previous one and there is no residual connection or concatenation."""
+        return (not self.residual_edges and not self.concat_edges
+                and bool((self.main_producer == np.arange(len(self.layers)) - 1).all()))
+
+    def input_edges(self):
+        """Every edge ``(source, reader, share)``: the layer read, the concatenation slices, then the residual edges.
+
+        ``share`` is the fraction of the reader's input map the source's output
+        makes up: 1 for the layer read (and for a residual source added to
+        it); for a concatenation, the source's channels (fc: values) over the
+        reader's ``in_channels``; for a residual source of a concatenated
+        layer, that layer's fraction.
+        """
+        return list(self._input_edges)
 
     def __len__(self):
         return len(self.layers)
@@ -255,6 +311,27 @@ def _check_link(previous, layer):
     if layer.in_channels != produced:
         raise ConfigError(f"{where}: in_channels={layer.in_channels} but layer "
                           f"{previous.name!r} produces {produced} values")
+
+
+def _check_concat(sources, layer):
+    """Shape checks of a concatenation read by ``layer``; returns each source's share in values per sample."""
+    where = f"layer {layer.name!r}"
+    for source in sources:
+        if source.kind == "fc" and layer.kind == "conv":
+            raise ConfigError(f"{where}: a convolution after the fully connected layer {source.name!r} "
+                              f"is not supported")
+        if layer.kind == "conv" and (source.pooled_height, source.pooled_width) != (layer.in_height, layer.in_width):
+            raise ConfigError(f"{where}: input map {layer.in_height}x{layer.in_width} but concatenated layer "
+                              f"{source.name!r} produces {source.pooled_height}x{source.pooled_width}")
+    if layer.kind == "conv":
+        values = [source.out_channels for source in sources]
+    else:
+        values = [source.out_channels * source.pooled_height * source.pooled_width for source in sources]
+    if sum(values) != layer.in_channels:
+        raise ConfigError(f"{where}: in_channels={layer.in_channels} but the concatenation of "
+                          f"{', '.join(source.name for source in sources)} gives "
+                          f"{' + '.join(map(str, values))} = {sum(values)}")
+    return values
 
 
 def _check_residual(source, layer):
@@ -344,7 +421,7 @@ def from_spec(description, source=None):
         spatial = {key: getattr(layer, key) for key in _SPATIAL_KEYS} if layer.kind == "conv" else {}
         layers.append(Layer(name=layer.name, kind=layer.kind, in_channels=layer.in_channels,
                             out_channels=layer.out_channels, input_from=layer.input_from,
-                            residual_from=layer.residual_from, **spatial))
+                            residual_from=layer.residual_from, concat_from=layer.concat_from, **spatial))
     try:
         return Network(name=description.name, layers=tuple(layers))
     except ConfigError as error:

@@ -5,10 +5,11 @@ Each model has the interface of :class:`~trainforge.sim.hypar.simulator.Roofline
 (vectorised over leading axes, e.g. a batch of partitions) to seconds per
 phase (forward, backward, gradient) and layer. One accelerator's share of a
 layer has ``ceil(samples)`` samples and ``ceil(in_channels)`` input channels
-(the accelerator with the larger half of an uneven split sets the pace); there
-are at most H + 1 such shapes per layer (dp and mp levels sum to H), so each
-model times every distinct (layer, samples, C_in) once, caches it, and
-scatters the result over the batch. A phase takes the longer of its compute
+(the accelerator with the larger half of an uneven split sets the pace), and
+under a three-type partition (AccPar's type III splits C_out) ``ceil(out_channels)``
+output channels; there are at most H + 1 such shapes per layer (the levels'
+splits sum to H), so each model times every distinct (layer, samples, C_in,
+C_out) once, caches it, and scatters the result over the batch. A phase takes the longer of its compute
 time and its local DRAM time (``work.dram_bytes`` over the node's memory
 bandwidth), as the roofline does; a phase with no MACs (the first layer's
 backward pass) takes no time.
@@ -23,7 +24,7 @@ backward pass) takes no time.
   :func:`trainforge.sim.neurotrainer.module.layer_pass_time`.
 """
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -65,15 +66,25 @@ def layer_dims(layer, samples, in_channels):
 
 
 def _per_shape_seconds(work, layer_seconds):
-    """Scatter ``layer_seconds(index, layer, samples, in_channels) -> (3,) seconds`` over ``work``'s shapes."""
-    samples = np.maximum(1.0, np.ceil(np.asarray(work.samples, dtype=np.float64) - 1e-9))
-    in_channels = np.maximum(1.0, np.ceil(np.asarray(work.in_channels, dtype=np.float64) - 1e-9))
-    samples, in_channels = np.broadcast_arrays(samples, in_channels)
+    """Scatter ``layer_seconds(index, layer, samples, in_channels) -> (3,) seconds`` over ``work``'s shapes.
+
+    Where ``work.out_channels`` splits a layer's C_out (type III), ``layer`` is passed with its
+    ``out_channels`` set to the share's, rounded up.
+    """
+    def rounded_up(values):
+        return np.maximum(1.0, np.ceil(np.asarray(values, dtype=np.float64) - 1e-9))
+    full = work.network.arrays.out_channels
+    samples, in_channels, out_channels = np.broadcast_arrays(
+        rounded_up(work.samples), rounded_up(work.in_channels),
+        rounded_up(full if work.out_channels is None else work.out_channels))
     seconds = np.zeros(work.macs.shape)
     for index, layer in enumerate(work.network.layers):
-        pairs = np.stack([samples[..., index].ravel(), in_channels[..., index].ravel()], axis=1)
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        table = np.array([layer_seconds(index, layer, int(n), int(c)) for n, c in unique])  # (U, 3)
+        shapes = np.stack([samples[..., index].ravel(), in_channels[..., index].ravel(),
+                           out_channels[..., index].ravel()], axis=1)
+        unique, inverse = np.unique(shapes, axis=0, return_inverse=True)
+        table = np.array([layer_seconds(index, layer if int(f) == layer.out_channels
+                                        else replace(layer, out_channels=int(f)), int(n), int(c))
+                          for n, c, f in unique])  # (U, 3)
         seconds[..., :, index] = table[inverse.reshape(-1)].reshape(samples.shape[:-1] + (3,))
     return seconds
 

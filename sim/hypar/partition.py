@@ -67,7 +67,7 @@ def partition_two_groups(costs):
 
 
 def _partition_two_groups_dag(costs):
-    """Algorithm 1 generalised to a network with branches and residual edges (exact).
+    """Algorithm 1 generalised to a network with branches, concatenations and residual edges (exact).
 
     The layers are visited in their (topological) order. After layer i, the
     *frontier* is the set of layers j <= i with an edge to a layer after i;
@@ -76,8 +76,10 @@ def _partition_two_groups_dag(costs):
     for each assignment of dp/mp to the frontier, the cheapest cost of the
     layers so far: 2**|frontier| states instead of the chain's 2. For
     ResNets the frontier holds at most the current layer, a block's input
-    and its projection (at most 8 states); for a DAG with wide frontiers it
-    becomes an exhaustive search over the frontier's choices. Ties go to dp.
+    and its projection (at most 8 states); a concatenation keeps every
+    branch it joins in the frontier until its last reader (GoogLeNet: at
+    most 7 layers, 128 states); for a DAG with wide frontiers it becomes an
+    exhaustive search over the frontier's choices. Ties go to dp.
     """
     intra = np.stack([np.asarray(costs.intra_dp, dtype=np.float64),
                       np.asarray(costs.intra_mp, dtype=np.float64)], axis=-1).tolist()
@@ -87,10 +89,9 @@ def _partition_two_groups_dag(costs):
             dp_to_mp = float(costs.dp_mp_forward[layer] + costs.dp_mp_backward[layer])
             mp_to_any = float(costs.mp_to_any_backward[layer])
             incoming[layer].append((source, ((0.0, dp_to_mp), (mp_to_any, mp_to_any))))
-    if costs.residual_producer is not None:
-        for edge, (source, layer) in enumerate(zip(costs.residual_producer.tolist(),
-                                                   costs.residual_consumer.tolist())):
-            half = 0.5 * float(costs.residual_boundary[edge])
+    if costs.branch_source is not None:
+        for edge, (source, layer) in enumerate(zip(costs.branch_source.tolist(), costs.branch_reader.tolist())):
+            half = 0.5 * float(costs.branch_boundary[edge])
             incoming[layer].append((source, ((0.0, half), (half, half))))
     total, types = frontier_partition(intra, incoming)
     return total, np.array(types, dtype=bool)
@@ -187,6 +188,8 @@ class Traffic:
     Attributes
     ----------
     choices : numpy.ndarray of bool, shape (..., H, L)
+        True for mp; for a three-type partition
+        (:func:`trainforge.sim.hypar.third_type.traffic_of`), the int types 0..2.
     forward_reduce : numpy.ndarray, shape (..., H, L)
         mp partial sums of F_{l+1} (forward pass, after layer l's compute).
     gradient_reduce : numpy.ndarray
@@ -196,6 +199,9 @@ class Traffic:
     backward_transfer : numpy.ndarray
         Inter-layer error E_l (output error of layer l-1), needed before
         layer l-1's backward and gradient compute; charged to layer l.
+    backward_reduce : numpy.ndarray or None
+        Three-type partitions only: the type-III partial sums of E_l (after
+        layer l's backward compute, before its error goes to its sources).
     """
 
     choices: np.ndarray
@@ -203,12 +209,15 @@ class Traffic:
     gradient_reduce: np.ndarray
     forward_transfer: np.ndarray
     backward_transfer: np.ndarray
+    backward_reduce: np.ndarray = None
 
     @property
     def level_bytes(self):
         """Bytes between the two groups of one pair at each level, shape (..., H)."""
-        return (self.forward_reduce + self.gradient_reduce + self.forward_transfer
-                + self.backward_transfer).sum(axis=-1)
+        per_layer = self.forward_reduce + self.gradient_reduce + self.forward_transfer + self.backward_transfer
+        if self.backward_reduce is not None:
+            per_layer = per_layer + self.backward_reduce
+        return per_layer.sum(axis=-1)
 
     @property
     def total_bytes(self):

@@ -11,6 +11,16 @@ describe the step. Tasks, per layer l:
 * ``grad-reduce l``: dp partial sums of dW_l, which overlaps the backward
   pass of the layers below it.
 
+Three-type partitions (AccPar's type III, :mod:`trainforge.sim.hypar.third_type`;
+``choices`` as int types 0..2 with at least one 2) add, per layer,
+``bwd-reduce l``: the type-III partial sums of E_l, after ``bwd l`` and
+before ``bwd-transfer l`` hands the error to l's sources (listed before
+``grad-reduce l``). A type-2 layer has no forward or gradient reduce: each
+group computes half of the output channels from the whole input and their
+weight gradients from the whole batch. Its work per accelerator is the
+share (batch x C_in x C_out) the levels leave; every node model times it
+(:mod:`trainforge.sim.hypar.nodes` with the C_out share rounded up).
+
 The compute unit runs its tasks in program order (forward 0..L-1, then
 bwd/grad from L-1 down to 0); the network runs one transfer at a time, in the
 order they become ready. A task starts when its resource is free and its
@@ -31,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import third_type
 from .comm import LayerTensors
 from .config import ArrayConfig, EnergyConfig, NodeConfig
 from .network import Network
@@ -58,6 +69,9 @@ class LayerWork:
     samples, in_channels : numpy.ndarray, shape (L,)
         One accelerator's share of the batch and of each layer's C_in (dp
         halves the batch, mp halves C_in); fractional where a split is uneven.
+    out_channels : numpy.ndarray, shape (L,), or None
+        One accelerator's share of each layer's C_out where a three-type
+        partition splits it (type III); ``None``: every layer's whole C_out.
     """
 
     macs: np.ndarray
@@ -65,6 +79,7 @@ class LayerWork:
     network: Network
     samples: np.ndarray
     in_channels: np.ndarray
+    out_channels: np.ndarray = None
 
     @classmethod
     def of(cls, network, setup, choices):
@@ -86,6 +101,30 @@ class LayerWork:
         dram[..., 1, 0] = 0.0
         return cls(macs=macs, dram_bytes=dram, network=network, samples=setup.batch * batch_share,
                    in_channels=arrays.in_channels * in_channel_share)
+
+    @classmethod
+    def of_types(cls, network, setup, types):
+        """Per-accelerator work under the three-type partition ``types`` (..., H, L) (int, 0..2).
+
+        As :meth:`of`, with type III halving a layer's C_out share: MACs are
+        samples x C_in x C_out x K^2 x the output map of the share, and each
+        phase streams the share's F_l (whole C_in under type III), W_l and
+        F_{l+1} (its C_out share) once.
+        """
+        batch, in_channels, out_channels = (share[..., -1, :] for share in third_type.group_shares(types))
+        arrays = network.arrays
+        samples = setup.batch * batch
+        per_phase = (samples * arrays.in_channels * in_channels * arrays.out_channels * out_channels
+                     * arrays.kernel_area * arrays.out_area)
+        macs = np.stack([per_phase] * 3, axis=-2)
+        macs[..., 1, 0] = 0.0
+        streamed = (samples * arrays.in_channels * in_channels * arrays.in_area
+                    + arrays.in_channels * in_channels * arrays.out_channels * out_channels * arrays.kernel_area
+                    + samples * arrays.out_channels * out_channels * arrays.out_area) * setup.bytes_per_element
+        dram = np.stack([streamed] * 3, axis=-2)
+        dram[..., 1, 0] = 0.0
+        return cls(macs=macs, dram_bytes=dram, network=network, samples=samples,
+                   in_channels=arrays.in_channels * in_channels, out_channels=arrays.out_channels * out_channels)
 
 
 @dataclass(frozen=True)
@@ -141,25 +180,25 @@ class StepResult:
     events: tuple
 
 
-def _task_graph(network):
+def _task_graph(network, backward_reduce=False):
     """The tasks of one step, in program order: [(name, resource, (duration table, row, layer), deps)].
 
     ``resource`` is ``"compute"`` or ``"network"``. The duration of a task is
     ``durations[table][..., row, layer]`` for compute (row = phase) and
     ``durations[table][..., layer]`` for network tasks (row is None).
     A layer's forward transfer waits for the forward pass (and reduce) of
-    every layer it reads (the one before it in a chain; also the residual
-    sources in a DAG); its backward and gradient wait for the backward
+    every layer it reads (the one before it in a chain; every concatenated
+    source and the residual sources in a DAG); its backward and gradient wait for the backward
     transfer of every layer reading it, or for its own forward reduce when
-    no layer does (the last layer).
+    no layer does (the last layer). With ``backward_reduce`` (three-type
+    partitions) every layer gets a ``bwd-reduce`` after its ``bwd``, and its
+    ``bwd-transfer`` waits for it.
     """
     layers = len(network)
     producers = [[] for _ in range(layers)]
-    for reader, source in enumerate(network.main_producer.tolist()):
-        if source >= 0:
+    for source, reader, _share in network.input_edges():
+        if source not in producers[reader]:
             producers[reader].append(source)
-    for source, reader in network.residual_edges:
-        producers[reader].append(source)
     readers = [[] for _ in range(layers)]
     for reader, sources in enumerate(producers):
         for source in sources:
@@ -180,14 +219,16 @@ def _task_graph(network):
             transfer_before[max(sources)].append(reader)
     for index in range(layers - 1, -1, -1):
         for reader in sorted(transfer_before[index], reverse=True):
-            tasks.append((f"bwd-transfer {reader}", "network", ("backward_transfer", None, reader),
-                          (f"bwd {reader}",)))
+            after = (f"bwd {reader}", f"bwd-reduce {reader}") if backward_reduce else (f"bwd {reader}",)
+            tasks.append((f"bwd-transfer {reader}", "network", ("backward_transfer", None, reader), after))
         if readers[index]:
             needs = tuple(f"bwd-transfer {reader}" for reader in readers[index])
         else:
             needs = (f"fwd-reduce {index}",)
         tasks.append((f"bwd {index}", "compute", ("compute", 1, index), needs))
         tasks.append((f"grad {index}", "compute", ("compute", 2, index), needs))
+        if backward_reduce:
+            tasks.append((f"bwd-reduce {index}", "network", ("backward_reduce", None, index), (f"bwd {index}",)))
         tasks.append((f"grad-reduce {index}", "network", ("gradient_reduce", None, index), (f"grad {index}",)))
     return tasks
 
@@ -285,14 +326,28 @@ def _schedule_batch(graph, durations, count):
     return finish.max(axis=0)
 
 
-def _durations(network, setup, choices, array, node_model):
+def _partition(network, choices):
+    """(``choices`` as bool mp choices, or as int types when some layer is type III (2); whether it is)."""
+    values = np.asarray(choices)
+    if values.dtype == bool:
+        return values, False
+    types = third_type.checked_types(network, values)
+    if (types == 2).any():
+        return types, True
+    return types == 1, False
+
+
+def _durations(network, setup, choices, array, node_model, three_types=False):
     """Work, traffic and per-task durations, vectorised over leading axes of ``choices`` (..., H, L)."""
-    work = LayerWork.of(network, setup, choices)
+    if three_types:
+        work = LayerWork.of_types(network, setup, choices)
+    else:
+        work = LayerWork.of(network, setup, choices)
     compute = np.asarray(node_model.phase_seconds(work), dtype=np.float64)
     if compute.shape != work.macs.shape:
         raise ValueError(f"node model returned shape {compute.shape}; expected {work.macs.shape} "
                          "(phase_seconds must broadcast over leading axes)")
-    traffic = traffic_of(network, setup, choices)
+    traffic = (third_type.traffic_of if three_types else traffic_of)(network, setup, choices)
     per_byte = Topology(array).seconds_per_pair_byte[:, None]
 
     def seconds(pair_bytes):
@@ -302,6 +357,8 @@ def _durations(network, setup, choices, array, node_model):
                  "gradient_reduce": seconds(traffic.gradient_reduce),
                  "forward_transfer": seconds(traffic.forward_transfer),
                  "backward_transfer": seconds(traffic.backward_transfer)}
+    if three_types:
+        durations["backward_reduce"] = seconds(traffic.backward_reduce)
     return work, traffic, durations
 
 
@@ -323,7 +380,8 @@ def simulate_step(network, setup, choices, array=None, node_model=None, energy=N
     network : Network
     setup : TrainingSetup
     choices : numpy.ndarray of bool, shape (H, L)
-        H must equal ``array.levels``.
+        H must equal ``array.levels``; True for mp. Or int types 0 (dp), 1
+        (mp), 2 (type III, :mod:`trainforge.sim.hypar.third_type`).
     array : ArrayConfig, optional
     node_model : object with ``phase_seconds(LayerWork)``, optional
         Defaults to :class:`RooflineNode`.
@@ -336,10 +394,10 @@ def simulate_step(network, setup, choices, array=None, node_model=None, energy=N
     array = array or ArrayConfig()
     node_model = node_model or RooflineNode()
     energy = energy or EnergyConfig()
-    choices = np.asarray(choices, dtype=bool).reshape(array.levels, len(network))
-    work, traffic, durations = _durations(network, setup, choices, array, node_model)
+    choices, three_types = _partition(network, np.reshape(choices, (array.levels, len(network))))
+    work, traffic, durations = _durations(network, setup, choices, array, node_model, three_types)
     tasks = [(name, resource, _duration(durations, key), deps) for name, resource, key, deps
-             in _task_graph(network)]
+             in _task_graph(network, backward_reduce=three_types)]
     step_seconds, events = _schedule(tasks)
     network_seconds = sum(durations[key].sum() for key in durations if key != "compute")
     return StepResult(
@@ -372,7 +430,10 @@ def simulate_steps(network, setup, choices, array=None, node_model=None, energy=
 
     Gives exactly (bit for bit) the step time, energy and traffic that
     :func:`simulate_step` gives for each partition alone; the timeline is the
-    same list schedule (:func:`_schedule_batch`) run over the batch. A custom
+    same list schedule (:func:`_schedule_batch`) run over the batch. Int
+    types with some type III run every partition of the batch on the
+    three-type task graph (zero-length ``bwd-reduce`` tasks where a layer is
+    not type III). A custom
     ``node_model`` must broadcast ``phase_seconds`` over leading axes.
     ``chunk`` bounds the memory (about 2 x tasks x chunk floats).
 
@@ -383,12 +444,12 @@ def simulate_steps(network, setup, choices, array=None, node_model=None, energy=
     array = array or ArrayConfig()
     node_model = node_model or RooflineNode()
     energy = energy or EnergyConfig()
-    choices = np.asarray(choices, dtype=bool).reshape(-1, array.levels, len(network))
-    graph = _task_graph(network)
+    choices, three_types = _partition(network, np.reshape(choices, (-1, array.levels, len(network))))
+    graph = _task_graph(network, backward_reduce=three_types)
     seconds, joules, traffic_bytes = [], [], []
     for first in range(0, len(choices), chunk):
         part = choices[first:first + chunk]
-        work, traffic, durations = _durations(network, setup, part, array, node_model)
+        work, traffic, durations = _durations(network, setup, part, array, node_model, three_types)
         seconds.append(_schedule_batch(graph, durations, len(part)))
         joules.append(_energy_joules(work, traffic, array, energy))
         traffic_bytes.append(traffic.total_bytes)

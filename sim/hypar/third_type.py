@@ -31,14 +31,20 @@ from / to     0             1             2
 
 A type-2 split halves a layer's C_out share (and with it its weights and
 outputs) at the levels below. The communication model and the partitioner
-cover chains and DAGs; the step simulator takes HyPar's two types only.
+cover chains and DAGs (residual sums and concatenations: a concatenation
+slice is an edge of its own, sized as in :mod:`trainforge.sim.hypar.comm`).
+
+The step simulator (:func:`trainforge.sim.hypar.simulator.simulate_step`)
+runs three-type partitions: :func:`traffic_of` splits the traffic into its
+tasks, the type-2 exchange being a *backward reduce* of E_l after layer l's
+backward compute and before the transfer of that error to l's sources.
 """
 import numpy as np
 
 from trainforge.errors import ConfigError
 
 from .comm import BOTH_SIDES
-from .partition import check_samples, frontier_partition
+from .partition import Traffic, check_samples, frontier_partition
 
 #: (forward, backward) fractions of the reader's A(F) for an edge from type ``[source]`` to type ``[reader]``.
 INTER_FRACTIONS = (
@@ -52,9 +58,8 @@ TYPES = 3
 
 
 def _edges(network):
-    """Every edge (source, reader) of ``network``: the layer each layer reads, then the residual edges."""
-    main = [(int(source), reader) for reader, source in enumerate(network.main_producer.tolist()) if source >= 0]
-    return main + list(network.residual_edges)
+    """Every edge (source, reader, share of the reader's input) of ``network`` (:meth:`Network.input_edges`)."""
+    return network.input_edges()
 
 
 def _level_tensors(network, setup, shares):
@@ -78,9 +83,9 @@ def level_costs(network, setup, shares):
     scale = BOTH_SIDES * setup.bytes_per_element
     inputs, outputs, partial_sums, weights = _level_tensors(network, setup, shares)
     intra = np.stack([weights, partial_sums, inputs], axis=-1) * scale
-    edges = [(source, reader, float(scale * (inputs[reader] if setup.inter_layer == "consumer"
+    edges = [(source, reader, float(scale * (share * inputs[reader] if setup.inter_layer == "consumer"
                                              else outputs[source])))
-             for source, reader in _edges(network)]
+             for source, reader, share in _edges(network)]
     return intra, edges
 
 
@@ -146,6 +151,71 @@ def traffic_bytes(network, setup, types):
         total += 2.0 ** level * level_bytes(network, setup, shares, row)
         shares = _split(shares, row)
     return total
+
+
+def group_shares(types):
+    """The (batch, C_in, C_out) shares a group holds at each level before that level's split.
+
+    Parameters
+    ----------
+    types : numpy.ndarray of int, shape (..., H, L)
+
+    Returns
+    -------
+    batch, in_channels, out_channels : numpy.ndarray, shape (..., H + 1, L)
+        Index h is the share at level h; index H is one accelerator's share.
+    """
+    types = np.asarray(types)
+    top = np.zeros((*types.shape[:-2], 1, types.shape[-1]))
+
+    def share(kind):
+        return 0.5 ** np.cumsum(np.concatenate([top, (types == kind).astype(np.float64)], axis=-2), axis=-2)
+    return share(0), share(1), share(2)
+
+
+def checked_types(network, types):
+    """``types`` as an int array (..., H, L) with values 0..2 and L layers of ``network``.
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+        For another layer count or another value.
+    """
+    types = np.asarray(types, dtype=np.int64)
+    if types.ndim < 2 or types.shape[-1] != len(network):
+        raise ConfigError(f"types has shape {types.shape}; expected (..., levels, {len(network)})")
+    if ((types < 0) | (types >= TYPES)).any():
+        raise ConfigError(f"types: expected values 0, 1 or 2, got {sorted(set(types.ravel().tolist()))}")
+    return types
+
+
+def traffic_of(network, setup, types):
+    """The traffic of three-type partitions by task, vectorised over leading axes of ``types`` (..., H, L).
+
+    Returns
+    -------
+    trainforge.sim.hypar.partition.Traffic
+        Bytes per group pair: ``forward_reduce`` (type 1, A(F_{l+1})), ``gradient_reduce``
+        (type 0, A(dW_l)), ``backward_reduce`` (type 2, A(E_l)) and the inter-layer parts of
+        :data:`INTER_FRACTIONS` per edge, charged to the reader. ``total_bytes`` equals
+        :func:`traffic_bytes`.
+    """
+    types = checked_types(network, types)
+    batch, in_channels, out_channels = (share[..., :-1, :] for share in group_shares(types))
+    check_samples(network, setup, batch, types != 0)
+    scale = BOTH_SIDES * setup.bytes_per_element
+    inputs, outputs, partial_sums, weights = _level_tensors(network, setup, (batch, in_channels, out_channels))
+    table = np.array(INTER_FRACTIONS)  # (source type, reader type, forward/backward)
+    forward = np.zeros(types.shape)
+    backward = np.zeros(types.shape)
+    for source, reader, share in _edges(network):
+        size = scale * (share * inputs[..., reader] if setup.inter_layer == "consumer" else outputs[..., source])
+        fractions = table[types[..., source], types[..., reader]]
+        forward[..., reader] += size * fractions[..., 0]
+        backward[..., reader] += size * fractions[..., 1]
+    return Traffic(choices=types, forward_reduce=np.where(types == 1, scale * partial_sums, 0.0),
+                   gradient_reduce=np.where(types == 0, scale * weights, 0.0), forward_transfer=forward,
+                   backward_transfer=backward, backward_reduce=np.where(types == 2, scale * inputs, 0.0))
 
 
 def format_types(types):

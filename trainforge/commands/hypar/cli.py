@@ -1,9 +1,11 @@
 """``trainforge hypar``: partition, simulate and reproduce the paper's figures.
 
 * ``trainforge hypar partition NET`` - Algorithm 2's choices and traffic.
-* ``trainforge hypar simulate NET`` - one step on the array, per strategy.
-* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13 and ``nodes``
-  (the node models compared) as JSON and PNG under ``build/reports/hypar/``.
+* ``trainforge hypar simulate NET`` - one step on the array, per strategy
+  (``--third-type`` adds AccPar's three-type partition).
+* ``trainforge hypar figures`` (alias ``sweep``) - Figs. 5 to 13, ``nodes``
+  (the node models compared) and ``third_type`` (HyPar's two partition types
+  against AccPar's three, simulated) as JSON and PNG under ``build/reports/hypar/``.
 
 ``simulate`` and ``figures`` take ``--node roofline|tensordash|caterpillar|neurotrainer``
 (:mod:`trainforge.sim.hypar.nodes`) and, for ``tensordash``, ``--sparsity S`` or ``A,G``.
@@ -20,7 +22,7 @@ import pathlib
 from trainforge.errors import ParameterError, UsageError
 from trainforge.outputs import write_json
 
-from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
+from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, DAG_NETWORKS, builtin_network
 from trainforge.sim.hypar.config import (INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, TOPOLOGIES, ArrayConfig,
                                         TrainingSetup)
 from trainforge.sim.hypar.network import from_spec, load_network
@@ -105,9 +107,13 @@ def simulate_handler(args):
     node = _node(args)
     result = {"network": network.name, "topology": array.topology, "accelerators": array.accelerators,
               "node": args.node, "strategies": {}}
-    for strategy in ("HyPar", *BASELINES):
-        step = simulate_step(network, setup, strategy_choices(strategy, network, setup, array.levels), array,
-                             node_model=node)
+    partitions = {strategy: strategy_choices(strategy, network, setup, array.levels)
+                  for strategy in ("HyPar", *BASELINES)}
+    if args.third_type:
+        from trainforge.sim.hypar import third_type
+        partitions["AccPar"] = third_type.hierarchical_partition(network, setup, array.levels)[1]
+    for strategy, choices in partitions.items():
+        step = simulate_step(network, setup, choices, array, node_model=node)
         result["strategies"][strategy] = {"seconds": step.seconds, "energy_joules": step.energy_joules,
                                           "compute_seconds": step.compute_seconds,
                                           "network_seconds": step.network_seconds,
@@ -168,7 +174,7 @@ def register(subparsers):
     """Add ``hypar`` and its sub-subcommands to the ``trainforge`` parser."""
     hypar = subparsers.add_parser("hypar", help="HyPar partitioning and accelerator-array model")
     commands = hypar.add_subparsers(dest="hypar_command", metavar="HYPAR_COMMAND", required=True)
-    network_help = (f"built-in ({', '.join(BUILTIN_NETWORKS)}), another model's MODEL/NAME "
+    network_help = (f"built-in ({', '.join([*BUILTIN_NETWORKS, *DAG_NETWORKS])}), another model's MODEL/NAME "
                     "(trainforge networks list) or a .json/.yaml network file")
     partition = commands.add_parser("partition", help="Algorithm 2 choices and traffic per step")
     partition.add_argument("network", help=network_help)
@@ -178,6 +184,8 @@ def register(subparsers):
     partition.set_defaults(func=partition_handler)
     simulate = commands.add_parser("simulate", help="simulate one training step")
     simulate.add_argument("network", help=network_help)
+    simulate.add_argument("--third-type", action="store_true",
+                          help="add AccPar: the three-type partition (2 = split C_out) simulated")
     _common(simulate)
     _node_options(simulate)
     simulate.set_defaults(func=simulate_handler)
