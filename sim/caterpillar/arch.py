@@ -91,8 +91,9 @@ def widths_from_network(description, source=None):
     ------
     trainforge.errors.ConfigError
         For a layer CATERPILLAR cannot train (not ``fc``, applied over
-        timesteps, reading another layer than the previous one, or whose
-        inputs are not the previous layer's outputs); one line naming it.
+        timesteps, reading another layer than the previous one or a
+        concatenation, adding a residual, or whose inputs are not the
+        previous layer's outputs); one line naming it.
     """
     source = source or f"network {description.name!r}"
     widths = [description.layers[0].in_channels]
@@ -101,10 +102,13 @@ def widths_from_network(description, source=None):
         if layer.kind != "fc":
             raise ConfigError(f"{where}.kind: CATERPILLAR trains chains of fc layers, got {layer.kind} "
                               f"(layer {layer.name!r})")
-        for key, default in (("timesteps", 1), ("input_from", None), ("residual_from", None)):
-            if getattr(layer, key) != default:
+        for key, default in (("timesteps", 1), ("input_from", None), ("residual_from", None),
+                             ("concat_from", None)):
+            value = getattr(layer, key)
+            if value != default:
+                value = list(value) if isinstance(value, tuple) else value
                 raise ConfigError(f"{where}.{key}: CATERPILLAR trains plain chains of fc layers, got "
-                                  f"{getattr(layer, key)!r} (layer {layer.name!r})")
+                                  f"{value!r} (layer {layer.name!r})")
         if layer.in_channels != widths[-1]:
             raise ConfigError(f"{where}.in_channels: expected {widths[-1]}, the previous layer's outputs, got "
                               f"{layer.in_channels} (layer {layer.name!r})")

@@ -7,8 +7,9 @@ therefore lives in :class:`Workload`. Built-in networks are VGG16, ResNet50 and
 GNMT; any other network is read from a network file in the common format of
 :mod:`trainforge.spec.network` (JSON or YAML) and converted by
 :func:`workload_from_network`, which takes every layer kind of the format
-(``conv``, ``fc``, ``lstm``) but no grouped convolution; pooling becomes the
-``maxpool``/``avgpool`` auxiliary computation (its padding is not modelled).
+(``conv``, ``fc``, ``lstm``) but no grouped convolution and no layer reading a
+concatenation (``concat_from``); pooling becomes the ``maxpool``/``avgpool``
+auxiliary computation (its padding is not modelled).
 """
 from dataclasses import dataclass, replace
 import json
@@ -347,12 +348,18 @@ def workload_from_network(description, n_mb=None, source=None):
     Raises
     ------
     trainforge.errors.ConfigError
-        One line naming the field DeepSpatialMatrix cannot take.
+        One line naming the field DeepSpatialMatrix cannot take (a grouped
+        convolution, a layer reading a concatenation, a pooling stride that
+        does not divide the output map).
     """
     source = source or f"network {description.name!r}"
     layers = []
     for index, layer in enumerate(description.layers):
         where = f"{source}: layers[{index}]"
+        if layer.concat_from is not None:
+            raise ConfigError(f"{where}.concat_from: DeepSpatialMatrix takes layers reading one earlier layer (the "
+                              f"previous one or input_from, plus residual_from), got {list(layer.concat_from)!r} "
+                              f"(layer {layer.name!r})")
         if layer.groups != 1:
             raise ConfigError(f"{where}.groups: DeepSpatialMatrix takes ungrouped convolutions, got {layer.groups} "
                               f"(layer {layer.name!r})")

@@ -6,7 +6,10 @@ the model's layer list, ``(name, kind, dims)`` with the ``dims`` of
 :func:`trainforge.sim.neurotrainer.module.layer_pass_time` (batch filled in by
 :func:`layers`). NeuroTrainer takes ``conv`` (also grouped) and ``fc``
 layers; pooling, LRN and activation layers carry no MACs and are dropped, so a
-network file's ``pool`` and ``aux`` fields are ignored.
+network file's ``pool`` and ``aux`` fields are ignored. The model runs a chain
+of layers: a layer with ``input_from``, ``residual_from`` or ``concat_from``
+is refused (the compiler, :func:`compiler_layer` and :func:`network_passes`,
+takes any layer on its own).
 """
 from trainforge.errors import ConfigError
 from trainforge.spec import network as network_format
@@ -59,24 +62,41 @@ VGG16 = _vgg16()
 BUILTIN_NETWORKS = {"alexnet": ALEXNET, "vgg16": VGG16}
 
 
+def _check_layer(layer, where):
+    """Refuse a layer NeuroTrainer cannot compute: not ``conv`` or ``fc``, or applied over timesteps."""
+    if layer.kind not in ("conv", "fc"):
+        raise ConfigError(f"{where}.kind: NeuroTrainer takes conv and fc layers, got {layer.kind} "
+                          f"(layer {layer.name!r})")
+    if layer.timesteps != 1:
+        raise ConfigError(f"{where}.timesteps: NeuroTrainer takes layers applied once, got {layer.timesteps} "
+                          f"(layer {layer.name!r})")
+
+
 def layers_from_network(description, source=None):
     """The model's ``(name, kind, dims)`` layers of a :class:`trainforge.spec.network.Network`.
+
+    The model runs the layers as a chain (forward in order, backward in
+    reverse), each reading the previous layer's output, so a layer reading
+    another layer (``input_from``), adding one (``residual_from``) or
+    reading a concatenation (``concat_from``) is refused.
 
     Raises
     ------
     trainforge.errors.ConfigError
-        For an ``lstm`` layer or a timestep count other than 1 (one line naming the layer).
+        For an ``lstm`` layer, a timestep count other than 1 or a layer that
+        does not read the previous one (one line naming the layer).
     """
     source = source or f"network {description.name!r}"
     result = []
     for index, layer in enumerate(description.layers):
         where = f"{source}: layers[{index}]"
-        if layer.kind not in ("conv", "fc"):
-            raise ConfigError(f"{where}.kind: NeuroTrainer takes conv and fc layers, got {layer.kind} "
-                              f"(layer {layer.name!r})")
-        if layer.timesteps != 1:
-            raise ConfigError(f"{where}.timesteps: NeuroTrainer takes layers applied once, got {layer.timesteps} "
-                              f"(layer {layer.name!r})")
+        _check_layer(layer, where)
+        for key in ("input_from", "residual_from", "concat_from"):
+            value = getattr(layer, key)
+            if value is not None:
+                value = list(value) if isinstance(value, tuple) else value
+                raise ConfigError(f"{where}.{key}: NeuroTrainer takes chains of layers, each reading the "
+                                  f"previous one, got {value!r} (layer {layer.name!r})")
         if layer.kind == "fc":
             result.append((layer.name, "fc", {"inputs": layer.in_channels, "outputs": layer.out_channels}))
         else:
@@ -118,8 +138,8 @@ def compiler_layer(description, layer_name, training_pass, batch, source=None):
         raise ConfigError(f"{source}: no layer {layer_name!r}; layers: {', '.join(names)}")
     index = names.index(layer_name)
     layer = description.layers[index]
-    layers_from_network(network_format.Network(description.name, (layer,)), source)  # kind and timesteps
     where = f"{source}: layers[{index}]"
+    _check_layer(layer, where)
     if layer.kind == "fc":
         return f"fc_{training_pass}", {"h": layer.out_channels, "k": layer.in_channels, "n": batch}
     for key in ("stride", "groups"):
@@ -157,7 +177,8 @@ def network_passes(description, batch, passes=("ff", "bp", "up")):
     Unlike :func:`compiler_layer` (stride 1, a pre-padded input), a convolution keeps its
     stride ``s`` and zero padding ``p``; a grouped convolution is compiled for one group
     (``d / groups`` input and ``o / groups`` output channels) and run ``groups`` times on the
-    groups' channel slices.
+    groups' channel slices. Each layer is compiled from its own shape, so a layer reading
+    another layer or a concatenation (``input_from``, ``concat_from``) is compiled as any other.
 
     Parameters
     ----------
@@ -172,7 +193,8 @@ def network_passes(description, batch, passes=("ff", "bp", "up")):
     list of (str, str, str, dict, int)
         ``(layer name, pass, compiler kind, dims, groups)``.
     """
-    layers_from_network(description)                # kinds and timesteps
+    for index, layer in enumerate(description.layers):
+        _check_layer(layer, f"network {description.name!r}: layers[{index}]")
     result = []
     for layer in description.layers:
         for training_pass in passes:

@@ -47,7 +47,8 @@ def layers_from_network(description, source=None):
     ------
     trainforge.errors.ConfigError
         For a layer the TensorDash layer model cannot take (``lstm``, grouped,
-        over timesteps); one line naming it.
+        over timesteps, or not reading the previous layer: ``input_from``,
+        ``residual_from``, ``concat_from``); one line naming it.
     """
     source = source or f"network {description.name!r}"
     result = []
@@ -60,6 +61,12 @@ def layers_from_network(description, source=None):
             if getattr(layer, key) != 1:
                 raise ConfigError(f"{where}.{key}: the TensorDash layer model takes 1, got {getattr(layer, key)} "
                                   f"(layer {layer.name!r})")
+        for key in ("input_from", "residual_from", "concat_from"):
+            value = getattr(layer, key)
+            if value is not None:
+                value = list(value) if isinstance(value, tuple) else value
+                raise ConfigError(f"{where}.{key}: the TensorDash layer model takes chains of layers, each "
+                                  f"reading the previous one, got {value!r} (layer {layer.name!r})")
         shape = ((layer.out_channels, layer.in_channels, layer.kernel, layer.kernel) if layer.kind == "conv"
                  else (layer.out_channels, layer.in_channels))
         result.append((layer.name, layer.kind, shape))

@@ -12,10 +12,11 @@ __all__ = ["MODELS", "builtin_networks", "resolve", "models_taking"]
 
 
 def _hypar():
-    from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS
+    from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, DAG_NETWORKS
     from trainforge.sim.hypar.network import to_spec
 
-    return {name: (lambda build=build: to_spec(build())) for name, build in BUILTIN_NETWORKS.items()}
+    networks = {**BUILTIN_NETWORKS, **DAG_NETWORKS}
+    return {name: (lambda build=build: to_spec(build())) for name, build in networks.items()}
 
 
 def _dsm():
