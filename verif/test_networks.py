@@ -317,3 +317,82 @@ def test_readme_example_is_a_valid_network(tmp_path):
     assert description.minibatch == 64 and description.layers[1].out_height == 7
     assert from_spec(description).layers[2].in_channels == 32 * 7 * 7
     assert workload_from_network(description).n_mb == 64
+
+
+def fc_record(name, inputs, outputs, **links):
+    return {"name": name, "kind": "fc", "in_channels": inputs, "out_channels": outputs, **links}
+
+
+#: A concatenation worked by hand: k reads x's 4 and p's 2 outputs, 6 channels.
+CONCAT = network_format.from_dict({"name": "concat", "layers": [
+    fc_record("x", 4, 4), fc_record("p", 4, 2), fc_record("k", 6, 2, concat_from=["x", "p"])]}, "concat.yaml")
+
+#: Two one-layer-reads-another networks: a branch (input_from) and a residual addition (residual_from).
+BRANCH = network_format.from_dict({"name": "branch", "layers": [
+    fc_record("a", 4, 4), fc_record("b", 4, 4), fc_record("c", 4, 4, input_from="a")]}, "branch.yaml")
+RESIDUAL = network_format.from_dict({"name": "residual", "layers": [
+    fc_record("a", 4, 4), fc_record("b", 4, 4),
+    fc_record("c", 4, 4, aux=["residual"], residual_from="a")]}, "residual.yaml")
+
+CONCAT_REFUSALS = [
+    (workload_from_network, "DeepSpatialMatrix takes layers reading one earlier layer (the previous one or "
+                            "input_from; residual_from adds another), not a concatenation"),
+    (neurotrainer_layers, "NeuroTrainer takes chains of layers, each reading the previous one"),
+    (widths_from_network, "CATERPILLAR trains plain chains of fc layers"),
+    (tensordash_layers, "the TensorDash layer model takes chains of layers, each reading the previous one"),
+]
+
+
+@pytest.mark.parametrize("convert, takes", CONCAT_REFUSALS, ids=["dsm", "neurotrainer", "caterpillar", "tensordash"])
+def test_a_model_without_concatenations_refuses_concat_from(convert, takes):
+    # without the concatenation the same shapes are taken (a chain 4 -> 4 -> 2 -> 2)
+    chain = network_format.from_dict({"name": "chain", "layers": [
+        fc_record("x", 4, 4), fc_record("p", 4, 2), fc_record("k", 2, 2)]}, "chain.yaml")
+    convert(chain)
+    with pytest.raises(ConfigError) as raised:
+        convert(CONCAT, source="concat.yaml")
+    assert str(raised.value) == f"concat.yaml: layers[2].concat_from: {takes}, got ['x', 'p'] (layer 'k')"
+
+
+@pytest.mark.parametrize("network, field, value", [(BRANCH, "input_from", "'a'"),
+                                                   (RESIDUAL, "residual_from", "'a'")], ids=["branch", "residual"])
+@pytest.mark.parametrize("convert, takes", CONCAT_REFUSALS[1::2], ids=["neurotrainer", "tensordash"])
+def test_a_chain_model_refuses_a_layer_reading_another(network, field, value, convert, takes):
+    with pytest.raises(ConfigError) as raised:
+        convert(network, source="f.yaml")
+    assert str(raised.value) == f"f.yaml: layers[2].{field}: {takes}, got {value} (layer 'c')"
+
+
+def test_neurotrainer_compiler_takes_a_concatenation_layer_on_its_own():
+    from trainforge.sim.neurotrainer.networks import compiler_layer, network_passes
+
+    # k's 6 inputs are the concatenation's channels: compiled as any fc 6 -> 2
+    assert compiler_layer(CONCAT, "k", "ff", 3) == ("fc_ff", {"h": 2, "k": 6, "n": 3})
+    assert [row[:3] for row in network_passes(CONCAT, 3, ("bp",))] == [
+        ("x", "bp", "fc_bp"), ("p", "bp", "fc_bp"), ("k", "bp", "fc_bp")]
+
+
+def test_check_says_only_hypar_takes_googlenet(tmp_path, capsys):
+    path = tmp_path / "googlenet.yaml"
+    assert main(["networks", "show", "hypar/GoogLeNet", "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["networks", "check", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["models"] == {"hypar": True, "dsm": False, "neurotrainer": False, "caterpillar": False,
+                                "tensordash": False}
+    # inception3b_1x1 (layers[9]) is the first layer reading a concatenation; inception3a_1x1 reads conv2
+    assert report["reasons"]["dsm"].startswith(f"{path}: layers[9].concat_from: DeepSpatialMatrix takes ")
+    assert report["reasons"]["neurotrainer"].startswith(f"{path}: layers[3].input_from: NeuroTrainer takes ")
+    assert report["reasons"]["tensordash"].startswith(f"{path}: layers[3].input_from: the TensorDash layer ")
+    assert main(["networks", "check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "  hypar: takes it" and lines[2].startswith(f"  dsm: {path}: layers[9].concat_from: ")
+
+
+def test_list_shows_hypar_dag_builtins_and_who_takes_them(capsys):
+    assert main(["networks", "list", "--json"]) == 0
+    rows = {row["name"]: row["models"] for row in json.loads(capsys.readouterr().out)}
+    # DeepSpatialMatrix models branches and residual additions, not concatenations
+    assert rows["hypar/ResNet-18"] == rows["hypar/ResNet-50"] == ["hypar", "dsm"]
+    assert rows["hypar/GoogLeNet"] == ["hypar"]
+    assert rows["dsm/resnet50"] == ["dsm"]

@@ -358,8 +358,8 @@ def workload_from_network(description, n_mb=None, source=None):
         where = f"{source}: layers[{index}]"
         if layer.concat_from is not None:
             raise ConfigError(f"{where}.concat_from: DeepSpatialMatrix takes layers reading one earlier layer (the "
-                              f"previous one or input_from, plus residual_from), got {list(layer.concat_from)!r} "
-                              f"(layer {layer.name!r})")
+                              f"previous one or input_from; residual_from adds another), not a concatenation, got "
+                              f"{list(layer.concat_from)!r} (layer {layer.name!r})")
         if layer.groups != 1:
             raise ConfigError(f"{where}.groups: DeepSpatialMatrix takes ungrouped convolutions, got {layer.groups} "
                               f"(layer {layer.name!r})")
