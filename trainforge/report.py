@@ -44,6 +44,7 @@ SECTIONS = {
     "caterpillar_rates": ("hw/caterpillar/README.md", "Training-method study"),
     "caterpillar_study": ("hw/caterpillar/README.md", "Training-method study"),
     "hypar_nodes": ("sim/hypar/README.md", "Node models"),
+    "hypar_third_type": ("sim/hypar/README.md", "third partition type"),
     "hypar": ("sim/hypar/README.md", "Paper vs ours"),
     "dsm_sweep": ("sim/dsm/README.md", "Paper vs ours"),
 }
@@ -247,6 +248,11 @@ def _hypar_nodes(r):
             for network, by in r["ours"].items() for node, figures in by.items()]
 
 
+def _hypar_third_type(r):
+    return [(f"Gmean of the ten, {label}: {key.replace('_', ' ')} over DP", None, value)
+            for label, gains in r["Gmean"].items() for key, value in gains.items()]
+
+
 def _dsm_sweep(r):
     rows = []
     for network, summary in r.get("summary", {}).items():
@@ -271,7 +277,7 @@ _FIGURES = {
     "caterpillar_rates": _caterpillar_rates, "caterpillar_study": _caterpillar_study,
     "hypar_fig5": _hypar_fig5, "hypar_fig6_7": _hypar_fig6_7, "hypar_fig8": _hypar_fig8, "hypar_fig9": _hypar_grid,
     "hypar_fig10": _hypar_grid, "hypar_fig11": _hypar_fig11, "hypar_fig12": _hypar_fig12, "hypar_fig13": _hypar_fig13,
-    "hypar_nodes": _hypar_nodes, "dsm_sweep": _dsm_sweep,
+    "hypar_nodes": _hypar_nodes, "hypar_third_type": _hypar_third_type, "dsm_sweep": _dsm_sweep,
 }
 
 

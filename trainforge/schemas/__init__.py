@@ -51,6 +51,7 @@ KINDS = (
     ("hypar/fig12.json", "hypar_fig12"),
     ("hypar/fig13.json", "hypar_fig13"),
     ("hypar/nodes.json", "hypar_nodes"),
+    ("hypar/third_type.json", "hypar_third_type"),
     ("dsm/*.json", "dsm_sweep"),
 )
 
