@@ -83,7 +83,7 @@ def _blocks():
                 {},
                 {"lanes": 1, "width": 4, "acc_width": 6, "signed": False},
                 {"lanes": 16, "width": 16, "acc_width": 40},
-                {"mac": "fp16", "partial_sums": 7},
+                {"mac": "fp16", "partial_sums": 8},
                 {"mac": "bf16", "lanes": 3, "partial_sums": 1},
             ),
             regress_params=(

@@ -48,7 +48,7 @@ from .fp import BF16, FP16, FP32
 from .params import Param
 
 __all__ = ["MAC_NAMES", "MAC", "FLOAT_FORMATS", "is_float", "multiply_stages", "tree_stages",
-           "PARTIAL_SUMS", "accumulate_stages", "reduce_partials_stages",
+           "PARTIAL_SUMS", "accumulate_stages", "reduce_partials_stages", "registers_addend",
            "operand_shape", "product_shape", "result_shape", "IDLE_PRODUCT", "zero_operands"]
 
 #: The MAC units, by the value of a PE's ``mac`` parameter.
@@ -77,12 +77,13 @@ FP32_TREE_ADD_STAGES = 7
 #: The ``partial_sums`` parameter of the PEs that take a MAC unit: partial sums of the interleaved FP32
 #: accumulator, one per register stage of its adder, so that a row's partial was last written by the row
 #: ``partial_sums`` before it, whose sum has just left the adder. 4 (the default) makes every loop of the PE
-#: one stage of the 4-stage adder; 7 puts every step of the adder in a stage of its own (the fastest, with
-#: 6 adders to sum the partials); 1 is a one-cycle accumulation loop (the whole adder), the smallest.
+#: one stage of the 4-stage adder; 8 registers the chosen partial and the row's sum, then puts every step
+#: of the adder in a stage of its own (the fastest, with 7 adders to sum the partials); 1 is a one-cycle
+#: accumulation loop (the whole adder), the smallest.
 PARTIAL_SUMS = Param("partial_sums", int, 4,
                      "FP MACs: partial sums of the interleaved FP32 accumulator (= its adder's stages; "
-                     "1: a one-cycle loop, smallest; 4: no loop longer than one adder stage; 7: one adder step "
-                     "per stage, fastest)", choices=(1, 2, 4, 7))
+                     "1: a one-cycle loop, smallest; 4: no loop longer than one adder stage; 8: one adder step "
+                     "per stage, fastest)", choices=(1, 2, 4, 8))
 
 #: The product of an idle lane, as the bits of the unit's product (integer 0, FP32 +0).
 IDLE_PRODUCT = 0
@@ -109,6 +110,14 @@ def tree_stages(params):
 def reduce_partials_stages(partials):
     """Register stages of the adder tree that sums ``partials`` partial sums (0 for one)."""
     return (partials - 1).bit_length() * FP32_TREE_ADD_STAGES
+
+
+def registers_addend(partials):
+    """Whether the interleaved accumulator of ``partials`` partial sums registers its operands (the chosen
+    partial and the row's sum) in a stage of their own before an adder of ``partials - 1`` stages: with 8,
+    so that the choice among the partials does not sit in front of the adder's first step. The loop stays
+    ``partials`` stages long either way."""
+    return partials > 4
 
 
 def accumulate_stages(params):

@@ -64,8 +64,8 @@ def test_latencies_by_hand():
     # One partial sum: the adder (1 stage, the whole adder), the partial's register, no tree.
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=1)) == 1 + 2 + 14 + 2 + 1 == 20
     assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=2)) == 1 + 2 + 14 + 10 + 1 == 28
-    # Seven partials: one adder step per stage, 3 tree levels over them.
-    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=7)) == 1 + 2 + 14 + 29 + 1 == 47
+    # Eight partials: the operands' register and one adder step per stage (8), 3 tree levels over them.
+    assert dense_spec.latency(DensePE.PARAMS.resolve(mac="fp16", partial_sums=8)) == 1 + 2 + 14 + 30 + 1 == 48
 
 
 def test_stage_cuts():

@@ -6,7 +6,10 @@ and each row adds its sum to the partial that the row ``P`` before it wrote.
 The adder's last step writes that partial directly (its last register stage
 *is* the partial), so the loop partial -> the row's partial selected ->
 adder -> partial is as long as the adder's stages and no longer: no stage
-holds more than the pipelined adder's. A row's result is the
+holds more than the pipelined adder's. With 8 partials the chosen partial and
+the row's sum are registered first and the adder has 7 stages
+(:func:`~trainforge.spec.mac.registers_addend`): the loop is 8 stages, the
+choice among the partials in a stage of its own. A row's result is the
 pairwise adder tree over the partials as they are after the row, a partial
 not written since the clear counting as ``+0``, taken into a register (so
 that the zeroing is not in front of the tree's first stage); the tree is
@@ -46,7 +49,7 @@ class InterleavedAccumulator:
     reduce : callable
         ``reduce(m, values, enable, name)``: the MAC unit's pipelined adder tree.
     partials : int
-        Partial sums (1, 2, 4 or 7): the stages of the accumulating adder.
+        Partial sums (1, 2, 4 or 8): the stages of the accumulating adder.
     name : str
         Prefix of the register names.
 
@@ -108,7 +111,11 @@ class InterleavedAccumulator:
         m.d.comb += addend.eq(Cat(*(
             Cat(*(self.select[k] & partial[bit] for k, partial in enumerate(partials))).any()
             for bit in range(FP32.width))))
-        total = fp32_add(m, addend, row_sum, self.partials, enable, name=f"{name}_add", register_sum=False)
+        adder_stages = self.partials
+        if spec.registers_addend(self.partials):
+            operands = register_values(m, {"addend": addend, "row_sum": row_sum}, enable, f"{name}_operands")
+            addend, row_sum, adder_stages = operands["addend"], operands["row_sum"], self.partials - 1
+        total = fp32_add(m, addend, row_sum, adder_stages, enable, name=f"{name}_add", register_sum=False)
         for k, partial in enumerate(partials):
             with m.If(enable & self.write_valid & (self.write_index == k)):
                 m.d.sync += partial.eq(total)
