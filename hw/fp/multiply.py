@@ -47,9 +47,15 @@ def _steps(fmt):
 
     def unpack_multiply(values):
         a, b = _unpack(values["a"], fmt), _unpack(values["b"], fmt)
+        # FP32 exponent field before the product's carry: the unbiased sum plus FP32's bias, 11-bit signed.
+        field = Cat(a["exponent"] + b["exponent"], C(0, 2)).as_signed() + (FP32.bias - 2 * fmt.bias)
         return {
             "sign": a["sign"] ^ b["sign"],
             "exponent_sum": a["exponent"] + b["exponent"],
+            # Underflow and overflow of the field for either carry, beside the significand product (so that
+            # normalise_pack only selects by the carry).
+            "tiny": Cat(field <= 0, field <= -1),
+            "huge": Cat(field >= FP32.exponent_max_field, field >= FP32.exponent_max_field - 1),
             "product": Cat(a["fraction"], C(1, 1)) * Cat(b["fraction"], C(1, 1)),
             "zero": a["zero"] | b["zero"],
             "inf": a["inf"] | b["inf"],
@@ -63,14 +69,13 @@ def _steps(fmt):
         fraction = Mux(carry,
                        Cat(C(0, FP32.fraction_bits - 2 * fraction_bits - 1), product[:2 * fraction_bits + 1]),
                        Cat(C(0, FP32.fraction_bits - 2 * fraction_bits), product[:2 * fraction_bits]))
-        # FP32 exponent field: unbiased sum plus FP32's bias, as an 11-bit signed value.
-        field = (Cat(values["exponent_sum"], C(0, 2)).as_signed()
-                 + (FP32.bias - 2 * fmt.bias) + carry)
+        # FP32 exponent field: unbiased sum plus FP32's bias and the carry (its low 8 bits are all pack needs).
+        field = values["exponent_sum"] + (FP32.bias - 2 * fmt.bias) + carry
         signed_zero = Cat(C(0, FP32.width - 1), sign)
         infinity = Cat(C(0, FP32.fraction_bits), C(FP32.exponent_max_field, FP32.exponent_bits), sign)
         result = Cat(fraction, field[:FP32.exponent_bits], sign)
-        result = Mux(field <= 0, signed_zero, result)
-        result = Mux(field >= FP32.exponent_max_field, infinity, result)
+        result = Mux(Mux(carry, values["tiny"][1], values["tiny"][0]), signed_zero, result)
+        result = Mux(Mux(carry, values["huge"][1], values["huge"][0]), infinity, result)
         result = Mux(values["zero"], signed_zero, result)
         result = Mux(values["inf"], infinity, result)
         result = Mux(values["invalid"], FP32.canonical_nan(), result)
