@@ -328,6 +328,7 @@ def timed_dims(params):
         ("fc_bp", dict(h=40, k=pes, n=lanes)),
         ("fc_up", dict(h=4 * pes, k=3 * lanes, n=4)),
         ("fc_up", dict(h=2 * pes, k=lanes, n=16)),
+        ("fc_up", dict(h=16 * pes, k=lanes, n=8)),
         ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
         ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
     ]
