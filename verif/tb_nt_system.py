@@ -243,7 +243,8 @@ async def model_cycles(dut):
     bench = await start(dut)
     harness = Harness(bench)
     params = bench.params
-    timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"])
+    timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"],
+                          broadcast_credits=params["broadcast_credits"])
     generator = np.random.default_rng(bench.seed)
     rows = []
     for kind, dims in table.timed_dims(params):

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import ParameterError
 from ...golden.neurotrainer.pe import MAC_LATENCY, MAX_LATENCY, pass_shape
 from ...golden.neurotrainer.pmag import nt_pmag
 from ...spec.neurotrainer.bus import LATENCY as BUS_LATENCY
@@ -49,11 +50,18 @@ from ...spec.neurotrainer.pe import ROW_DELAY
 from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
 from ...spec.neurotrainer.pmag import LATENCY as PMAG_LATENCY, SETUP_CYCLES
 
-__all__ = ["ModuleTiming", "LayerTime", "layer_time", "program_requests", "PMAG_PROGRAM_CYCLES", "GLUE_CYCLES"]
+__all__ = ["ModuleTiming", "LayerTime", "layer_time", "program_requests", "PMAG_PROGRAM_CYCLES", "GLUE_CYCLES",
+           "CREDIT_LOOP_EXTRA_CYCLES"]
 
 #: Cycles a PMAG program costs beyond its requests: acceptance, ``SETUP_CYCLES`` of set-up,
 #: the END-MARK step and the cycle before the next program is accepted.
 PMAG_PROGRAM_CYCLES = SETUP_CYCLES + 3
+
+#: Cycles of a broadcast credit's loop beyond the bus stages: the word enters the PE's
+#: broadcast FIFO, then leaves it for the row packer, which returns the credit. With
+#: ``broadcast_credits`` credits the broadcast moves at most ``credits / (bus_latency + this)``
+#: words per cycle.
+CREDIT_LOOP_EXTRA_CYCLES = 2
 
 #: Fixed cycles of the system's glue on a read path: the vault controller's returned-data
 #: FIFO and the row packer's register (the integration's own, not a block's latency).
@@ -72,10 +80,42 @@ class ModuleTiming:
         Cycles per request of every vault (``nt_vault`` ``interval``).
     bus_latency : int
         Stages of the broadcast/merge bus.
+    broadcast_credits : int
+        Words of each PE's broadcast FIFO: how far a broadcast stream runs ahead of a buffer
+        half that is not free yet (a PE's own read stream runs ahead by the vault latency:
+        its returned-data FIFO holds ``latency + 4`` words).
+    common_interval : int, optional
+        Counterfactual: cycles per word of the common path (common vault and bus); 0 = no
+        limit. Default: ``vault_interval``, as the system has.
+    elements_per_request : int
+        16-bit elements per vault request in 16-bit layers: 1, as the compiled streams and
+        the RTL's row packers have (one element per word); 2 = the counterfactual of the
+        paper's packing, two elements per 32-bit word.
+    preload_rows : bool
+        Counterfactual when False: accumulating passes without the preload row per output
+        row (partial sums kept in the accumulator).
     """
     vault_latency: int = 4
     vault_interval: int = 1
     bus_latency: int = BUS_LATENCY
+    broadcast_credits: int = 8
+    common_interval: int = None
+    elements_per_request: int = 1
+    preload_rows: bool = True
+
+    def __post_init__(self):
+        for name, low in (("vault_latency", 0), ("vault_interval", 1), ("bus_latency", 0),
+                          ("broadcast_credits", 1), ("elements_per_request", 1)):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= low):
+                raise ParameterError(f"parameter '{name}' = {value!r} is invalid; allowed: an integer >= {low}")
+        if self.elements_per_request > 2:
+            raise ParameterError(f"parameter 'elements_per_request' = {self.elements_per_request!r} is invalid; "
+                                 "allowed: 1 or 2")
+        if self.common_interval is not None and not (isinstance(self.common_interval, int)
+                                                     and self.common_interval >= 0):
+            raise ParameterError(f"parameter 'common_interval' = {self.common_interval!r} is invalid; allowed: "
+                                 "None or an integer >= 0")
 
 
 @dataclass
@@ -137,10 +177,11 @@ class _Server:
         self.written = 0            # end of the last write block
         self.first = 0              # first write block that may still overlap a read
 
-    def read(self, ready, requests, overhead):
-        """End of ``requests`` reads (plus ``overhead`` cycles of PMAG set-up) asked for from ``ready``."""
+    def read(self, ready, requests, overhead, per_word=None):
+        """End of ``requests`` reads (plus ``overhead`` cycles of PMAG set-up) asked for from ``ready``, one per
+        ``per_word`` cycles (default the server's ``interval``)."""
         start = max(ready, self.free)
-        end = start + requests * self.interval + overhead
+        end = start + requests * max(self.interval, per_word or 0) + overhead
         while self.first < len(self.writes) and self.writes[self.first][1] <= start:
             self.first += 1
         for write_start, write_end in self.writes[self.first:]:
@@ -150,9 +191,9 @@ class _Server:
         self.free = end
         return start, end
 
-    def write(self, ready, words):
-        """End of ``words`` writes whose first word is there at ``ready``."""
-        start = max(ready, self.written)
+    def write(self, ready, words, overhead=0):
+        """End of ``words`` writes (plus ``overhead`` cycles of PMAG set-up) whose first word is there at ``ready``."""
+        start = max(ready, self.written) + overhead        # the set-up does not use the vault
         self.written = start + words * self.interval
         self.writes.append((start, self.written))
         return self.written
@@ -160,13 +201,16 @@ class _Server:
 
 class _Fill:
     """One input buffer's fill stream, block by block: block ``b`` is asked for when block ``b - 1`` has been
-    and, less the read latency the FIFOs hide, when block ``b - 2``'s half is released."""
+    and, less what the FIFOs let the stream run ahead (``ahead`` cycles, at most the read latency), when
+    block ``b - 2``'s half is released."""
 
-    def __init__(self, block_requests, block_overheads, server, latency):
+    def __init__(self, block_requests, block_overheads, server, latency, ahead, per_word=None):
+        self.per_word = per_word
         self.requests = block_requests
         self.overheads = block_overheads
         self.server = server
         self.latency = latency
+        self.ahead = min(ahead, latency)
         self.asked = 0
         self.ends = []
         self.releases = {}
@@ -177,23 +221,21 @@ class _Fill:
             index = len(self.ends)
             ready = self.asked
             if index >= 2:
-                ready = max(ready, self.releases[index - 2] - self.latency)
-            _, self.asked = self.server.read(ready, self.requests[index], self.overheads[index])
+                ready = max(ready, self.releases[index - 2] - self.ahead)
+            _, self.asked = self.server.read(ready, self.requests[index], self.overheads[index], self.per_word)
             self.ends.append(self.asked + self.latency)
         return self.ends[block] + 1
 
 
-def _block_requests(stream, blocks, per_block):
-    """Requests and PMAG set-up cycles of each block of a stream."""
-    counts = np.array([program_requests(p) for p in stream.programs], dtype=np.int64)
+def _block_requests(stream, blocks, per_block, per_request=1):
+    """Requests and PMAG set-up cycles of each block of a stream (``per_request`` elements per request)."""
+    counts = -(-np.array([program_requests(p) for p in stream.programs], dtype=np.int64) // per_request)
     sizes = np.asarray(blocks, dtype=np.int64) * per_block
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     edges = np.concatenate(([0], np.cumsum(sizes)))
     # Each program's set-up is paid by the block its first request goes to.
     owner = np.clip(np.searchsorted(edges, starts, side="right") - 1, 0, len(sizes) - 1)
     overheads = np.bincount(owner, minlength=len(sizes)) * PMAG_PROGRAM_CYCLES
-    if counts.sum() > sizes.sum():       # requests beyond the last block (none in compiled layers)
-        overheads[-1] += 0
     return sizes, overheads, int(counts.sum()), len(counts)
 
 
@@ -217,32 +259,38 @@ def layer_time(layer, timing=None):
     pes = layer.pes
     lanes = layer.pe["lanes"]
     elements = 2 if layer.bits == 16 else 1
+    per_request = min(elements, timing.elements_per_request)
     interval = timing.vault_interval
     local = _Server(interval)
-    common = _Server(interval)
+    common = _Server(interval if timing.common_interval is None else timing.common_interval)
     read_latency = timing.vault_latency + GLUE_CYCLES
     fills = {}
     words = {"local_read": 0, "local_write": 0, "broadcast": 0, "merge": 0,
              "copy": sum(program_requests(p) for c in layer.copy_jobs for p in c.dest.programs)}
     programs = {"local": 0, "common": 0}
-    for name, stream, blocks, per_block in (("in1", job.in1, job.in1_blocks, elements),
-                                            ("in2", job.in2, job.in2_blocks, elements * lanes)):
+    for name, stream, blocks, per_block in (("in1", job.in1, job.in1_blocks, elements // per_request),
+                                            ("in2", job.in2, job.in2_blocks, elements * lanes // per_request)):
         if stream is None:
             continue
-        sizes, overheads, total, count = _block_requests(stream, blocks, per_block)
+        sizes, overheads, total, count = _block_requests(stream, blocks, per_block, per_request)
         if stream.broadcast:
-            fills[name] = _Fill(sizes, overheads, common, read_latency + timing.bus_latency)
+            # The credit loop: a credit comes back CREDIT_LOOP cycles after its word entered the bus.
+            credit_loop = timing.bus_latency + CREDIT_LOOP_EXTRA_CYCLES
+            fills[name] = _Fill(sizes, overheads, common, read_latency + timing.bus_latency,
+                                timing.broadcast_credits * common.interval, credit_loop / timing.broadcast_credits)
             words["broadcast"] += total
             programs["common"] += count
         else:
-            fills[name] = _Fill(sizes, overheads, local, read_latency)
+            fills[name] = _Fill(sizes, overheads, local, read_latency, read_latency)
             words["local_read"] += total
             programs["local"] += count
     merged = job.out.vault == -1
     out_programs = len(job.out.programs)
     programs["common" if merged else "local"] += out_programs * (pes if merged else 1)
 
-    fields = [decode_pe_program(int(word)) for word in job.passes]
+    decoded = {}
+    fields = [decoded.setdefault(word, decode_pe_program(int(word))) if word not in decoded else decoded[word]
+              for word in job.passes]
     idle = 0
     block1 = block2 = 0
     compute = mac_rows = 0
@@ -250,7 +298,9 @@ def layer_time(layer, timing=None):
     emitted = 0
     for f in fields:
         is_mac = f["op"] == OP_MAC
-        _, _, outputs, rows = pass_shape(f)
+        steps, _, outputs, rows = pass_shape(f)
+        if not timing.preload_rows:
+            rows = steps
         latency = MAC_LATENCY if is_mac else MAX_LATENCY
         accept = max(idle, fills["in2"].complete(block2), fills["in1"].complete(block1) if is_mac else 0)
         cost = rows + ROW_DELAY + 1 + latency
@@ -258,19 +308,19 @@ def layer_time(layer, timing=None):
         compute += cost
         mac_rows += rows if is_mac else 0
         if f["emit"]:
-            result_words = outputs * lanes * (elements if is_mac else 1)
+            result_words = outputs * lanes * (elements // per_request if is_mac else 1)
             first = accept + ROW_DELAY + latency
             setup = PMAG_PROGRAM_CYCLES if emitted < out_programs else 0
             emitted += 1
             if merged:
                 # The PEs' blocks in turn; the first PE waits only for its own, the others run behind it.
                 words["merge"] += result_words * pes
-                end_all = common.write(first, pes * (result_words + setup))
+                end_all = common.write(first, pes * result_words, pes * setup)
                 last_write = max(last_write, end_all + timing.bus_latency)
-                end = end_all - (pes - 1) * (result_words + setup)
+                end = end_all - (pes - 1) * (result_words * common.interval + setup)
             else:
                 words["local_write"] += result_words
-                end = local.write(first, result_words + setup)
+                end = local.write(first, result_words, setup)
                 last_write = max(last_write, end)
             idle = max(idle, end)       # the result stage stalls the PE while its words wait
         if is_mac and not f["hold1"]:
@@ -279,6 +329,6 @@ def layer_time(layer, timing=None):
         if not f["hold2"]:
             fills["in2"].releases[block2] = idle
             block2 += 1
-    cycles = max(idle, last_write + 1)
+    cycles = int(np.ceil(max(idle, last_write + 1)))
     return LayerTime(cycles=int(cycles), compute_cycles=int(compute), mac_rows=int(mac_rows),
                      stall_cycles=int(idle - compute), passes=len(fields), words=words, programs=programs)
