@@ -12,7 +12,7 @@ program: its time is reported apart (``prep_seconds``), one read and one write o
 vault per gathered word.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...errors import ParameterError
 from .compiler import compile_layer
@@ -98,7 +98,7 @@ def _useful_macs(kind, dims, groups):
     return groups * dims["n"] * dims["o"] * dims["d"] * dims["hk"] * dims["wk"] * out_h * out_w
 
 
-def program_pass_time(config, kind, dims, groups=1, bits=None):
+def program_pass_time(config, kind, dims, groups=1, bits=None, **counterfactual):
     """Compile one layer pass for the module and time its programs.
 
     Parameters
@@ -112,6 +112,10 @@ def program_pass_time(config, kind, dims, groups=1, bits=None):
         Groups run one after the other.
     bits : int, optional
         MAC width (the compiler's default: Table 4's).
+    **counterfactual
+        :class:`~trainforge.sim.neurotrainer.program_time.ModuleTiming` fields that describe
+        another hardware than the RTL's (``elements_per_request``, ``preload_rows``,
+        ``common_interval``).
 
     Returns
     -------
@@ -123,7 +127,7 @@ def program_pass_time(config, kind, dims, groups=1, bits=None):
         The layer does not compile for the module.
     """
     layer = compile_layer(kind, dims, pes=config.pes, pe=pe_parameters(config), bits=bits)
-    timing = module_timing(config)
+    timing = replace(module_timing(config), **counterfactual)
     result = layer_time(layer, timing)
     to_s = 1.0 / config.clock_hz
     macs = _useful_macs(kind, dims, groups)
