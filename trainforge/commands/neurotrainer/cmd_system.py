@@ -33,6 +33,7 @@ COUNTERFACTUALS = {
     "no preload": ({"preload_rows": False}, "accumulating passes without the preload row per output row"),
     "free common path": ({"common_interval": 0}, "no limit on the common vault and bus (the tiled convolutions "
                                                  "broadcast their gathered operand)"),
+    "all three": ({"elements_per_request": 2, "preload_rows": False, "common_interval": 0}, "the three together"),
 }
 
 
