@@ -273,12 +273,15 @@ def scaling_report(network="vgg16", batch=32, module_counts=(1, 2, 4, 8, 16, 32,
     # at its peak on every pass (the paper's curves are "computed based on peak FLOPS").
     t1_peak = sum(row["ops"] / (row["peak_tops"] * 1e12) for row in single["rows"])
     fig17 = {"modules": FIG17_MODULES, "paper_images_per_s": PAPER["fig17_images_per_s_64_modules"],
-             "t1_s": t1, "t1_at_peak_s": t1_peak, "ours": {}, "t1_at_peak": {}}
+             "t1_s": t1, "t1_at_peak_s": t1_peak, "ours": {}, "t1_at_peak": {},
+             "t1_at_peak_parallel_links": {}}
     for key, make in CENTRAL_UNITS.items():
         unit = make(config)
         t2, t3 = 2 * FIG17_MODULES * transfer, unit.update_seconds(parameters, FIG17_MODULES)
         fig17["ours"][key] = FIG17_MODULES * batch / (t1 + t2 + t3)
         fig17["t1_at_peak"][key] = FIG17_MODULES * batch / (t1_peak + t2 + t3)
+        # and the modules' dW and W' moving over links of their own at the same time: T2 of one module
+        fig17["t1_at_peak_parallel_links"][key] = FIG17_MODULES * batch / (t1_peak + 2 * transfer + t3)
     report = {"network": network, "batch": batch, "parameters": parameters, "link_bytes_per_s": link_bytes_per_s,
               "t1_s": t1, "transfer_one_way_s": transfer, "curves": curves, "fig17": fig17,
               "not_compiled": single["totals"]["not_compiled"],

@@ -161,7 +161,10 @@ def _scaling(args):
           + f" (T1 {fig17['t1_s'] * 1e3:.1f} ms); counterfactual T1 at the module's peak on every pass "
           f"({fig17['t1_at_peak_s'] * 1e3:.1f} ms): "
           + ", ".join(f"{report['curves'][key]['central_unit']} central {value:.0f}" for key, value in
-                      fig17["t1_at_peak"].items()))
+                      fig17["t1_at_peak"].items())
+          + "; and with every module on a link of its own (T2 of one module): "
+          + ", ".join(f"{report['curves'][key]['central_unit']} central {value:.0f}" for key, value in
+                      fig17["t1_at_peak_parallel_links"].items()))
     for note in report["not_compiled"]:
         print(f"not compiled, not in T1: {note}")
     check = report["alexnet_4_modules_k1"]
