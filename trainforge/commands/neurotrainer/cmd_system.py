@@ -64,7 +64,8 @@ def _alexnet(args):
               "rows": sweep[main_kib]["rows"], "not_compiled": sweep[main_kib]["not_compiled"],
               "totals": sweep[main_kib]["totals"],
               "by_buffer": {str(kib): {"rows": rep["rows"], "totals": rep["totals"]} for kib, rep in sweep.items()},
-              "counterfactuals": counterfactuals, "config": sweep[main_kib]["config"], "paper": PAPER}
+              "counterfactuals": counterfactuals, "config": sweep[main_kib]["config"],
+              "parameters": sweep[main_kib]["parameters"], "paper": PAPER}
     path, plot = save_report(args, "alexnet", report, _plot_alexnet)
     if args.json:
         return 0
