@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from trainforge.errors import ParameterError
+from trainforge.golden.neurotrainer.pe import pass_shape
 from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program
 from trainforge.sim.neurotrainer.compiler import compile_layer
 from trainforge.sim.neurotrainer.module import ModuleConfig
 from trainforge.sim.neurotrainer.module_from_programs import pe_parameters, program_pass_time
 from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time, program_requests
+from trainforge.spec.neurotrainer.pe_program import decode_pe_program
 
 PE = {"lanes": 2, "in1_depth": 64, "in2_depth": 32, "out_depth": 16}
 
@@ -51,14 +53,19 @@ def test_slower_vaults_do_not_make_a_layer_faster_and_compute_is_a_floor(kind, d
     assert faster.cycles <= base.cycles
 
 
-def test_the_preload_rows_cost_fc_up_one_row_per_output_row():
-    layer = _layer("fc_up", dict(h=32, k=2, n=8))
+def test_the_preload_rows_cost_one_row_per_output_row_of_an_accumulating_pass():
+    # FC UP sums its samples in the accumulator; with more samples than one BUF2 block (16 rows here) the
+    # passes of the second and third block start from their partial sums (a preload row per output row).
+    layer = _layer("fc_up", dict(h=32, k=2, n=48))
+    words = [decode_pe_program(word) for word in layer.pe_jobs[0].passes]
+    preloads = sum(pass_shape(w)[2] for w in words if w["accumulate"])
+    assert preloads > 0
     with_preload = layer_time(layer, ModuleTiming())
     without = layer_time(layer, ModuleTiming(preload_rows=False))
-    # 16 rows per PE and pass, 8 passes (one per sample): one preload per row in every pass after the first
-    # accumulates (the first starts from zero), so 7 x 16 rows fewer.
-    assert with_preload.mac_rows - without.mac_rows == 7 * 16, (with_preload.mac_rows, without.mac_rows)
+    assert with_preload.mac_rows - without.mac_rows == preloads, (with_preload.mac_rows, without.mac_rows, preloads)
     assert without.cycles < with_preload.cycles
+    single = _layer("fc_up", dict(h=32, k=2, n=16))
+    assert not any(decode_pe_program(word)["accumulate"] for word in single.pe_jobs[0].passes)
 
 
 def test_packing_two_16_bit_elements_per_request_halves_the_16_bit_streams_only():

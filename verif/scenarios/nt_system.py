@@ -278,6 +278,8 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "maxpool", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
         _integer_layer(params, generator, "maxpool", dict(n=2, c=1, h=2, w=2, r=2), values=-32768),
         _integer_layer(params, generator, "conv_bp", dict(n=2, d=2, h=3, w=3, o=3, hk=3, wk=3)),
+        # FC UP whose samples span two BUF2 blocks: the second pass starts from its partial sums.
+        _integer_layer(params, generator, "fc_up", dict(h=2 * pes, k=lanes, n=40)),
         # Read pad requests: every second image row of the windows arrives as zeros.
         _integer_layer(params, generator, "maxpool", dict(n=2 * lanes, c=2, h=4, w=4, r=2), pad_rows=True),
     ]))
@@ -329,6 +331,7 @@ def timed_dims(params):
         ("fc_up", dict(h=4 * pes, k=3 * lanes, n=4)),
         ("fc_up", dict(h=2 * pes, k=lanes, n=16)),
         ("fc_up", dict(h=16 * pes, k=lanes, n=8)),
+        ("fc_up", dict(h=2 * pes, k=lanes, n=40)),
         ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
         ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
     ]
