@@ -8,6 +8,8 @@ vaults must equal the table's (numpy for integer layers, the reference executor 
 images and SR layers). The SR-LO state carried from layer to layer is checked against the
 golden model (``golden/neurotrainer/integration.py``).
 """
+import json
+
 import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
@@ -16,6 +18,7 @@ from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, host_images, layer_config, \
     run_layers, vault_programs
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
+from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
 
 import scenarios.nt_system as table
@@ -223,6 +226,54 @@ async def reset_mid_layer(dut):
     assert dut.idle.value == 1, f"system not idle after a reset in the middle of {layer['kind']} {bench.where()}"
     await RisingEdge(dut.clk)
     await play(harness, scenarios[2])
+
+
+#: How far the module model (``sim/neurotrainer/program_time.py``) may be from the RTL's cycle count of a
+#: layer: a fraction of the RTL's count plus a constant (README, "System model": what the model leaves out).
+MODEL_RELATIVE_BOUND = 0.10
+MODEL_CONSTANT_BOUND = 40
+
+
+@cocotb.test()
+async def model_cycles(dut):
+    """The RTL's cycles per layer at full rate, from queueing its programs to ``idle``, against the module model.
+
+    Writes ``model_cycles.json`` (kind, dims, RTL and model cycles) in the run folder.
+    """
+    bench = await start(dut)
+    harness = Harness(bench)
+    params = bench.params
+    timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"],
+                          broadcast_credits=params["broadcast_credits"])
+    generator = np.random.default_rng(bench.seed)
+    rows = []
+    for kind, dims in table.timed_dims(params):
+        layer = compile_for_system(kind, dims, **params)
+        inputs, _ = table.make_inputs(kind, dims, generator, params["frac_bits"])
+        await host_write(harness, input_images(layer, inputs), f"timed {kind}")
+        await RisingEdge(dut.clk)
+        queue_layer(harness, layer)
+        first = bench.cycle.now
+        limit = sum(len(job.passes) * 300 for job in layer.pe_jobs) + 20 * sum(layer.vault_words.values()) + 2000
+        for _ in range(limit):
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            if all(source.idle for source in harness.sources()) and bench.cycle.now - first > 2 \
+                    and dut.idle.value == 1:
+                break
+        rtl = bench.cycle.now - first
+        assert dut.idle.value == 1, f"timed {kind} {dims}: not idle after {limit} cycles {bench.where()}"
+        await RisingEdge(dut.clk)
+        model = layer_time(layer, timing).cycles
+        rows.append({"kind": kind, "dims": dims, "bits": layer.bits, "rtl": rtl, "model": model})
+        dut._log.info("timed %s %s: RTL %d cycles, model %d (%+.1f %%)", kind, dims, rtl, model,
+                      100 * (model - rtl) / rtl)
+    with open("model_cycles.json", "w") as handle:
+        json.dump({"params": params, "layers": rows}, handle, indent=1)
+    bad = [row for row in rows if abs(row["model"] - row["rtl"]) > MODEL_RELATIVE_BOUND * row["rtl"]
+           + MODEL_CONSTANT_BOUND]
+    assert not bad, f"module model beyond {MODEL_RELATIVE_BOUND:.0%} + {MODEL_CONSTANT_BOUND} cycles: {bad} " \
+                    f"{bench.where()}"
 
 
 @cocotb.test()

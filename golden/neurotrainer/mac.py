@@ -1,7 +1,7 @@
 """Golden model of :class:`trainforge.hw.neurotrainer.mac.NTMAC`: the Fixed 32/16 MAC array with its rounding variants.
 
 Everything here is bit-exact against the hardware. The rules (see
-``hw/neurotrainer/README.md``):
+``hw/neurotrainer/docs/mac.md``):
 
 - 32-bit mode, per lane: ``wide = a * x + (y << F)`` (exact, 2F fraction bits),
   ``y' = saturate32((wide + r) >> F)`` where ``>>`` is an arithmetic (floor) shift and

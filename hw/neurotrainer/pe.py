@@ -36,7 +36,7 @@ class NTPE(wiring.Component):
     with ``emit`` each lane's result word is ``value | index << 16``.
 
     After the last result has left, the pass releases its halves (unless ``hold1``/``hold2``)
-    and the PE is idle again. See ``hw/neurotrainer/README.md`` for the exact timing.
+    and the PE is idle again. See ``hw/neurotrainer/docs/pe.md`` for the exact timing.
 
     Parameters
     ----------

@@ -555,15 +555,28 @@ def _fc_matmul(kind, dims, pes, pe, sr, bits):
 # Fully connected weight update: vector outer products dW = sum_n dy[:, n] x[:, n]^T (Fig. 8).
 
 def _fc_up(dims, pes, pe, sr):
+    """FC UP, ``dW (h x k) = dY (h x n) . X^T (n x k)``, as a matmul whose reduction is the samples.
+
+    A pass is ``(P, L) / L`` (Table 4's FC form): output row ``i`` (a row of dW, ``k`` columns
+    in the lanes) sums ``L`` samples in the MAC accumulator, so no pass needs the preload row of
+    an accumulating pass unless the samples span more than one BUF2 block (``n > L``). dY rows
+    are spread over the PEs (their own vaults, ``[row][sample]``), X is broadcast from the
+    common vault (stored transposed, ``[column][sample]``), dW stays in each PE's vault. With one
+    sample block the dY block is held (``hold1``) for all the column groups of its row band.
+    """
     rows, cols, n = dims["h"], dims["k"], dims["n"]
     lanes = pe["lanes"]
     share = _ceil(rows, pes)
-    piece = max(1, min(share, 256, pe["out_depth"], pe["in1_depth"] // 2))    # h of Table 4
+    length = max(1, min(n, 256, pe["in2_depth"] // 2, pe["in1_depth"] // 2))            # L: samples per pass
+    piece = max(1, min(share, 256, pe["out_depth"], (pe["in1_depth"] // 2) // length))   # P: dW rows per pass
+    sample_blocks = _ceil(n, length)
+    n_pad = sample_blocks * length
     share_pad = _ceil(share, piece) * piece
     groups = _ceil(cols, lanes)
     cols_pad = groups * lanes
     pieces = share_pad // piece
-    _check_buffers(pe, "fc_up", in1_words=piece, in2_rows=1, outputs=piece, accumulate=n > 1)
+    _check_buffers(pe, "fc_up", in1_words=piece * length, in2_rows=length, outputs=piece,
+                   accumulate=sample_blocks > 1)
     builder = _Builder(pes)
 
     def rows_part(p, width, width_pad):
@@ -572,22 +585,29 @@ def _fc_up(dims, pes, pe, sr):
         valid = (r < share) & (global_row < rows) & (c < width)
         return np.where(valid, np.minimum(global_row, rows - 1) * width + np.minimum(c, width - 1), -1)
 
-    a_base = builder.place_all("dy", (rows, n), lambda p: rows_part(p, n, n))
-    b_base = builder.place("x", (cols, n), COMMON, _padded_index((cols, n), (cols_pad, n)))
+    a_base = builder.place_all("dy", (rows, n), lambda p: rows_part(p, n, n_pad))
+    b_base = builder.place("x", (cols, n), COMMON, _padded_index((cols, n), (cols_pad, n_pad)))
     dw_base = builder.place_all("dw", (rows, cols), lambda p: rows_part(p, cols, cols_pad))
-    in2 = Stream(COMMON, [pmag_program("fc_up broadcast x", [("hb", pieces), ("g", groups), ("n", n), ("lane", lanes)],
-                                       [("g", lanes * n), ("n", 1), ("lane", n)], base=b_base)], broadcast=True)
-    passes = [_pe_word(op=OP_MAC, wide=1, sr=int(sr), accumulate=int(nn > 0), emit=int(nn == n - 1),
-                       cnt2_outer=piece - 1, cnt2_inner=0, cnt1=0)
-              for _ in range(pieces * groups) for nn in range(n)]
+    in2 = Stream(COMMON, [pmag_program("fc_up broadcast x", [("hb", pieces), ("g", groups), ("nb", sample_blocks),
+                                                             ("l", length), ("lane", lanes)],
+                                       [("g", lanes * n_pad), ("nb", length), ("l", 1), ("lane", n_pad)],
+                                       base=b_base)], broadcast=True)
+    hold = sample_blocks == 1
+    passes = [_pe_word(op=OP_MAC, wide=1, sr=int(sr), accumulate=int(nb > 0), emit=int(nb == sample_blocks - 1),
+                       hold1=int(hold and g < groups - 1), cnt2_outer=piece - 1, cnt2_inner=length - 1,
+                       cnt1=length - 1)
+              for _ in range(pieces) for g in range(groups) for nb in range(sample_blocks)]
+    a_loops = [("hb", pieces)] + ([] if hold else [("g", groups)]) + [("nb", sample_blocks), ("i", piece),
+                                                                      ("l", length)]
+    a_blocks = pieces * (1 if hold else groups) * sample_blocks
     jobs = []
     for p in range(pes):
-        in1 = Stream(p, [pmag_program("fc_up partial vector", [("hb", pieces), ("g", groups), ("n", n), ("i", piece)],
-                                      [("hb", piece * n), ("n", 1), ("i", n)], base=a_base)])
+        in1 = Stream(p, [pmag_program("fc_up dY block", a_loops,
+                                      [("hb", piece * n_pad), ("nb", length), ("i", n_pad), ("l", 1)], base=a_base)])
         out = Stream(p, [pmag_program("fc_up dW write", [("hb", pieces), ("g", groups), ("i", piece), ("lane", lanes)],
                                       [("hb", piece * cols_pad), ("g", lanes), ("i", cols_pad), ("lane", 1)],
                                       base=dw_base, write=True)])
-        jobs.append(PeJob(p, passes, in1, [piece] * len(passes), in2, [1] * len(passes), out))
+        jobs.append(PeJob(p, passes, in1, [piece * length] * a_blocks, in2, [length] * len(passes), out))
     return builder, jobs, ("dy", "x"), "dw"
 
 

@@ -1,4 +1,10 @@
-"""Throughput model of one NeuroTrainer module (paper Secs. 3 to 5, Figs. 3 and 5 to 9).
+"""Analytic throughput model of one NeuroTrainer module (paper Secs. 3 to 5, Figs. 3 and 5 to 9).
+
+Superseded for the family's figures: ``trainforge neurotrainer alexnet`` and ``scaling`` time the
+compiled programs (``sim/neurotrainer/program_time.py``, checked against the ``nt_system`` RTL;
+``sim/neurotrainer/module_from_programs.py``). This analytic dataflow, which is not the one the
+compiler and the RTL implement, stays only because HyPar's node model
+(``sim/hypar/nodes.py``) calls :func:`layer_pass_time`; :class:`ModuleConfig` is shared by both.
 
 The module: ``pes`` PEs, each on its own (*dedicated*) vault, plus one *common* vault that
 reaches every PE through the 32-bit broadcast/merge bus. A PE has ``k = macs_per_pe`` MAC

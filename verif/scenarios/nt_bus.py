@@ -18,7 +18,7 @@ first granted cycle)`` of every burst) with the cycles in ``timing``; or, with b
 each PE in order (the order of bursts between PEs then depends on the handshakes).
 
 Reference (independent of the golden model, which walks whole bursts with numpy): a plain
-cycle-by-cycle loop of the bus's rules (``hw/neurotrainer/README.md``, section ``nt_bus``):
+cycle-by-cycle loop of the bus's rules (``hw/neurotrainer/docs/bus.md``):
 broadcast word ``j`` is accepted in cycle ``broadcast_start + j`` and goes to the PEs in the
 mask of that cycle; in a cycle without grant and without broadcast, the lowest-index PE whose
 REQ is up is granted from the next cycle; the holder's words are accepted one per cycle

@@ -2,7 +2,7 @@
 
 Reference (independent of the golden model): the function values from Python's
 :mod:`math`, the breakpoints and the linear interpolation in Python integers, as the
-rule reads (``hw/neurotrainer/README.md``): with ``u = x + 2**15`` and ``G = 16 - table_bits``,
+rule reads (``hw/neurotrainer/docs/lut.md``): with ``u = x + 2**15`` and ``G = 16 - table_bits``,
 ``y = T[u >> G] + floor((T[(u >> G) + 1] - T[u >> G]) * (u mod 2**G) / 2**G)``, where
 ``T[n]`` is ``f((n * 2**G - 2**15) / 2**frac_bits) * 2**out_frac_bits`` rounded half to
 even and saturated to 16 bits (the most negative value where ``f`` is undefined). At full

@@ -1,7 +1,7 @@
 """Scenario table of ``nt_mac``: mixed 32/16-bit rows with every rounding rule, saturation corners, backpressure.
 
 Reference (independent of the golden model): Python integer arithmetic of the MAC rule
-(``hw/neurotrainer/README.md``, Fig. 11, Table 1), one row at a time:
+(``hw/neurotrainer/docs/mac.md``, Fig. 11, Table 1), one row at a time:
 
 - 32-bit row, per lane: ``y = sat32((a * x + (y << F) + r) >> F)`` with ``>>`` the floor
   shift; ``r`` = 0 (truncate, or ``frac_bits`` = 0), ``1 << (F - 1)`` (nearest), or the row's

@@ -6,7 +6,7 @@ closing a block) and ``i_in2`` (BUF Input 2 rows ``{"data": [lanes words], "last
 expected items are the ``o_result`` rows ``{"y": [lanes words], "last"}``.
 
 Reference (independent of the golden model, which works on whole passes with numpy): the
-pass rules of ``hw/neurotrainer/README.md`` (section ``nt_pe``) as plain Python loops, one
+pass rules of ``hw/neurotrainer/docs/pe.md`` as plain Python loops, one
 step at a time. The fill streams' blocks are taken in order, block ``b`` into half ``b % 2``;
 a pass reads the next block of each buffer it uses, ``hold1``/``hold2`` keep it for the next
 pass. Step ``s`` of a pass reads BUF1 word ``s`` (or, transposed, ``(s % O) * I + s // O``)

@@ -278,6 +278,8 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "maxpool", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
         _integer_layer(params, generator, "maxpool", dict(n=2, c=1, h=2, w=2, r=2), values=-32768),
         _integer_layer(params, generator, "conv_bp", dict(n=2, d=2, h=3, w=3, o=3, hk=3, wk=3)),
+        # FC UP whose samples span two BUF2 blocks: the second pass starts from its partial sums.
+        _integer_layer(params, generator, "fc_up", dict(h=2 * pes, k=lanes, n=40)),
         # Read pad requests: every second image row of the windows arrives as zeros.
         _integer_layer(params, generator, "maxpool", dict(n=2 * lanes, c=2, h=4, w=4, r=2), pad_rows=True),
     ]))
@@ -312,3 +314,35 @@ def golden(params, scenario):
         for vault, words in result["final"].items():
             items.setdefault(f"vault {vault}", []).append((np.asarray(words, dtype=np.int64) & 0xFFFFFFFF).tolist())
     return Transactions(items)
+
+
+def timed_dims(params):
+    """Small layers of every kind whose RTL cycle count ``tb_nt_system.model_cycles`` compares with the module model
+    (``sim/neurotrainer/program_time.py``): ``(kind, dims)``, those that fit the system's vaults."""
+    pes, lanes = params["pes"], params["lanes"]
+    candidates = [
+        ("conv_ff", dict(n=2 * lanes * pes, d=2, h=4, w=4, o=3, hk=3, wk=3)),
+        ("conv_bp", dict(n=lanes * pes, d=2, h=5, w=5, o=2, hk=2, wk=2)),
+        ("conv_up", dict(n=1, d=2 * pes, h=4, w=4, o=2 * lanes, hk=3, wk=3)),
+        ("fc_ff", dict(h=8 * pes, k=24, n=4 * lanes)),
+        ("fc_ff", dict(h=2 * pes, k=48, n=2 * lanes)),
+        ("fc_bp", dict(h=24, k=4 * pes, n=2 * lanes)),
+        ("fc_bp", dict(h=40, k=pes, n=lanes)),
+        ("fc_up", dict(h=4 * pes, k=3 * lanes, n=4)),
+        ("fc_up", dict(h=2 * pes, k=lanes, n=16)),
+        ("fc_up", dict(h=16 * pes, k=lanes, n=8)),
+        ("fc_up", dict(h=2 * pes, k=lanes, n=40)),
+        ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
+        ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
+    ]
+    fitting = []
+    for kind, dims in candidates:
+        try:
+            layer = compile_for_system(kind, dims, **params)
+            layer_config(layer)
+        except (ProgramError, ValueError):
+            continue
+        if layer.vault_words[-1] <= params["vault_depth"] and \
+                max(layer.vault_words[pe] for pe in range(params["pes"])) <= params["pe_vault_depth"]:
+            fitting.append((kind, dims))
+    return fitting

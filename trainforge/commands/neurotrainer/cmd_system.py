@@ -1,4 +1,4 @@
-"""``trainforge neurotrainer alexnet`` and ``scaling``: the module throughput model's figures (Figs. 13, 17)."""
+"""``trainforge neurotrainer alexnet`` and ``scaling``: the module's figures from the compiled programs (Figs. 13, 17)."""
 
 from trainforge.errors import UsageError
 
@@ -25,26 +25,73 @@ def _top_losses(fractions, count=2):
     return "; ".join(f"{k} {v:.0%}" for v, k in named if v >= 0.005) or "-"
 
 
+#: The counterfactuals ``alexnet`` runs beside the RTL's hardware (``ModuleTiming`` fields), each explaining a
+#: deviation from the paper.
+COUNTERFACTUALS = {
+    "paper packing": ({"elements_per_request": 2}, "two 16-bit elements per 32-bit vault word (the RTL and the "
+                                                   "compiled streams carry one)"),
+    "no preload": ({"preload_rows": False}, "accumulating passes without the preload row per output row"),
+    "free common path": ({"common_interval": 0}, "no limit on the common vault and bus (the tiled convolutions "
+                                                 "broadcast their gathered operand)"),
+    "all three": ({"elements_per_request": 2, "preload_rows": False, "common_interval": 0}, "the three together"),
+}
+
+
+def _cache(args):
+    from trainforge.sim.neurotrainer.system_report import TimingCache
+    import pathlib
+    return TimingCache(args.cache or pathlib.Path(args.out) / "program_time_cache.json")
+
+
 def _alexnet(args):
-    from trainforge.sim.neurotrainer.system_report import PAPER, network_report
+    from trainforge.sim.neurotrainer.system_report import PAPER, buffer_sweep, network_report, with_buffers
+    from trainforge.sim.neurotrainer.module import ModuleConfig
     batch = _batch(args.batch)
-    report = network_report("alexnet", batch)
-    report["paper"] = PAPER
+    kibs = int_list(args.buffers, "--buffers", 1, 1024)
+    bad = [kib for kib in kibs if kib & (kib - 1)]
+    if bad:
+        raise UsageError(f"--buffers = {bad[0]} is invalid; allowed: powers of two (KiB per buffer)")
+    cache = _cache(args)
+    sweep = buffer_sweep("alexnet", batch, kibs, cache=cache)
+    main_kib = 8 if 8 in sweep else kibs[0]
+    counterfactuals = {}
+    if not args.no_counterfactuals:
+        for name, (fields, what) in COUNTERFACTUALS.items():
+            counterfactual = network_report("alexnet", batch, with_buffers(ModuleConfig(), main_kib), cache, fields)
+            counterfactuals[name] = {"fields": fields, "what": what, "buffer_kib": main_kib,
+                                     "rows": counterfactual["rows"], "totals": counterfactual["totals"]}
+    report = {"network": "alexnet", "batch": batch, "buffer_kib": kibs, "main_kib": main_kib,
+              "rows": sweep[main_kib]["rows"], "not_compiled": sweep[main_kib]["not_compiled"],
+              "totals": sweep[main_kib]["totals"],
+              "by_buffer": {str(kib): {"rows": rep["rows"], "totals": rep["totals"]} for kib, rep in sweep.items()},
+              "counterfactuals": counterfactuals, "config": sweep[main_kib]["config"],
+              "parameters": sweep[main_kib]["parameters"], "paper": PAPER}
     path, plot = save_report(args, "alexnet", report, _plot_alexnet)
     if args.json:
         return 0
-    print(f"AlexNet on one NeuroTrainer module, minibatch {batch} (FF 16-bit, BP/UP 32-bit SR-LO); "
-          "latency per image = minibatch latency / batch")
-    print(f"{'layer':<6}{'pass':<5}{'bits':>5}{'us/img':>9}{'TOPS':>7}{'paper':>9}{'util':>6}  "
-          f"{'bound':<16}largest losses")
-    for row in report["rows"]:
-        print(f"{row['layer']:<6}{row['pass']:<5}{row['bits']:>5}{row['seconds_per_image'] * 1e6:>9.2f}"
-              f"{row['tops']:>7.2f}{_fmt_paper(row['paper_tops']):>9}{row['utilization']:>6.0%}  "
-              f"{row['bound']:<16}{_top_losses(row['loss_fractions'])}")
-    totals = report["totals"]
-    print(f"inference {totals['inference_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['inference_ms_per_image']}), "
-          f"training {totals['training_s_per_image'] * 1e3:.3f} ms/image (paper {PAPER['training_ms_per_image']}, "
-          f"which also counts its data-preparation passes), {totals['training_tops']:.2f} TOPS over training")
+    print(f"AlexNet on one NeuroTrainer module from the compiled programs, minibatch {batch} (FF 16-bit, BP/UP "
+          f"32-bit SR-LO); us per image = minibatch time / batch; buffers {', '.join(f'{k} KiB' for k in kibs)} each")
+    head = "".join(f"{f'{k}K us':>9}{f'{k}K TOPS':>9}" for k in kibs)
+    print(f"{'layer':<6}{'pass':<5}{'bits':>5}{head}{'paper':>9}{'prep us':>9}  {'bound':<16}largest losses "
+          f"({main_kib} KiB)")
+    for index, row in enumerate(sweep[main_kib]["rows"]):
+        cells = "".join(f"{sweep[k]['rows'][index]['seconds_per_image'] * 1e6:>9.1f}"
+                        f"{sweep[k]['rows'][index]['tops']:>9.2f}" for k in kibs)
+        print(f"{row['layer']:<6}{row['pass']:<5}{row['bits']:>5}{cells}{_fmt_paper(row['paper_tops']):>9}"
+              f"{row['prep_seconds_per_image'] * 1e6:>9.1f}  {row['bound']:<16}{_top_losses(row['loss_fractions'])}")
+    for kib in kibs:
+        totals = sweep[kib]["totals"]
+        print(f"{kib:>3} KiB: inference {totals['inference_s_per_image'] * 1e3:.3f} ms/image (paper "
+              f"{PAPER['inference_ms_per_image']}), training {totals['training_s_per_image'] * 1e3:.3f} ms/image "
+              f"(paper {PAPER['training_ms_per_image']}), {totals['training_tops']:.2f} TOPS; data preparation "
+              f"(im2col gathers) {totals['prep_s_per_image'] * 1e3:.3f} ms/image more")
+    for note in sweep[main_kib]["totals"]["not_compiled"]:
+        print(f"not compiled, not in the totals: {note}")
+    for name, entry in counterfactuals.items():
+        totals = entry["totals"]
+        print(f"counterfactual '{name}' ({entry['what']}), {main_kib} KiB: inference "
+              f"{totals['inference_s_per_image'] * 1e3:.3f} ms/image, training {totals['training_s_per_image'] * 1e3:.3f}"
+              f" ms/image")
     print(f"wrote {path} and {plot}")
     return 0
 
@@ -70,7 +117,8 @@ def _plot_alexnet(report, path):
         elif paper is not None:
             top.plot(i, paper, "kD", ms=5)
     top.set_ylabel("throughput (TOPS)")
-    top.set_title(f"NeuroTrainer Fig. 13: AlexNet per layer and pass on one module, minibatch {report['batch']}")
+    top.set_title(f"NeuroTrainer Fig. 13: AlexNet per layer and pass on one module (compiled programs, "
+                  f"{report['main_kib']} KiB buffers), minibatch {report['batch']}")
     top.legend(handles=[Patch(color=colors["ff"], label="ours: FF (16-bit)"),
                         Patch(color=colors["bp"], label="ours: BP (32-bit, SR-LO)"),
                         Patch(color=colors["up"], label="ours: UP (32-bit, SR-LO)"),
@@ -81,7 +129,7 @@ def _plot_alexnet(report, path):
     bottom.set_ylabel("latency per image (\u00b5s)")
     bottom.set_xlabel("layer and pass (FF forward, BP backward, UP weight update)")
     bottom.set_xticks(list(positions), labels, fontsize=7)
-    figure.text(0.01, 0.005, "ours: the module model (trainforge/sim/neurotrainer); paper: the values its text gives "
+    figure.text(0.01, 0.005, "ours: the compiled programs timed by sim/neurotrainer/program_time.py; paper: the values its text gives "
                 "for Fig. 13, where it gives one; the paper gives no per-layer latencies to compare", fontsize=7)
     figure.tight_layout(rect=(0, 0.02, 1, 1))
     save_figure(figure, path, dpi=110)
@@ -94,7 +142,7 @@ def _scaling(args):
     counts = int_list(args.modules, "--modules", 1, 4096)
     if not args.link_gbps > 0:
         raise UsageError(f"--link-gbps = {args.link_gbps} is invalid; allowed: a number > 0")
-    report = scaling_report(args.network, batch, counts, link_bytes_per_s=args.link_gbps * 1e9)
+    report = scaling_report(args.network, batch, counts, link_bytes_per_s=args.link_gbps * 1e9, cache=_cache(args))
     path, plot = save_report(args, f"scaling_{args.network}", report, _plot_scaling)
     if args.json:
         return 0
@@ -107,6 +155,19 @@ def _scaling(args):
         for point in curve["points"]:
             print(f"{point['modules']:>6}{point['t1_s'] * 1e3:>9.2f}{point['t2_s'] * 1e3:>9.2f}"
                   f"{point['t3_s'] * 1e3:>9.2f}{point['images_per_s']:>10.0f}")
+    fig17 = report["fig17"]
+    print(f"Fig. 17 ({args.network}, {fig17['modules']} modules): paper {fig17['paper_images_per_s']} images/s; ours "
+          + ", ".join(f"{report['curves'][key]['central_unit']} central {value:.0f}" for key, value in
+                      fig17["ours"].items())
+          + f" (T1 {fig17['t1_s'] * 1e3:.1f} ms); counterfactual T1 at the module's peak on every pass "
+          f"({fig17['t1_at_peak_s'] * 1e3:.1f} ms): "
+          + ", ".join(f"{report['curves'][key]['central_unit']} central {value:.0f}" for key, value in
+                      fig17["t1_at_peak"].items())
+          + "; and with every module on a link of its own (T2 of one module): "
+          + ", ".join(f"{report['curves'][key]['central_unit']} central {value:.0f}" for key, value in
+                      fig17["t1_at_peak_parallel_links"].items()))
+    for note in report["not_compiled"]:
+        print(f"not compiled, not in T1: {note}")
     check = report["alexnet_4_modules_k1"]
     print("AlexNet, 4 modules, Tegra K1 central unit (Sec. 5.3 example):")
     for name in ("ours", "paper"):
@@ -149,6 +210,12 @@ def add_commands(commands):
     """Add ``trainforge neurotrainer alexnet`` and ``trainforge neurotrainer scaling``."""
     alexnet = commands.add_parser("alexnet", help="Fig. 13: per-layer FF/BP/UP throughput and latency of AlexNet")
     alexnet.add_argument("--batch", default="32", help="minibatch size (1..4096, default 32 as in the paper)")
+    alexnet.add_argument("--buffers", default="4,8,16",
+                         help="KiB per PE buffer (BUF Input 1, BUF Input 2, BUF Output each), comma-separated powers of "
+                              "two (default 4,8,16)")
+    alexnet.add_argument("--no-counterfactuals", action="store_true",
+                         help="skip the counterfactual runs (paper packing, no preload, free common path)")
+    alexnet.add_argument("--cache", default=None, help="layer timing cache file (default OUT/program_time_cache.json)")
     alexnet.add_argument("--out", default=str(REPORTS), help="output directory")
     alexnet.set_defaults(out_kind="dir")
     alexnet.add_argument("--json", action="store_true", help="print the JSON report")
@@ -159,6 +226,7 @@ def add_commands(commands):
     scaling.add_argument("--modules", default="1,2,4,8,16,32,64,128", help="comma-separated module counts")
     scaling.add_argument("--link-gbps", type=float, default=120.0,
                          help="module-to-central-unit link, GB/s each way (paper: 240 GB/s, half each way)")
+    scaling.add_argument("--cache", default=None, help="layer timing cache file (default OUT/program_time_cache.json)")
     scaling.add_argument("--out", default=str(REPORTS), help="output directory")
     scaling.set_defaults(out_kind="dir")
     scaling.add_argument("--json", action="store_true", help="print the JSON report")
