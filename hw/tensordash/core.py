@@ -236,9 +236,11 @@ class TDSparseCore(wiring.Component):
         count_for = [Signal(range(depth + 1), name=f"window_count{step}") for step in range(depth + 1)]
         m.d.comb += [count_for[step].eq(window_count - step + loads_for[step]) for step in range(depth + 1)]
         take = Signal()
+        room = Signal()  # a group register is free at the start of the cycle
         m.d.comb += [
-            # A group register is free at the start of the cycle: ready depends on registers only.
-            incoming.ready.eq(enable & (waiting <= ring - depth)),
+            room.eq(waiting <= ring - depth),
+            # Ready depends on registers only.
+            incoming.ready.eq(enable & room),
             take.eq(incoming.valid & incoming.ready),
         ]
         state += [
@@ -320,17 +322,8 @@ class TDSparseCore(wiring.Component):
                           [flag_sources[d]["clear"][step] for d in range(depth)]) for step in range(depth + 1)],
             "next_visible", depth)))
 
-        # A taken group goes to the group register after the rows waiting (whole groups). That register was
-        # free at the start of the cycle, so the window's data (which follows its flags one cycle later, so
-        # that the operand stage reads the window as the scheduler saw it) has read it for the last time at
-        # this edge at the latest.
-        tail = Signal(range(ring))
-        m.d.comb += tail.eq(wrap(load_ring + waiting, ring))
-        for g in range(groups):
-            with m.If(take & (tail == g * depth)):  # take implies enable
-                m.d.sync += [group_rows[g][p].eq(incoming.payload[p]) for p in range(depth)]
-
         # Window row p takes the next stream row of its residue when that fits behind the head.
+        data_loads, data_sources = [], []
         for p in range(depth):
             offset = Signal(range(depth), name=f"load_offset{p}")   # its place among the rows to load
             source = Signal(range(groups), name=f"load_group{p}")   # the group register holding it
@@ -343,12 +336,27 @@ class TDSparseCore(wiring.Component):
             data_load = Signal(name=f"data_load{p}")
             data_source = Signal(range(groups), name=f"data_group{p}", reset_less=True)
             state += [data_load.eq(load), data_source.eq(source)]
+            data_loads.append(data_load)
+            data_sources.append(data_source)
             with m.If(enable & data_load), m.Switch(data_source):
                 for g in range(groups):
                     with m.Case(g) if g < groups - 1 else m.Default():
                         m.d.sync += window[p].eq(group_rows[g][p])
         with m.If(enable):
             m.d.sync += state
+
+        # A taken group goes to the group register after the rows waiting (whole groups). That register was
+        # free at the start of the cycle, so the window's data (which follows its flags one cycle later, so
+        # that the operand stage reads the window as the scheduler saw it) has read it for the last time at
+        # this edge at the latest. The data is also written while the pipeline stops, when no window load
+        # still waits for that register: the stream holds its payload until taken, so the register then
+        # holds what the take will write, and its clock enable does not wait for the pipeline's.
+        tail = Signal(range(ring))
+        m.d.comb += tail.eq(wrap(load_ring + waiting, ring))
+        for g in range(groups):
+            loads_waiting = Cat(*(load & (source == g) for load, source in zip(data_loads, data_sources))).any()
+            with m.If(incoming.valid & room & (tail == g * depth) & (enable | ~loads_waiting)):
+                m.d.sync += [group_rows[g][p].eq(incoming.payload[p]) for p in range(depth)]
 
         # Schedule stage registers.
         selects = [[Signal.like(schedulers[r][0][lane], name=f"select_r{r}_l{lane}") for lane in range(lanes)]
