@@ -39,9 +39,11 @@ class TDSparseCore(wiring.Component):
         window row ``t mod depth`` and is written once, from a group register,
         when it fits behind the head. Data registers have clock enables and no
         reset. Zero detection and the ``read``/``clear`` flags are computed when
-        a group is taken and kept beside it; the window's flags are kept in
-        stream order (the pending pairs: effectual and not multiplied yet) and
-        shift by the advance, the only state that moves. The window's data
+        a group is taken, into a head-relative queue of the waiting rows' flags
+        (stored as it stood before the last advance, shifted when read, so that
+        nothing rotates by the head in the scheduling loop); the window's flags
+        are kept in stream order (the pending pairs: effectual and not
+        multiplied yet) and shift by the advance. Only flags move. The window's data
         follows its flags one cycle later, so the operand stage reads the window
         as the scheduler saw it and no decision of the scheduling cycle drives a
         data register's enable.
