@@ -56,8 +56,8 @@ def _fake_synthesize(emitted, work_root):
             "cells": cells, "cells_by_type": {"$_AND_": cells - 9, "$_DFF_P_": 9}}
 
 
-def _fake_place_and_route(emitted, work_root):
-    return {"block": emitted.block.name, "params": emitted.params, "status": "ok", "wrapper_flip_flops": 20,
+def _fake_place_and_route(emitted, work_root, seed=None):
+    return {"block": emitted.block.name, "params": emitted.params, "seed": seed, "status": "ok", "wrapper_flip_flops": 20,
             "lut4": 120, "ff": 60, "lut4_available": 83640, "ff_available": 83640, "mult18": 4, "mult18_available": 156,
             "bram": 0, "bram_available": 208, "fmax_mhz": 97.5, "meets_board_clock": True, "ff_block": 40,
             "log": "fake.tim"}
