@@ -260,9 +260,12 @@ def simulate(block_name, params, simulator, verilog, work, seed, timeout):
     job = {"block": block_name, "params": params, "simulator": simulator, "verilog": str(pathlib.Path(verilog).resolve()),
            "work": str(work.resolve()), "seed": seed}
     log = work / "simulation.log"
+    # cocotb's runner behaves differently under pytest (as trainforge.simulation.run, hide that it is).
+    environment = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}
     with open(log, "w") as stream:
         process = subprocess.Popen([sys.executable, "-m", "trainforge.mutate", "--simulate", json.dumps(job)],
-                                   stdout=stream, stderr=subprocess.STDOUT, start_new_session=True)
+                                   stdout=stream, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=environment)
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -296,7 +299,7 @@ def _simulate_here(job):
             runner.build(verilog_sources=[job["verilog"]], hdl_toplevel=block_name, build_dir=build_dir,
                          build_args=build_args, timescale=simulation.TIMESCALE, always=True)
     except (Exception, SystemExit) as error:
-        outcome.write_text(f"{simulator} could not build it: {error}\n")
+        outcome.write_text(f"{simulator} could not build it: {error or type(error).__name__}\n")
         return EXIT_BUILD_FAILED
     results = work / "run" / "results.xml"
     try:
@@ -305,7 +308,7 @@ def _simulate_here(job):
                     extra_env={"TRAINFORGE_BLOCK": block_name, "TRAINFORGE_PARAMS": json.dumps(job["params"])},
                     timescale=simulation.TIMESCALE)
     except (Exception, SystemExit) as error:
-        outcome.write_text(f"the simulation stopped: {error}\n")
+        outcome.write_text(f"the simulation stopped: {error or type(error).__name__}\n")
         return EXIT_FAILED
     failures = simulation._failures(results)
     if failures:
@@ -341,6 +344,7 @@ def resolve(block_name, assignments=()):
 
     block = get_block(block_name)
     overrides = block.schema.parse(list(assignments)) if assignments else dict(block.test_params[0])
+    block.resolve(**overrides)  # a value out of range fails here, before any work
     return block, overrides
 
 
