@@ -67,6 +67,8 @@ def register(subparsers):
                         help="override a parameter of the one named block (repeatable)")
     parser.add_argument("--no-equivalence", dest="equivalence", action="store_false",
                         help="do not try to prove survivors equivalent")
+    parser.add_argument("--equivalence-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="seconds each survivor's equivalence proof may take (default 30)")
     parser.add_argument("--out", default=str(REPORTS / "mutation.json"),
                         help="JSON report path (default build/reports/mutation.json; a .md table is written beside "
                              "it); the results of other blocks in an earlier report there are kept")
@@ -241,6 +243,8 @@ def cmd_mutate(args):
     mutate._check_count(args.count)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be a positive integer, not {args.jobs}")
+    if not args.equivalence_timeout > 0:
+        raise UsageError(f"--equivalence-timeout must be a positive number of seconds, not {args.equivalence_timeout}")
     for name in args.blocks:  # every name and parameter is checked before the first block's long run
         mutate.resolve(name, args.param)
     earlier = mutate.earlier_blocks(args.out)
@@ -250,6 +254,7 @@ def cmd_mutate(args):
     for name in args.blocks:
         entry = mutate.mutate_block(name, args.count, seed=args.seed, simulator=args.simulator, jobs=args.jobs,
                                     assignments=args.param, equivalence=args.equivalence,
+                                    equivalence_timeout=args.equivalence_timeout,
                                     report_line=lambda result, total: print(mutate.mutant_line(result, total),
                                                                             flush=True))
         print(mutate.summary_line(entry), flush=True)

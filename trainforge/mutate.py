@@ -66,6 +66,10 @@ YOSYS_TIMEOUT_S = 300
 #: The longest temporal induction tried by the equivalence check, in clock cycles.
 EQUIVALENCE_MAX_STEPS = 12
 
+#: Seconds one equivalence check may take by default; past it the survivor stays a survivor ("unknown").
+#: The SAT problem of a wide datapath (a 16-bit counter block) grows past millions of clauses in a few steps.
+EQUIVALENCE_TIMEOUT_S = 30
+
 
 @dataclasses.dataclass(frozen=True)
 class Mutation:
@@ -195,7 +199,7 @@ def write_mutant(source, top, command, target, work):
     return None
 
 
-def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS):
+def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS, timeout=EQUIVALENCE_TIMEOUT_S):
     """Try to prove ``mutant`` equivalent to ``original`` (Verilog files in ``work``, top module ``top``).
 
     Both are flattened; ``miter -equiv`` compares every output in every cycle, and ``sat -tempinduct``
@@ -205,7 +209,8 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
     -------
     str
         ``"proven"`` (equivalent), ``"differs"`` (a counterexample from the initial state: a test could
-        kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or a timeout).
+        kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
+        ``timeout`` seconds).
     """
     steps = []
     for design, name in ((original, "gold"), (mutant, "gate")):
@@ -221,7 +226,7 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
     with open(log, "w") as stream:
         try:
             completed = subprocess.run([_yosys(), "-p", "; ".join(steps)], cwd=work, env=tool_environment(),
-                                       stdout=stream, stderr=subprocess.STDOUT, timeout=YOSYS_TIMEOUT_S)
+                                       stdout=stream, stderr=subprocess.STDOUT, timeout=timeout)
         except subprocess.TimeoutExpired:
             return "unknown"
     text = log.read_text(errors="replace")
@@ -349,7 +354,7 @@ def resolve(block_name, assignments=()):
 
 
 def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignments=(), work_root=WORK_ROOT,
-                 report_line=None, equivalence=True):
+                 report_line=None, equivalence=True, equivalence_timeout=EQUIVALENCE_TIMEOUT_S):
     """Mutation-test one block's testbench; returns the block's result (a dict for the JSON report).
 
     Parameters
@@ -372,6 +377,8 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         Called with each mutant's result as it is classified (in list order).
     equivalence : bool
         Try to prove each survivor equivalent to the original.
+    equivalence_timeout : float
+        Seconds each of those proofs may take.
 
     Raises
     ------
@@ -429,7 +436,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed"}[outcome]
         proof = None
         if status == "survived" and equivalence:
-            proof = check_equivalence("original.v", f"{name}.v", block.name, work)
+            proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout)
             if proof == "proven":
                 status = "equivalent"
         location, line_text = _located(mutation, source, lines)

@@ -62,7 +62,8 @@ def _stub_simulation(killed, calls, original_passes=True):
 
 
 def _stub_equivalence(proven, calls):
-    def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS):
+    def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS,
+                          timeout=mutate.EQUIVALENCE_TIMEOUT_S):
         index = int(mutant.rpartition("_")[2].split(".")[0])
         calls.append(index)
         return "proven" if index in proven else "differs"
@@ -155,6 +156,7 @@ def test_original_failing_its_testbench_is_an_error(tmp_path, monkeypatch, capsy
     (["stream_stage", "--count", "0"], "--count must be a positive integer"),
     (["stream_stage", "--count", "-3"], "--count must be a positive integer"),
     (["stream_stage", "--jobs", "0"], "--jobs must be a positive integer"),
+    (["stream_stage", "--equivalence-timeout", "0"], "--equivalence-timeout must be a positive number"),
     (["stream_stage", "--param", "width=0"], "width"),
     (["stream_stage", "td_scheduler", "--param", "width=4"], "--param needs exactly one block"),
     (["stream_stage", "no_such_block"], "unknown block 'no_such_block'"),
