@@ -44,8 +44,8 @@ import time
 
 from .errors import UsageError
 
-__all__ = ["Mutation", "STATUSES", "parse_mutations", "mutate_block", "markdown_table", "summary_line",
-           "simulate", "check_equivalence", "WORK_ROOT"]
+__all__ = ["Mutation", "STATUSES", "WORK_ROOT", "parse_mutations", "resolve", "mutate_block", "simulate",
+           "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged"]
 
 #: Where each block's mutants, simulations and logs go.
 WORK_ROOT = pathlib.Path("build/mutate")
@@ -323,19 +323,29 @@ def _simulate_here(job):
     return EXIT_PASSED
 
 
-def _source_lines(text):
-    return text.splitlines()
+#: A Verilog declaration: the line a mutated wire is declared on, which says less than the statement using it.
+_DECLARATION = re.compile(r"(input|output|inout|wire|reg)\b")
 
 
 def _located(mutation, source_name, lines):
-    """The ``-src`` locations of ``mutation`` in the emitted file, with the text of the first one's line."""
-    location = mutation.location()
-    line_text = None
-    if location and location.startswith(f"{source_name}:"):
-        number = int(location.rpartition(":")[2])
-        if 1 <= number <= len(lines):
-            line_text = lines[number - 1].strip()
-    return location, line_text
+    """Where ``mutation`` is in the emitted file: ``(file:line, that line's text)``.
+
+    Yosys lists the mutated wire's locations (its declaration) and the cell's (the expression or statement);
+    the first location whose line is not a declaration is taken, else the first.
+    """
+    found = []
+    for src in mutation.src:
+        match = re.match(r"(.*?):(\d+)", src)
+        if not match:
+            continue
+        text = None
+        if match.group(1) == source_name and 1 <= int(match.group(2)) <= len(lines):
+            text = lines[int(match.group(2)) - 1].strip()
+        found.append((f"{match.group(1)}:{match.group(2)}", text))
+    for location, text in found:
+        if text is not None and not _DECLARATION.match(text):
+            return location, text
+    return found[0] if found else (None, None)
 
 
 def _check_count(count):
@@ -402,7 +412,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     work.mkdir(parents=True, exist_ok=True)
     source = f"{block.name}.v"
     (work / source).write_text(emitted.text)  # a work file, needed at once (not staged like the reports)
-    lines = _source_lines(emitted.text)
+    lines = emitted.text.splitlines()
     started = time.monotonic()
 
     reason = write_mutant(source, block.name, None, work / "original.v", work)
