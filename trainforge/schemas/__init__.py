@@ -28,6 +28,7 @@ KINDS = (
     ("qor.json", "fpga"),
     ("bench.json", "bench"),
     ("manifest.json", "verilog_manifest"),
+    ("mutation.json", "mutation"),
     ("tensordash/speedup.json", "tensordash_speedup"),
     ("tensordash/training.json", "tensordash_training"),
     ("tensordash/rtl_check_*.json", "tensordash_rtl_check"),

