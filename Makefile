@@ -10,7 +10,7 @@ ARGS   ?=
 # pytest workers (xdist); 'auto' is one per core.
 JOBS   ?= auto
 
-.PHONY: all verilog test regress formal lint synth fpga bench report simulators clean distclean
+.PHONY: all verilog test regress formal mutate lint synth fpga bench report simulators clean distclean
 
 all: verilog
 
@@ -51,6 +51,13 @@ regress: $(VENV)/.installed-dask simulators
 formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 	$(TRAINFORGE) formal $(ARGS)
 	$(PY) -m pytest -n 0 verif/test_formal.py
+
+# Mutation score of the blocks' cocotb testbenches (Yosys mutants of the emitted Verilog, run on Icarus):
+# build/reports/mutation.json and mutation.md. Not part of make test.
+# make mutate ARGS="nt_mac --count 40 --jobs 2" mutates other blocks.
+MUTATE_ARGS ?= stream_stage td_scheduler nt_pmag --count 10
+mutate: $(VENV)/.installed-test $(VENV)/.installed-fpga simulators
+	$(TRAINFORGE) mutate $(if $(ARGS),$(ARGS),$(MUTATE_ARGS))
 
 synth: $(VENV)/.installed-fpga
 	$(TRAINFORGE) synth $(ARGS)

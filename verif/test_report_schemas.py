@@ -46,7 +46,8 @@ COMMANDS = {
 }
 
 #: Report kinds with a schema that no command above makes, and why.
-NOT_MADE = {"tensordash_rtl_check": "needs Verilator or Icarus"}
+NOT_MADE = {"tensordash_rtl_check": "needs Verilator or Icarus",
+            "mutation": "needs a simulator (verif/test_mutate.py validates its report)"}
 
 
 def _fake_synthesize(emitted, work_root):
