@@ -36,8 +36,8 @@ from importlib import resources
 
 from trainforge.errors import ConfigError
 
-__all__ = ["LAYER_KINDS", "FORMATS", "Layer", "Network", "schema", "from_dict", "load", "loads", "dumps",
-           "field_path"]
+__all__ = ["LAYER_KINDS", "FORMATS", "LINK_FIELDS", "Layer", "Network", "schema", "from_dict", "load", "loads",
+           "dumps", "field_path", "require_chain_layer"]
 
 #: Layer kinds of the format.
 LAYER_KINDS = ("conv", "fc", "lstm")
@@ -165,6 +165,33 @@ class Layer:
         if self.concat_from is not None:
             record["concat_from"] = list(self.concat_from)
         return record
+
+
+#: The fields by which a layer reads other layers than the one before it (a network that is not a chain).
+LINK_FIELDS = ("input_from", "residual_from", "concat_from")
+
+
+def require_chain_layer(layer, where, model):
+    """Refuse ``layer`` when it reads anything but the previous layer (a model that takes chains only).
+
+    Parameters
+    ----------
+    layer : Layer
+    where : str
+        The layer's place in the file, e.g. ``"net.yaml: layers[3]"``; the error names ``where.<field>``.
+    model : str
+        The model refusing it, as the sentence's subject (e.g. ``"NeuroTrainer"``).
+
+    Raises
+    ------
+    trainforge.errors.ConfigError
+    """
+    for key in LINK_FIELDS:
+        value = getattr(layer, key)
+        if value is not None:
+            value = list(value) if isinstance(value, tuple) else value
+            raise ConfigError(f"{where}.{key}: {model} takes chains of layers, each reading the previous one, "
+                              f"got {value!r} (layer {layer.name!r})")
 
 
 def _pooled(size, layer):

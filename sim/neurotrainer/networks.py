@@ -91,12 +91,7 @@ def layers_from_network(description, source=None):
     for index, layer in enumerate(description.layers):
         where = f"{source}: layers[{index}]"
         _check_layer(layer, where)
-        for key in ("input_from", "residual_from", "concat_from"):
-            value = getattr(layer, key)
-            if value is not None:
-                value = list(value) if isinstance(value, tuple) else value
-                raise ConfigError(f"{where}.{key}: NeuroTrainer takes chains of layers, each reading the "
-                                  f"previous one, got {value!r} (layer {layer.name!r})")
+        network_format.require_chain_layer(layer, where, "NeuroTrainer")
         if layer.kind == "fc":
             result.append((layer.name, "fc", {"inputs": layer.in_channels, "outputs": layer.out_channels}))
         else:

@@ -61,12 +61,7 @@ def layers_from_network(description, source=None):
             if getattr(layer, key) != 1:
                 raise ConfigError(f"{where}.{key}: the TensorDash layer model takes 1, got {getattr(layer, key)} "
                                   f"(layer {layer.name!r})")
-        for key in ("input_from", "residual_from", "concat_from"):
-            value = getattr(layer, key)
-            if value is not None:
-                value = list(value) if isinstance(value, tuple) else value
-                raise ConfigError(f"{where}.{key}: the TensorDash layer model takes chains of layers, each "
-                                  f"reading the previous one, got {value!r} (layer {layer.name!r})")
+        network_format.require_chain_layer(layer, where, "the TensorDash layer model")
         shape = ((layer.out_channels, layer.in_channels, layer.kernel, layer.kernel) if layer.kind == "conv"
                  else (layer.out_channels, layer.in_channels))
         result.append((layer.name, layer.kind, shape))
