@@ -249,7 +249,8 @@ async def model_cycles(dut):
     rows = []
     for kind, dims in table.timed_dims(params):
         layer = compile_for_system(kind, dims, **params)
-        inputs, _ = table.make_inputs(kind, dims, generator, params["frac_bits"])
+        inputs, _ = table.make_inputs(kind, dims, generator, params["frac_bits"],
+                                       tiled=bool(layer.copy_jobs))
         await host_write(harness, input_images(layer, inputs), f"timed {kind}")
         await RisingEdge(dut.clk)
         queue_layer(harness, layer)

@@ -73,19 +73,20 @@ def _strided_windows(x, hk, wk, stride, pad):
     return padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]
 
 
-def make_strided_inputs(kind, dims, generator, frac_bits):
-    """Inputs and numpy output of a convolution with stride ``s`` and padding ``p`` (the tiled lowering)."""
+def make_strided_inputs(kind, dims, draw, frac_bits):
+    """Inputs and numpy output of a convolution with stride ``s`` and padding ``p`` (the tiled lowering);
+    ``draw(shape, low, high)`` makes an input tensor."""
     n, d, h, w, o, hk, wk, stride, pad = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk", "s", "p"))
     out_h, out_w = (h + 2 * pad - hk) // stride + 1, (w + 2 * pad - wk) // stride + 1
     if kind == "conv_ff":
-        x, kernel = generator.integers(-30, 30, (n, d, h, w)), generator.integers(-30, 30, (o, d, hk, wk))
+        x, kernel = draw((n, d, h, w), -30, 30), draw((o, d, hk, wk), -30, 30)
         return {"x": x, "w": kernel}, np.einsum("ndyxab,odab->noyx", _strided_windows(x, hk, wk, stride, pad), kernel)
-    dy = generator.integers(-1000, 1000, (n, o, out_h, out_w))
+    dy = draw((n, o, out_h, out_w), -1000, 1000)
     if kind == "conv_up":
-        x = generator.integers(-1000, 1000, (n, d, h, w))
+        x = draw((n, d, h, w), -1000, 1000)
         return ({"x": x << frac_bits, "dy": dy},
                 np.einsum("ndyxab,noyx->odab", _strided_windows(x, hk, wk, stride, pad), dy))
-    kernel = generator.integers(-1000, 1000, (o, d, hk, wk))
+    kernel = draw((o, d, hk, wk), -1000, 1000)
     dx = np.zeros((n, d, h + 2 * pad, w + 2 * pad), dtype=np.int64)
     for y in range(out_h):
         for x in range(out_w):
@@ -94,13 +95,18 @@ def make_strided_inputs(kind, dims, generator, frac_bits):
     return {"dy": dy << frac_bits, "w": kernel}, dx[:, :, pad:pad + h, pad:pad + w]
 
 
-def make_inputs(kind, dims, generator, frac_bits, values=None):
-    """Integer inputs of a layer and the numpy reference of its output (for max-pooling: its input)."""
+def make_inputs(kind, dims, generator, frac_bits, values=None, tiled=False):
+    """Integer inputs of a layer and the numpy reference of its output (for max-pooling: its input).
+
+    ``tiled``: the compiler lowered the convolution as im2col plus the tiled matmul (always with a
+    stride or padding; with neither, when the layer does not fit the direct lowering). Its input
+    tensors are not the direct lowering's (``conv_bp`` takes ``dy``, not ``dy_padded``).
+    """
     def draw(shape, low, high):
         return generator.integers(low, high, size=shape) if values is None else np.full(shape, values, dtype=np.int64)
 
-    if "s" in dims or "p" in dims:
-        return make_strided_inputs(kind, {"s": 1, "p": 0, **dims}, generator, frac_bits)
+    if tiled or "s" in dims or "p" in dims:
+        return make_strided_inputs(kind, {"s": 1, "p": 0, **dims}, draw, frac_bits)
 
     if kind in ("conv_ff", "conv_bp", "conv_up"):
         n, d, h, w, o, hk, wk = (dims[k] for k in ("n", "d", "h", "w", "o", "hk", "wk"))
@@ -192,7 +198,8 @@ def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False):
 def _integer_layer(params, generator, kind, dims=None, values=None, several=False, pad_rows=False):
     """A layer of integer inputs with its numpy output."""
     dims = dims or random_dims(kind, generator, params, several)
-    inputs, reference = make_inputs(kind, dims, generator, params["frac_bits"], values)
+    tiled = bool(compile_for_system(kind, dims, **params).copy_jobs)
+    inputs, reference = make_inputs(kind, dims, generator, params["frac_bits"], values, tiled)
     output = pooled(reference, dims["r"], pad_rows) if kind == "maxpool" else reference.tolist()
     return _layer(kind, dims, inputs, pad_rows=pad_rows), output
 

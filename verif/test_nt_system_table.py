@@ -1,0 +1,28 @@
+"""The ``nt_system`` scenario table's inputs follow the lowering the compiler picks.
+
+A convolution without stride or padding takes the direct lowering when it fits the PE's buffers
+and falls back to the tiled one (im2col plus the tiled matmul) when it does not. The two take
+different input tensors for ``conv_bp`` (``dy_padded`` against ``dy``). A table that drew the
+direct lowering's inputs for a fallen-back layer failed with ``KeyError: 'dy'`` for some seeds
+(CI, stop 14); this pins the case that did.
+"""
+import numpy as np
+
+from trainforge.hw.registry import BLOCKS
+from trainforge.sim.neurotrainer import executor
+
+from scenarios import nt_system as table
+
+#: The conv_bp of the failing seed: 3 PEs, 1 lane; too large for the direct lowering.
+FALLEN_BACK = dict(n=1, d=3, h=3, w=3, o=3, hk=3, wk=3)
+
+
+def test_a_conv_bp_that_falls_back_to_the_tiled_lowering_gets_its_inputs_and_numpys_output():
+    params = BLOCKS["nt_system"].resolve(pes=3, lanes=1)
+    compiled = table.compile_for_system("conv_bp", FALLEN_BACK, **params)
+    assert compiled.copy_jobs, "the case no longer falls back to the tiled lowering: pick another"
+    assert set(compiled.inputs) == {"dy", "w"}
+    layer, reference = table._integer_layer(params, np.random.default_rng(7), "conv_bp", FALLEN_BACK)
+    assert set(layer["inputs"]) == set(compiled.inputs)
+    output = executor.execute(compiled, layer["inputs"])["output"]
+    np.testing.assert_array_equal(np.asarray(output), np.asarray(reference))
