@@ -46,6 +46,7 @@ from .fp.accumulate import InterleavedAccumulator
 from .fp.add import fp32_add
 from .fp.multiply import fp_multiply
 from .fp.stages import register_values
+from .synthesis import replica_attrs
 
 __all__ = ["IntegerAccumulator", "IntegerMAC", "FloatMAC", "MAC_UNITS"]
 
@@ -107,9 +108,13 @@ class IntegerMAC:
         return operand == 0
 
     def multiply(self, m, a, b, active, enable, name):
-        for stage in range(self.multiply_stages - 1):  # the operands registered again, beside the multiplier
-            registered = (Signal.like(a, name=f"{name}_a{stage}"), Signal.like(b, name=f"{name}_b{stage}"),
-                          Signal(name=f"{name}_active{stage}"))
+        # The operands registered again, beside the multiplier: one replica per multiplier, also where
+        # several multipliers take the same operand (a tile's row shares its B operands), so that the
+        # net that fans out across the chip ends at these registers, not at the MULT18 inputs.
+        for stage in range(self.multiply_stages - 1):
+            registered = (Signal.like(a, name=f"{name}_a{stage}", attrs=replica_attrs()),
+                          Signal.like(b, name=f"{name}_b{stage}", attrs=replica_attrs()),
+                          Signal(name=f"{name}_active{stage}", attrs=replica_attrs()))
             with m.If(enable):
                 m.d.sync += [register.eq(value) for register, value in zip(registered, (a, b, active))]
             a, b, active = registered

@@ -9,6 +9,7 @@ import sys
 from .errors import ParameterError
 from .hw.registered_io import RegisteredIO
 from .hw.registry import params_key
+from .hw.synthesis import YOSYS_KEEP_REPLICAS
 from .tools import find_tool, tool_environment
 
 __all__ = ["place_and_route", "parse_nextpnr_log", "failure_reason", "markdown_table", "BlockFailed",
@@ -125,7 +126,7 @@ def place_and_route(emitted, work_root, seed=None):
     wrapper_flip_flops = sum(port["width"] for port in emitted.ports if port["name"] not in ("clk", "rst")) + 1
     # A build is reused when the block's Verilog, the wrapper and the nextpnr options are unchanged.
     wrapper = pathlib.Path(sys.modules[RegisteredIO.__module__].__file__)
-    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), options,
+    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), options, YOSYS_KEEP_REPLICAS,
                                       str(TARGET_CLOCK_MHZ))).encode()).hexdigest()
     # (The Yosys launcher changes no result, so a build made before it is still reused.)
     stamp_file, log_file = work / "source.sha256", work / "top.tim"
@@ -134,8 +135,9 @@ def place_and_route(emitted, work_root, seed=None):
         log_file.unlink(missing_ok=True)
         top = RegisteredIO(emitted.block.component(**emitted.params))
         assert top.wrapper_flip_flops == wrapper_flip_flops, (top.wrapper_flip_flops, wrapper_flip_flops)
+        # Register replicas stay one per consumer (trainforge.hw.synthesis).
         plan = _platform().build(top, name="top", build_dir=str(work), do_build=False,
-                                          nextpnr_opts=options)
+                                 nextpnr_opts=options, script_after_read=YOSYS_KEEP_REPLICAS)
         plan.extract(str(work))
         output = work / "build.log"
         try:
