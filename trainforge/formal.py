@@ -119,6 +119,18 @@ def _stream_stage_proof():
         "every transaction leaves once, in order", make, mode="prove", depth=6)
 
 
+def _pmag_counter_proof():
+    def make(**overrides):
+        from .hw.neurotrainer.formal import PMAGCounterProperties
+
+        wrapper = PMAGCounterProperties(**{"counter_bits": 3, **overrides})
+        return wrapper, wrapper.ports
+    return Proof(
+        "nt_pmag.counter_bounds", "nt_pmag",
+        "PMAG with 3-bit counters, k-induction, any program, stalls and resets: every counter is 0 during the setup "
+        "and within [0, max] after it, its at-max register exactly counter == max", make, mode="prove", depth=10)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -148,14 +160,14 @@ def _stream_rules_proofs():
 
 
 def _proofs():
-    proofs = [*_scheduler_proofs(), _stream_stage_proof(), *_stream_rules_proofs()]
+    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(), *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
 
 #: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows and every
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
-#: data-out handshakes and the NeuroTrainer PMAG's among them).
+#: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters.
 PROOFS = _proofs()
 
 

@@ -10,12 +10,13 @@ import json
 import pathlib
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from trainforge import formal
 from trainforge.cli import main
+from trainforge.hw.neurotrainer.pmag import NTPMAG
 from trainforge.spec.tensordash import lane_levels, option_slots, select_bits
 
 MISSING = formal.missing_tools()
@@ -247,3 +248,25 @@ def test_stream_rules_cover_every_block_but_the_excluded():
     covered = {proof.block for proof in formal.PROOFS.values() if proof.name.endswith(".stream_rules")}
     assert covered == set(BLOCKS) - set(formal.STREAM_RULES_EXCLUDED)
     assert {"cp_core", "nt_pmag"} <= covered and set(formal.STREAM_RULES_EXCLUDED) <= set(BLOCKS)
+
+
+# --- the PMAG's counter bounds --------------------------------------------------------------------------------------
+
+class PMAGWithBrokenCounter(NTPMAG):
+    """A PMAG whose counters step wrongly: ``late`` sets at-max one step late, ``wrap_to_one`` wraps to 1."""
+
+    def __init__(self, fault, **params):
+        self.fault = fault
+        super().__init__(**params)
+
+    def count(self, counter, at_max, max_is_zero, max_less_one):
+        if self.fault == "late":
+            return Mux(at_max, 0, counter + 1), Mux(at_max, max_is_zero, counter == max_less_one + 1)
+        return Mux(at_max, 1, counter + 1), Mux(at_max, max_is_zero, counter == max_less_one)
+
+
+@pytest.mark.parametrize("fault, words", [("late", "_at_max is not"), ("wrap_to_one", "is past its maximum")])
+def test_pmag_counter_bounds_fail_on_a_broken_counter(fault, words, tmp_path):
+    result = formal.run_proof(formal.PROOFS["nt_pmag.counter_bounds"], root=tmp_path,
+                              pmag=PMAGWithBrokenCounter(fault, counter_bits=3))
+    assert_fails_with_trace(result, tmp_path, "hw/neurotrainer/formal.py", words)

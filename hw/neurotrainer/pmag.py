@@ -63,6 +63,16 @@ class NTPMAG(wiring.Component):
         (counter_bits + 1), ``window`` (2), ``write`` (1), ``wide`` (1).
     request_layout : data.StructLayout
         ``address`` (32), ``write``, ``pad``, ``end``.
+    program : Signal(program_layout)
+        The loaded program (held while the PMAG is busy).
+    counters : list of Signal(counter_bits)
+        ``r1`` .. ``r7``.
+    at_max : list of Signal
+        Per counter: it is at its maximum (a register set with the counter, see :meth:`count`).
+    busy, setup : Signal
+        A program is loaded; the setup cycles left before its walk.
+
+    The last five are the state that properties speak of (``trainforge.hw.neurotrainer.formal``).
     """
 
     PARAMS = spec.PARAMS
@@ -74,16 +84,27 @@ class NTPMAG(wiring.Component):
         self.PARAMS.apply(self, **params)
         self.program_layout = spec.program_layout(self.params)
         self.request_layout = spec.request_layout(self.params)
+        self.program = Signal(self.program_layout, name="program")
+        self.counters = [Signal(self.counter_bits, name=f"r{level + 1}") for level in range(LEVELS)]
+        self.at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
+        self.busy = Signal(name="busy")
+        self.setup = Signal(range(SETUP_CYCLES), name="setup")
         super().__init__({
             "i_program": In(stream.Signature(self.program_layout)),
             "o_request": Out(stream.Signature(self.request_layout)),
         })
 
+    @staticmethod
+    def count(counter, at_max, max_is_zero, max_less_one):
+        """One counter's step: ``(next counter, next at_max)``. It wraps to 0 from its maximum, else
+        increments; ``at_max`` is then ``max == 0`` after a wrap, ``counter == max - 1`` before an
+        increment (``max_is_zero`` and ``max_less_one`` are registers of the program's ``max``)."""
+        return Mux(at_max, 0, counter + 1), Mux(at_max, max_is_zero, counter == max_less_one)
+
     def elaborate(self, platform):
         m = Module()
         bits = self.counter_bits
-        program = Signal(self.program_layout)
-        counters = [Signal(bits, name=f"r{level + 1}") for level in range(LEVELS)]
+        program, counters, at_max = self.program, self.counters, self.at_max
 
         # Every walked value is linear in the counters and ``const``: value = start + sum over levels
         # of r_i * level_weight[i], where a source's weight sums the weights of the selects that
@@ -127,7 +148,6 @@ class NTPMAG(wiring.Component):
         # Odometer: r7 fastest; the last tuple is the one with every counter at its maximum.
         # "At its maximum" is a register per counter, set with the counter: after a wrap to 0 it
         # is ``max == 0``, after an increment ``r == max - 1`` (both compare registers only).
-        at_max = [Signal(name=f"r{level + 1}_at_max") for level in range(LEVELS)]
         max_is_zero = [Signal(name=f"r{level + 1}_max_is_zero") for level in range(LEVELS)]
         max_less_one = [Signal(bits, name=f"r{level + 1}_max_less_one") for level in range(LEVELS)]
         m.d.sync += [max_is_zero[level].eq(program.max[level] == 0) for level in range(LEVELS)]
@@ -182,8 +202,7 @@ class NTPMAG(wiring.Component):
         # comes from the look-ahead register only.
         m.submodules.output_stage = output_stage = StreamStage(self.request_layout)
         wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_request))
-        busy = Signal()
-        setup = Signal(range(SETUP_CYCLES))
+        busy, setup = self.busy, self.setup
         walking = Signal()
         marking = Signal()
         walked = Signal()
@@ -235,11 +254,9 @@ class NTPMAG(wiring.Component):
             with m.If(walking & advance & ~marking):
                 for level in range(LEVELS):
                     with m.If(inner_at_max[level]):
-                        m.d.sync += [
-                            counters[level].eq(Mux(at_max[level], 0, counters[level] + 1)),
-                            at_max[level].eq(Mux(at_max[level], max_is_zero[level],
-                                                 counters[level] == max_less_one[level])),
-                        ]
+                        counter, counter_at_max = self.count(counters[level], at_max[level], max_is_zero[level],
+                                                             max_less_one[level])
+                        m.d.sync += [counters[level].eq(counter), at_max[level].eq(counter_at_max)]
                     # The stepping level is one of the outer ones (or this one), or none at the last tuple.
                     with m.If(Cat(*stepping_level[:level + 1]).any()):
                         for levels, stepped in walks:
