@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import mac as spec
 from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
 from ..stream_stage import StreamStage
+from ..synthesis import replica_attrs
 
 __all__ = ["NTMAC"]
 
@@ -32,7 +33,8 @@ class NTMAC(wiring.Component):
     - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
       random number per MAC).
 
-    Four-stage pipeline: one split multiplier array per lane (four registered 17x17 partial
+    Five-stage pipeline: the operands registered per lane (the 17-bit halves, ``a`` replicated
+    beside each lane's multipliers); one split multiplier array per lane (four registered 17x17 partial
     products shared by both modes: 4 MULT18 per lane); two registered sums of partial products
     (the rounding offset enters here); the rounded product ``(p + r) >> F`` (per half
     ``p_h >> F16``), feed-forward since ``((y << F) + p + r) >> F = y + ((p + r) >> F)``
@@ -123,13 +125,17 @@ class NTMAC(wiring.Component):
         # partial products of the 16-bit halves. The low halves enter zero-extended in 32-bit mode
         # (they are the unsigned low digits of a and x) and sign-extended in 16-bit mode (they are
         # the low 16-bit operands); the high halves are signed in both modes.
+        # Stage 0 registers them first, per lane: the 17-bit operands of the halves (their extension
+        # bits computed in front) and a replica of ``a`` beside each lane's multipliers, so that the
+        # registers feeding a MULT18 sit next to it and the broadcast of ``a`` ends at registers.
         row = self.i_row.payload
-        a_low = Signal(signed(17))
-        a_high = Signal(signed(17))
-        m.d.comb += [
-            a_low.eq(Cat(row.a[:16], ~row.wide & row.a[15])),
-            a_high.eq(row.a[16:32].as_signed()),
-        ]
+        operands = [{name: Signal(signed(17), name=f"{name}_{lane}", attrs=replica_attrs() if name[0] == "a" else {})
+                     for name in ("a_low", "a_high", "x_low", "x_high")} for lane in range(self.lanes)]
+        operands_valid = Signal()
+        operands_wide = Signal()
+        operands_sr = Signal()
+        operands_clear = Signal()
+        operands_read = Signal()
         low_low = [Signal(signed(34), name=f"low_low_{lane}") for lane in range(self.lanes)]
         low_high = [Signal(signed(34), name=f"low_high_{lane}") for lane in range(self.lanes)]
         high_low = [Signal(signed(34), name=f"high_low_{lane}") for lane in range(self.lanes)]
@@ -179,11 +185,16 @@ class NTMAC(wiring.Component):
         random_words = self._random_words(m, advance & products_valid)
         with m.If(advance):
             m.d.sync += [
-                products_valid.eq(self.i_row.valid),
-                products_wide.eq(row.wide),
-                products_sr.eq(row.sr),
-                products_clear.eq(row.clear),
-                products_read.eq(row.read),
+                operands_valid.eq(self.i_row.valid),
+                operands_wide.eq(row.wide),
+                operands_sr.eq(row.sr),
+                operands_clear.eq(row.clear),
+                operands_read.eq(row.read),
+                products_valid.eq(operands_valid),
+                products_wide.eq(operands_wide),
+                products_sr.eq(operands_sr),
+                products_clear.eq(operands_clear),
+                products_read.eq(operands_read),
                 sums_valid.eq(products_valid),
                 sums_wide.eq(products_wide),
                 sums_clear.eq(products_clear),
@@ -194,9 +205,14 @@ class NTMAC(wiring.Component):
                 rounded_read.eq(sums_read),
             ]
             for lane in range(self.lanes):
-                x = row.x[lane]
-                x_low = Cat(x[:16], ~row.wide & x[15]).as_signed()
-                x_high = x[16:32].as_signed()
+                x, registers = row.x[lane], operands[lane]
+                m.d.sync += [
+                    registers["a_low"].eq(Cat(row.a[:16], ~row.wide & row.a[15])),
+                    registers["a_high"].eq(row.a[16:32].as_signed()),
+                    registers["x_low"].eq(Cat(x[:16], ~row.wide & x[15])),
+                    registers["x_high"].eq(x[16:32].as_signed()),
+                ]
+                a_low, a_high, x_low, x_high = (registers[name] for name in ("a_low", "a_high", "x_low", "x_high"))
                 m.d.sync += [
                     low_low[lane].eq(a_low * x_low),
                     low_high[lane].eq(a_low * x_high),

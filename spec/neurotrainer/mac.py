@@ -18,9 +18,9 @@ __all__ = ["ROUNDINGS", "WARMUP_STEPS", "LATENCY", "PARAMS", "check_seed", "lfsr
 ROUNDINGS = ("sr_lo", "sr_full", "truncate", "nearest")
 
 #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls: the
-#: registered partial products, their two registered sums, the registered rounded product, the
-#: accumulator's saturating add (into the output stream stage).
-LATENCY = 4
+#: registered operands (per lane), the registered partial products, their two registered sums, the
+#: registered rounded product, the accumulator's saturating add (into the output stream stage).
+LATENCY = 5
 
 #: Steps the LFSR runs at elaboration so that the shift register holds 32 LFSR bits at reset.
 WARMUP_STEPS = 32
