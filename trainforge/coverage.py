@@ -14,8 +14,11 @@ line of the signal whose logic it is.
 
 Line coverage counts Verilator's ``v_line`` and ``v_branch`` points (statement
 blocks and both arms of every ``if``), toggle coverage its ``v_toggle`` points
-(each bit of each signal). A Verilog line is covered when a point that spans
-it was reached, as ``verilator_coverage --write-info`` counts it. The points
+(each bit of each signal). A Verilog line's count is the one
+``verilator_coverage --write-info`` gives it: the lowest count of the points
+on it (each point adds its count to the line it is on and to the lines it
+spans). So a line is covered only when every point on it was reached: an
+``if`` line counts as covered only when both of its arms were taken. The points
 of Amaranth's start-up trigger are left out by construction: Amaranth's
 Verilog back end declares ``reg \\$auto$verilog_backend...dump_module$1 = 0``
 and opens every ``always @*`` block with ``if (<that reg>) begin end``, so that
@@ -400,13 +403,14 @@ def markdown(summaries, goal=95.0):
     lines = [f"Verilator line and toggle coverage over `make test`'s Verilator runs, merged per block "
              f"(goal: {goal:g} % of lines). Lines of Amaranth's start-up trigger are left out "
              f"(`trainforge.coverage`).", "",
-             "| block | runs | lines | line % | toggle bits | toggle % | uncovered lines |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| block | runs | lines | line % | toggle bits | toggle % | uncovered lines | HTML |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for s in summaries:
         flag = "" if s["line_percent"] is None or s["line_percent"] >= goal else " (below goal)"
+        html = f"[{s['block']}/html]({s['html']})" if s.get("html") else ""
         lines.append(f"| {s['block']} | {s['runs']} | {s['lines_hit']}/{s['lines']} | {number(s['line_percent'])}"
                      f"{flag} | {s['toggles_hit']}/{s['toggles']} | {number(s['toggle_percent'])} | "
-                     f"{len(s['uncovered'])} |")
+                     f"{len(s['uncovered'])} | {html} |")
     for s in summaries:
         if not s["uncovered"]:
             continue
