@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from .errors import UsageError
 
 __all__ = ["Point", "STARTUP_TRIGGER", "read_points", "write_points", "merge_dats", "lcov_lines",
-           "source_locations", "merge_block", "summarize", "markdown", "number", "runs_by_block"]
+           "source_locations", "merge_block", "summarize", "markdown", "by_source", "number", "runs_by_block"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -169,7 +169,7 @@ def _is_startup_trigger(point, sources):
 
 _SRC_ATTRIBUTE = re.compile(r'\(\* src = "([^"]*)" \*\) ?')
 _ATTRIBUTE_LINE = re.compile(r'^\s*\(\* src = "[^"]*" \*\)\s*$')
-_ASSIGNED = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*(\[[^\]]*\])?\s*<?=[^=]")
+_ASSIGNED = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*(\[.*\])?\s*<?=[^=]")
 _REGISTER = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*<=\s*(\\\S+|[A-Za-z_][\w$]*)\s*;")
 _DECLARED = re.compile(r"^\s*(?:input|output|inout|wire|reg)\b(?:\s+signed)?(?:\s*\[[^\]]*\])?\s+(\\\S+|[A-Za-z_][\w$]*)")
 
@@ -212,19 +212,33 @@ def source_locations(plain_text, src_text):
     if stripped != plain:
         return {}
     own = {number: found[0] for number, found in enumerate(attributes, 1) if found}
+    # A file holds a module per Amaranth submodule: signal names are looked up within their module.
+    starts = [number for number, line in enumerate(plain, 1) if line.startswith("module ")] or [1]
+    locations = {}
+    for start, end in zip(starts, [*starts[1:], len(plain) + 1]):
+        locations.update(_module_locations(plain, own, start, end))
+    return {number: _relative(location) for number, location in locations.items()}
+
+
+def _numbered(lines, start, end):
+    return ((number, lines[number - 1]) for number in range(start, end))
+
+
+def _module_locations(plain, own, start, end):
+    """The locations of the lines ``start`` to ``end - 1`` (one module) of :func:`source_locations`."""
     # Signals' locations: their declaration's attribute, or for a process's variable the register it feeds.
     signal_source = {}
-    for number, line in enumerate(plain, 1):
+    for number, line in _numbered(plain, start, end):
         declared = _DECLARED.match(line)
         if declared and number in own:
             signal_source.setdefault(declared.group(1), own[number])
-    for number, line in enumerate(plain, 1):
+    for number, line in _numbered(plain, start, end):
         registered = _REGISTER.match(line)
         if registered and registered.group(1) in signal_source:
             signal_source.setdefault(registered.group(2), signal_source[registered.group(1)])
     locations = {}
     process_start, clocked_source, block = None, None, []
-    for number, line in enumerate(plain, 1):
+    for number, line in _numbered(plain, start, end):
         text = line.strip()
         if text.startswith("always @(posedge") or text.startswith("always @(negedge"):
             clocked_source = own.get(number)
@@ -245,7 +259,17 @@ def source_locations(plain_text, src_text):
             clocked_source = None
         if number in own:
             locations[number] = own[number]
-    return {number: _relative(location) for number, location in locations.items()}
+    # What is left (a memory's write process, say): the location of the signal the line assigns, or of the
+    # signal the next assignment below it does (for an ``if`` that guards it).
+    for number, line in _numbered(plain, start, end):
+        if number in locations:
+            continue
+        for below in plain[number - 1:min(number + 2, end - 1)]:
+            assigned = _ASSIGNED.match(below)
+            if assigned and assigned.group(1) in signal_source:
+                locations[number] = signal_source[assigned.group(1)]
+                break
+    return locations
 
 
 def _amaranth_text(record):
@@ -414,6 +438,9 @@ def markdown(summaries, goal=95.0):
     for s in summaries:
         if not s["uncovered"]:
             continue
+        lines += ["", f"#### {s['block']}: uncovered lines by Amaranth source", "",
+                  "| Amaranth source | uncovered Verilog lines |", "|---|---:|"]
+        lines += [f"| {source or 'not located'} | {count} |" for source, count in by_source(s["uncovered"])]
         lines += ["", f"#### {s['block']}: uncovered lines", "",
                   "| Verilog | line | text | Amaranth source | parameters |", "|---|---:|---|---|---|"]
         for row in s["uncovered"]:
@@ -422,6 +449,14 @@ def markdown(summaries, goal=95.0):
             lines.append(f"| {pathlib.PurePath(row['file']).name} | {row['line']} | `{text}` | "
                          f"{row['amaranth'] or ''} | {params} |")
     return "\n".join(lines) + "\n"
+
+
+def by_source(uncovered):
+    """``[(Amaranth source or None, how many uncovered lines)]``, the most first."""
+    counts = {}
+    for row in uncovered:
+        counts[row["amaranth"]] = counts.get(row["amaranth"], 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0] or ""))
 
 
 def number(value):
