@@ -362,6 +362,15 @@ def _family_of(path, reports):
     return parts[0] if len(parts) > 1 else _HARDWARE_FLOW
 
 
+def _links_from(table, reports):
+    """``table``'s Markdown text, its relative links rewritten to hold from ``reports`` (where the index is)."""
+    folder = table.parent.relative_to(reports).as_posix()
+    text = table.read_text().strip()
+    if folder == ".":
+        return text
+    return re.sub(r"\]\((?![a-z]+:|/|#)([^)\s]+)\)", lambda match: f"]({folder}/{match.group(1)})", text)
+
+
 def _family_section(family, files, reports, root):
     compared, plain, listed = [], [], []
     for path in (p for p in files if p.suffix == ".json"):
@@ -399,7 +408,7 @@ def _family_section(family, files, reports, root):
             lines += [f"![{relative}]({relative})", ""]
     tables = [p for p in files if p.suffix == ".md"]
     for table in tables:
-        lines += [f"### {table.relative_to(reports).as_posix()}", "", table.read_text().strip(), ""]
+        lines += [f"### {table.relative_to(reports).as_posix()}", "", _links_from(table, reports), ""]
     if listed:
         lines += ["### Reports", "", *listed, ""]
     return lines

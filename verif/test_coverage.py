@@ -92,7 +92,8 @@ def test_report_index_has_the_coverage_figures_and_not_the_html(tmp_path):
 
     reports = tmp_path / "reports"
     summary = {"block": "stream_stage", "runs": 1, "lines": 48, "lines_hit": 32, "line_percent": 66.67,
-               "toggles": 60, "toggles_hit": 42, "toggle_percent": 70.0, "files": [], "html": None,
+               "toggles": 60, "toggles_hit": 42, "toggle_percent": 70.0, "files": [],
+               "html": "stream_stage/html/index.html",
                "uncovered": [{"file": "build/sim/x/stream_stage.v", "params": {"width": 8}, "line": 70,
                               "verilog": "\\$4  = 1'h1;", "amaranth": "hw/stream_stage.py:63"}]}
     (reports / "coverage" / "stream_stage" / "html").mkdir(parents=True)
@@ -106,3 +107,5 @@ def test_report_index_has_the_coverage_figures_and_not_the_html(tmp_path):
     assert "stream_stage toggle coverage (%) | 70" in text
     assert "| stream_stage.v | 70 | `\\$4  = 1'h1;` | hw/stream_stage.py:63 | width=8 |" in text
     assert "ruby.png" not in text, "genhtml's images are listed as plots"
+    # The table's link to the HTML holds from the index's folder.
+    assert "[stream_stage/html](coverage/stream_stage/html/index.html)" in text
