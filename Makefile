@@ -10,7 +10,7 @@ ARGS   ?=
 # pytest workers (xdist); 'auto' is one per core.
 JOBS   ?= auto
 
-.PHONY: all verilog test regress formal mutate lint synth fpga bench report simulators clean distclean
+.PHONY: all verilog test regress formal mutate coverage lcov lint synth fpga bench report simulators clean distclean
 
 all: verilog
 
@@ -58,6 +58,27 @@ formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 MUTATE_ARGS ?= stream_stage td_scheduler nt_pmag --count 10
 mutate: $(VENV)/.installed-test $(VENV)/.installed-fpga simulators
 	$(TRAINFORGE) mutate $(if $(ARGS),$(ARGS),$(MUTATE_ARGS))
+
+# Debian's lcov gives genhtml (the coverage HTML); installed like the simulators when missing.
+lcov:
+	@command -v genhtml >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing lcov with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lcov >/dev/null && exit 0; \
+	fi; \
+	echo "make coverage needs genhtml (Debian's lcov) and cannot install it here (needs root and apt-get): install the Debian package lcov and run again." >&2; \
+	exit 2
+
+# Verilator line and toggle coverage of every block over make test's Verilator runs (test_rtl.py), built in
+# build/sim/*-verilator-coverage (the cached normal builds stay), each run's coverage.dat kept under
+# build/coverage/runs/, then merged per block: build/reports/coverage/<block>/ (lcov info, HTML),
+# summary.json and coverage.md (in make report). Not part of make test. The merge runs even when a test
+# failed; the target then fails. make coverage COVERAGE_K="stream_stage and verilator" runs one block's.
+COVERAGE_K ?= verilator
+coverage: $(VENV)/.installed-test simulators lcov
+	rm -rf build/coverage/runs
+	TRAINFORGE_COVERAGE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup --coverage-rtl verif/test_rtl.py -k "$(COVERAGE_K)"; \
+	status=$$?; $(TRAINFORGE) coverage && exit $$status
 
 synth: $(VENV)/.installed-fpga
 	$(TRAINFORGE) synth $(ARGS)

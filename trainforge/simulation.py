@@ -7,6 +7,14 @@ and a stamp holding the hash of the Verilog text skips the build when nothing
 changed. Every test run gets a fresh run directory of its own, so workers
 never share results files.
 
+Coverage mode (``TRAINFORGE_COVERAGE=1``, or ``pytest --coverage-rtl``): the
+Verilator runs are built with line and toggle coverage in build directories
+of their own (``...-verilator-coverage``, so the cached normal builds stay as
+they are), and each run's ``coverage.dat`` is kept in
+``build/coverage/runs/<block>/`` with a JSON file beside it naming the block,
+parameters, seed and Verilog source (:mod:`trainforge.coverage` merges and
+summarises them). Icarus runs are unchanged in coverage mode.
+
 The cocotb testbench modules live in the source checkout's ``verif/``
 folder, which is not installed. The simulator process gets that folder on
 its ``PYTHONPATH`` (:func:`testbench_dirs`); this process's ``sys.path`` is
@@ -17,6 +25,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import uuid
 import xml.etree.ElementTree as ElementTree
 from contextlib import contextmanager
@@ -26,10 +35,20 @@ from .errors import UsageError
 from .hw.registry import params_key
 
 __all__ = ["SIMULATORS", "VERILATOR_WAIVERS", "ICARUS_BUILD_ARGS", "TIMESCALE", "CLOCK_PERIOD_NS",
-           "VERILATOR_MAKE_VARIABLES", "SimulationFailure", "testbench_dirs", "build", "run"]
+           "VERILATOR_MAKE_VARIABLES", "VERILATOR_COVERAGE_ARGS", "COVERAGE_ENV", "COVERAGE_RUNS",
+           "SimulationFailure", "testbench_dirs", "coverage_requested", "build", "run"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_ROOT = ROOT / "build" / "sim"
+
+#: Environment variable that turns coverage mode on (any value but empty or ``0``).
+COVERAGE_ENV = "TRAINFORGE_COVERAGE"
+
+#: Where coverage mode keeps each Verilator run's ``coverage.dat``, one folder per block.
+COVERAGE_RUNS = ROOT / "build" / "coverage" / "runs"
+
+#: Verilator options of coverage mode: line (statement-block) and toggle coverage points.
+VERILATOR_COVERAGE_ARGS = ["--coverage-line", "--coverage-toggle"]
 
 SIMULATORS = ("icarus", "verilator")
 
@@ -87,6 +106,11 @@ class SimulationFailure(AssertionError):
 
 def waves_requested():
     return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+def coverage_requested():
+    """Whether coverage mode is on (:data:`COVERAGE_ENV` set to anything but empty or ``0``)."""
+    return os.environ.get(COVERAGE_ENV, "0") not in ("", "0")
 
 
 @contextmanager
@@ -150,8 +174,12 @@ def simulator_version(simulator):
         return None
 
 
-def build(block_name, params, simulator, waves=False):
-    """Build the simulation of one block once; return ``(runner, build_dir, params)``."""
+def build(block_name, params, simulator, waves=False, coverage=False):
+    """Build the simulation of one block once; return ``(runner, build_dir, params)``.
+
+    With ``coverage`` (Verilator only), the model is built with
+    :data:`VERILATOR_COVERAGE_ARGS` in a build directory of its own.
+    """
     from .provenance import current, record_tool
 
     if current() is not None and simulator not in current()["tools"]:
@@ -159,8 +187,11 @@ def build(block_name, params, simulator, waves=False):
     emitted = emit(block_name, **params)
     params = emitted.params
     key = params_key(block_name, params)
-    build_dir = BUILD_ROOT / f"{block_name}-{key}-{simulator}{'-waves' if waves else ''}"
+    coverage = coverage and simulator == "verilator"
+    build_dir = BUILD_ROOT / f"{block_name}-{key}-{simulator}{'-waves' if waves else ''}{'-coverage' if coverage else ''}"
     build_args = list(VERILATOR_WAIVERS if simulator == "verilator" else ICARUS_BUILD_ARGS)
+    if coverage:
+        build_args += VERILATOR_COVERAGE_ARGS
     stamp_text = hashlib.sha256(
         json.dumps([emitted.text, build_args, VERILATOR_MAKE_VARIABLES, waves]).encode()).hexdigest()
     runner = _runner(simulator)
@@ -210,8 +241,10 @@ def run(block_name, testbench, params, simulator, seed, testcase=None, extra_env
         The run's own folder (log, results and whatever the testbench wrote).
     """
     waves = waves_requested()
-    runner, build_dir, params = build(block_name, params, simulator, waves=waves)
-    run_dir = build_dir / f"run-{uuid.uuid4().hex[:8]}"
+    coverage = coverage_requested() and simulator == "verilator"
+    runner, build_dir, params = build(block_name, params, simulator, waves=waves, coverage=coverage)
+    run_id = uuid.uuid4().hex[:8]
+    run_dir = build_dir / f"run-{run_id}"
     results = run_dir / "results.xml"
     env = {
         "TRAINFORGE_BLOCK": block_name,
@@ -234,6 +267,9 @@ def run(block_name, testbench, params, simulator, seed, testcase=None, extra_env
             timescale=TIMESCALE,
         )
     finally:
+        if coverage:
+            # Verilator 5.006 writes coverage.dat in the run's folder (it has no option to name the file).
+            _keep_coverage(run_dir / "coverage.dat", block_name, build_dir, run_id, params, testbench, seed, testcase)
         if saved is not None:
             os.environ["PYTEST_CURRENT_TEST"] = saved
     if waves:
@@ -245,6 +281,19 @@ def run(block_name, testbench, params, simulator, seed, testcase=None, extra_env
             f"{block_name} {params} on {simulator}, seed {seed}: " + "; ".join(failures)
             + f" (log and results in {run_dir})")
     return run_dir
+
+
+def _keep_coverage(written, block_name, build_dir, run_id, params, testbench, seed, testcase):
+    """Copy a run's ``coverage.dat`` to :data:`COVERAGE_RUNS`, with a JSON description beside it; nothing when none was written."""
+    if not written.exists():
+        return
+    folder = COVERAGE_RUNS / block_name
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{build_dir.name}-{run_id}"
+    shutil.copyfile(written, folder / f"{stem}.dat")
+    (folder / f"{stem}.json").write_text(json.dumps({
+        "block": block_name, "params": params, "testbench": testbench, "testcase": testcase, "seed": seed,
+        "source": str(build_dir / f"{block_name}.v"), "build_dir": str(build_dir)}, indent=1) + "\n")
 
 
 def _failures(results):

@@ -1,5 +1,8 @@
 """pytest set-up of the trainforge suite: seeds, markers, and ``verif/`` on the import path.
 
+``pytest --coverage-rtl`` turns on the coverage mode of the simulations
+(:mod:`trainforge.simulation`), as ``TRAINFORGE_COVERAGE=1`` does.
+
 Seeds: ``pytest --seed N`` (or ``SEED=N``) fixes the base seed; otherwise one
 is drawn per session and shown in the header. Each test derives its own seed
 from the base seed and its node id, so ``pytest --seed N NODEID`` replays one
@@ -20,9 +23,14 @@ def pytest_addoption(parser):
                      help="base random seed (default: $SEED or a fresh one, shown in the header)")
     parser.addoption("--regress", action="store_true",
                      help="also run the long sweeps marked 'regress' (make regress)")
+    parser.addoption("--coverage-rtl", action="store_true",
+                     help="coverage mode: Verilator runs built with line and toggle coverage, each run's "
+                          "coverage.dat kept under build/coverage/runs/ (make coverage; TRAINFORGE_COVERAGE=1)")
 
 
 def pytest_configure(config):
+    if config.getoption("--coverage-rtl"):
+        os.environ["TRAINFORGE_COVERAGE"] = "1"
     config.addinivalue_line("markers", "regress: long sweep, run by 'make regress' (pytest --regress)")
     if hasattr(config, "workerinput"):
         config.option.seed = config.workerinput["trainforge_seed"]

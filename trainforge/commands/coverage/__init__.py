@@ -1,0 +1,1 @@
+"""``trainforge coverage``: Verilator coverage of the blocks, merged per block (:mod:`trainforge.coverage`)."""
