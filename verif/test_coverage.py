@@ -5,6 +5,7 @@ pointed at a temporary one), so ``make coverage``'s runs are not touched. The
 coverage build of ``stream_stage`` is made once (about 15 s) and then cached
 like every simulation build; the runs take about a second each.
 """
+import json
 import pathlib
 import shutil
 
@@ -100,7 +101,7 @@ def test_report_index_has_the_coverage_figures_and_not_the_html(tmp_path):
     for name in ("gcov.css", "index.html", "ruby.png"):
         (reports / "coverage" / "stream_stage" / "html" / name).write_text("genhtml's")
     (reports / "coverage" / "summary.json").write_text(
-        __import__("json").dumps({"kind": "coverage", "blocks": [summary]}))
+        json.dumps({"kind": "coverage", "blocks": [summary]}))
     (reports / "coverage" / "coverage.md").write_text(coverage.markdown([summary]))
     text = report.write_index(reports).read_text()
     assert "stream_stage line coverage (%) | 66.67" in text
@@ -109,3 +110,17 @@ def test_report_index_has_the_coverage_figures_and_not_the_html(tmp_path):
     assert "ruby.png" not in text, "genhtml's images are listed as plots"
     # The table's link to the HTML holds from the index's folder.
     assert "[stream_stage/html](coverage/stream_stage/html/index.html)" in text
+
+
+def test_the_command_writes_a_summary_that_meets_its_schema(runs, seed, tmp_path):
+    from trainforge import schemas
+    from trainforge.cli import main
+
+    simulation.run("stream_stage", "tb_coverage_stream_stage", {}, "verilator", seed)
+    out = tmp_path / "coverage"
+    assert main(["coverage", "--runs", str(runs), "--no-html", "--out", str(out), "stream_stage"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert schemas.kind_of(str(out / "summary.json")) == "coverage"
+    assert schemas.errors(summary, "coverage") == []
+    broken = dict(summary, blocks=[{**summary["blocks"][0], "line_percent": 120}])
+    assert schemas.errors(broken, "coverage"), "a line coverage above 100 % meets the schema"

@@ -47,7 +47,8 @@ COMMANDS = {
 
 #: Report kinds with a schema that no command above makes, and why.
 NOT_MADE = {"tensordash_rtl_check": "needs Verilator or Icarus",
-            "mutation": "needs a simulator (verif/test_mutate.py validates its report)"}
+            "mutation": "needs a simulator (verif/test_mutate.py validates its report)",
+            "coverage": "needs Verilator coverage runs (verif/test_coverage.py validates its summary)"}
 
 
 def _fake_synthesize(emitted, work_root):

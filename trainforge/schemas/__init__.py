@@ -29,6 +29,7 @@ KINDS = (
     ("bench.json", "bench"),
     ("manifest.json", "verilog_manifest"),
     ("mutation.json", "mutation"),
+    ("coverage/summary.json", "coverage"),
     ("tensordash/speedup.json", "tensordash_speedup"),
     ("tensordash/training.json", "tensordash_training"),
     ("tensordash/rtl_check_*.json", "tensordash_rtl_check"),
