@@ -46,7 +46,7 @@ from .fp.accumulate import InterleavedAccumulator
 from .fp.add import fp32_add
 from .fp.multiply import fp_multiply
 from .fp.stages import register_values
-from .synthesis import replica_attrs
+from .registered_multiplier import RegisteredMultiplier
 
 __all__ = ["IntegerAccumulator", "IntegerMAC", "FloatMAC", "MAC_UNITS"]
 
@@ -108,19 +108,17 @@ class IntegerMAC:
         return operand == 0
 
     def multiply(self, m, a, b, active, enable, name):
-        # The operands registered again, beside the multiplier: one replica per multiplier, also where
-        # several multipliers take the same operand (a tile's row shares its B operands), so that the
-        # net that fans out across the chip ends at these registers, not at the MULT18 inputs.
-        for stage in range(self.multiply_stages - 1):
-            registered = (Signal.like(a, name=f"{name}_a{stage}", attrs=replica_attrs()),
-                          Signal.like(b, name=f"{name}_b{stage}", attrs=replica_attrs()),
-                          Signal(name=f"{name}_active{stage}", attrs=replica_attrs()))
-            with m.If(enable):
-                m.d.sync += [register.eq(value) for register, value in zip(registered, (a, b, active))]
-            a, b, active = registered
+        # The operands registered again beside the multiplier, then the product: a RegisteredMultiplier
+        # (on the ECP5, the MULT18X18D's own registers). An idle lane multiplies a zero operand.
+        assert self.multiply_stages == 2, "the registered multiplier has two stages"
+        m.submodules[name] = multiplier = RegisteredMultiplier(self.operand_shape, self.operand_shape)
+        m.d.comb += [
+            multiplier.a.eq(Mux(active, a, 0)),
+            multiplier.b.eq(b),
+            multiplier.enable.eq(enable),
+        ]
         product = Signal(self.product_shape, name=f"{name}_product")
-        with m.If(enable):
-            m.d.sync += product.eq(Mux(active, a * b, 0))
+        m.d.comb += product.eq(multiplier.product)
         return product
 
     def reduce(self, m, products, enable, name):
