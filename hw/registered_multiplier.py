@@ -91,6 +91,6 @@ class RegisteredMultiplier(wiring.Component):
             i_SOURCEA=Const(0), i_SOURCEB=Const(0),
             i_CLK0=ClockSignal(), i_CLK1=Const(0), i_CLK2=Const(0), i_CLK3=Const(0),
             i_CE0=self.enable, i_CE1=Const(0), i_CE2=Const(0), i_CE3=Const(0),
-            i_RST0=ResetSignal(), i_RST1=Const(0), i_RST2=Const(0), i_RST3=Const(0),
+            i_RST0=ResetSignal(allow_reset_less=True), i_RST1=Const(0), i_RST2=Const(0), i_RST3=Const(0),
             **ports,
         )
