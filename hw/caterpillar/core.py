@@ -3,8 +3,9 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, CoreOp, MacOp, addr_width, core_cmd_layout, core_data_layout,
-                                 core_result_layout, reduction_cycles, shift_bits)
+from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CoreOp,
+                                 MacOp, addr_width, core_cmd_layout, core_data_layout, core_result_layout,
+                                 reduction_cycles, shift_bits)
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -135,7 +136,7 @@ class CPCore(wiring.Component):
         in_gap = Signal()
         count_max = self.max_blocks * self.max_blocks * n_r
         step = Signal(range(count_max + 1))
-        gap_count = Signal(range(reduction_cycles + n_r + 2))
+        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2))
         block_a = Signal(range(self.max_blocks + 1))  # jb (forward), ib (backward, GEMM)
         block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
         # UPDATE, MAC phase: the sample s and the column block jb of the issued micro-operation
@@ -165,14 +166,15 @@ class CPCore(wiring.Component):
                      Mux(is_update, Mux(update_macs, qb * nb, qb * mb), mb * nb * n_r))))),
             blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm | update_macs, mb, 1))),
             blocks_b.eq(Mux(is_gemm, qb, Mux(is_update, 2, 1))),
-            drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, 0))),
+            drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, Mux(is_update, UPDATE_DRAIN, 0)))),
         ]
         last_block = (block_a == blocks_a - 1) & (block_b == blocks_b - 1)
         # Idle cycles after a block: the drain after the last; with overlap, only what the
         # reduction and the output need beyond the next block's MACs.
         overlapped_gap = Mux(steps > reduction_cycles + 1, 0, reduction_cycles + 1 - steps)
         gap = Signal.like(gap_count)
-        m.d.comb += gap.eq(Mux(last_block | ~(is_gemv & cmd.overlap), drain, overlapped_gap))
+        m.d.comb += gap.eq(Mux(last_block | ~((is_gemv & cmd.overlap) | is_update), drain,
+                               Mux(is_update, 0, overlapped_gap)))
 
         issuing = busy & ~in_gap
         # GEMV: the vector arrives on i_data during the first output block; UPDATE: x during the
@@ -264,16 +266,19 @@ class CPCore(wiring.Component):
             error_read.addr.eq(step),
         ]
 
-        # ---- execute stage ----
+        # ---- the execute pipeline: every stage advances with ``go`` ----
+        # Stage 1 (the cycle after issue): the buffers' words; the micro-operation's controls.
         exec_op = Signal(2)  # MacOp
         exec_clear = Signal()
         exec_handoff = Signal()
+        exec_kind = Signal(3)  # the CoreOp of the micro-operation (cmd may hold the next command by its end)
         exec_from_stream = Signal()
         exec_owner = Signal(range(n_r))
         exec_word = Signal(self.data_layout)
         exec_update = Signal()  # an UPDATE MAC: x (vector buffer) on the row buses, e on the column buses
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
         exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
+        write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
         with m.If(go):
             issue_mac = issuing & ~is_load & (~is_update | update_macs)
             m.d.sync += [
@@ -281,12 +286,15 @@ class CPCore(wiring.Component):
                                Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
                 exec_clear.eq(Mux(is_update, sample == 0, step == 0)),
                 exec_handoff.eq(issue_mac & ~is_update & (step == steps - 1)),
+                exec_kind.eq(op),
                 exec_from_stream.eq(is_gemm | first_pass),
                 exec_owner.eq(lane_step),
                 exec_update.eq(issue_mac & is_update),
                 exec_write_back.eq(issue_mac & is_update & (sample == qb - 1)),
                 exec_addr.eq(read_addr),
             ]
+            with m.If(issue_mac & is_update):
+                m.d.sync += write_back_shift.eq(cmd.shift)
             with m.If(needs_input):  # only a transferred word, never an idle (undriven) payload
                 m.d.sync += exec_word.eq(self.i_data.payload)
         operand = Signal(self.data_layout)
@@ -295,56 +303,63 @@ class CPCore(wiring.Component):
             operand.eq(Mux(exec_from_stream, exec_word, vector_read.data)),
             error_word.eq(Mux(exec_from_stream, exec_word, error_read.data)),
         ]
+        # Stage 2, the PEs' operand stage (PE_READ_LATENCY after issue, with the SRAM output registers): the
+        # registered bus drivers. Row bus: x (forward MACs), x_s (UPDATE) or, for the GEMM, W[:, p] from the
+        # owner PE's SRAM output register (selected in this stage); column bus: e (backward MACs), e_s
+        # (UPDATE), B (GEMM).
+        stage2 = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner,
+                                 exec_write_back, exec_addr], go, "operand_stage")
+        operand_op, operand_clear, operand_handoff, operand_kind, operand_owner, operand_write_back, \
+            operand_addr = stage2
+        row_driver = [Signal(signed(self.width), name=f"row_driver_{r}") for r in range(n_r)]
+        col_driver = [Signal(signed(self.width), name=f"col_driver_{c}") for c in range(n_r)]
+        with m.If(go):
+            for index in range(n_r):
+                m.d.sync += [
+                    row_driver[index].eq(Mux(exec_op == MacOp.ROW_MEM, operand[index],
+                                             Mux(exec_update, vector_read.data[index], 0))),
+                    col_driver[index].eq(Mux(exec_update, error_word[index],
+                                             Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL),
+                                                 operand[index], 0))),
+                ]
+        row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
+        col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
+        gemm_mac = (operand_op == MacOp.ROW_COL) & (operand_kind == CoreOp.GEMM)
+        for index in range(n_r):
+            owner_data = _select([pes[index][c].mem_data for c in range(n_r)], operand_owner)
+            m.d.comb += [
+                row_bus[index].eq(Mux(gemm_mac, owner_data, row_driver[index])),
+                col_bus[index].eq(col_driver[index]),
+            ]
+        # Stage 4, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
+        accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], go, "accumulate_stage",
+                                                          stages=PE_MAC_LATENCY)
 
-        # ---- reduction engine (execute stage) ----
+        # ---- reduction engine (after the accumulate stage) ----
         red_active = Signal()
         red_kind = Signal(2)  # the CoreOp whose partial sums are being reduced or read out
         red_step = Signal(range(max(reduction_cycles, n_r) + 1))
         red_last = Mux(red_kind == CoreOp.GEMM, n_r - 1, reduction_cycles)
         with m.If(go):
-            with m.If(exec_handoff):
-                m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(op)]
+            with m.If(accumulate_handoff):
+                m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(accumulate_kind)]
             with m.Elif(red_active):
                 m.d.sync += red_step.eq(red_step + 1)
                 with m.If(red_step == red_last):
                     m.d.sync += red_active.eq(0)
         reducing = red_active & (red_kind != CoreOp.GEMM) & (red_step < reduction_cycles)
         red_forward = red_kind == CoreOp.GEMV_FORWARD
-        red_backward = red_kind == CoreOp.GEMV_BACKWARD
 
-        # ---- buses ----
-        row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
-        col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
-        owner_data = [Signal(signed(self.width), name=f"owner_data_{r}") for r in range(n_r)]
-        for r in range(n_r):
-            m.d.comb += owner_data[r].eq(_select([pes[r][c].mem_data for c in range(n_r)], exec_owner))
-        bus_reduction = self.reduction == "bus"
-        for index in range(n_r):
-            # Row bus: x (forward MACs), x_s (UPDATE), W[:, p] from the owner PE (GEMM), or a
-            # partial sum on its way to the diagonal (backward reduction over the bus).
-            row_partial = (self._bus_sender(red_step, [pes[index][c].red for c in range(n_r)], index)
-                           if bus_reduction else 0)
-            m.d.comb += row_bus[index].eq(
-                Mux(exec_op == MacOp.ROW_MEM, operand[index],
-                    Mux(exec_update, vector_read.data[index],
-                        Mux(exec_op == MacOp.ROW_COL, owner_data[index],
-                            Mux(reducing & red_backward, row_partial, 0)))))
-            # Column bus: e_s (UPDATE), e (backward MACs), B (GEMM), a partial sum (forward
-            # reduction), or a row of a GEMM result being read out.
-            col_partial = (self._bus_sender(red_step, [pes[r][index].red for r in range(n_r)], index)
-                           if bus_reduction else 0)
-            m.d.comb += col_bus[index].eq(
-                Mux(exec_update, error_word[index],
-                    Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL), operand[index],
-                        Mux(reducing & red_forward, col_partial,
-                            Mux(red_active & (red_kind == CoreOp.GEMM),
-                                _select([pes[r][index].red for r in range(n_r)], red_step), 0)))))
-
-        # ---- local memory writes: LOAD (issue stage) and the UPDATE write-back (execute stage) ----
-        # The write-back happens in the execute cycle of a word's last sample, when ``go`` advances
-        # the pipeline (as the MAC does); the next command is accepted in that cycle at the
-        # earliest, so ``cmd.shift`` is still the UPDATE's and no LOAD write can coincide.
-        write_back = go & exec_write_back
+        # ---- local memory writes: LOAD (issue stage) and the UPDATE write-back ----
+        # The write-back of a word runs UPDATE_WRITE_BACK_STAGES stages after its last MAC's accumulate
+        # stage: 2 P >> shift from the registered accumulator, then the rounding and the subtraction from the
+        # weight (carried from the operand stage), then the saturation, whose result is written in that
+        # cycle. The sequencer idles UPDATE_DRAIN cycles after an UPDATE, so no LOAD write coincides and
+        # the next command reads the new weights.
+        write_back_flag, write_back_addr = self._delay(
+            m, [operand_write_back, operand_addr], go, "write_back_stage",
+            stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
+        write_back = go & write_back_flag
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
@@ -352,8 +367,9 @@ class CPCore(wiring.Component):
                     pe.en.eq(go),
                     pe.rd_addr.eq(read_addr),
                     pe.wr_en.eq((load & (lane_step == r)) | write_back),
-                    pe.wr_addr.eq(Mux(exec_write_back, exec_addr, cmd.base + rank_step)),
-                    pe.wr_data.eq(Mux(exec_write_back, self._updated_weight(m, pe, cmd.shift, f"{r}_{c}"),
+                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, cmd.base + rank_step)),
+                    pe.wr_data.eq(Mux(write_back_flag,
+                                      self._updated_weight(m, pe, go, write_back_shift, f"{r}_{c}"),
                                       self.i_data.payload[c])),
                 ]
 
@@ -361,13 +377,13 @@ class CPCore(wiring.Component):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
-                    pe.mac_op.eq(exec_op),
-                    pe.mac_clear.eq(exec_clear),
-                    pe.handoff.eq(exec_handoff),
+                    pe.mac_op.eq(operand_op),
+                    pe.mac_clear.eq(operand_clear),
+                    pe.handoff.eq(operand_handoff),
                     pe.row_bus.eq(row_bus[r]),
                     pe.col_bus.eq(col_bus[c]),
                 ]
-                self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus)
+                self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step)
 
         # ---- output stage ----
         # GEMV: the diagonal PEs send their sums after the reduction; GEMM: one row per read-out cycle.
@@ -380,40 +396,60 @@ class CPCore(wiring.Component):
         ]
         for lane in range(n_r):
             m.d.comb += output_stage.i_stream.payload[lane].eq(
-                Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
+                Mux(reading_gemm, _select([pes[r][lane].red for r in range(n_r)], red_step), pes[lane][lane].red))
         return m
 
-    def _updated_weight(self, m, pe, shift, suffix):
-        """The weight an UPDATE writes back: ``mem_data - round(mac_sum / 2**shift)``, saturated.
+    @staticmethod
+    def _delay(m, values, enable, name, stages=1):
+        """Registered copies of ``values``, ``stages`` enabled cycles later (one register per stage)."""
+        delayed = list(values)
+        for stage in range(stages):
+            registers = [Signal.like(value, name=f"{name}_{stage}_{index}") for index, value in enumerate(delayed)]
+            with m.If(enable):
+                m.d.sync += [register.eq(value) for register, value in zip(registers, delayed)]
+            delayed = registers
+        return delayed
+
+    def _updated_weight(self, m, pe, enable, shift, suffix):
+        """The weight an UPDATE writes back: ``W - round(P / 2**shift)``, saturated, over three stages.
 
         ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
         shifts, ``acc_width + 2`` bits, no overflow); the difference saturates to ``width`` bits.
+        Stage 1 shifts the registered accumulator ``P``; stage 2 rounds and subtracts from ``W``,
+        the word the PE's SRAM output register held in the last MAC's operand stage; stage 3
+        saturates (the result is the SRAM's write data in that cycle).
         """
         high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
-        doubled = Cat(Const(0, 1), pe.mac_sum).as_signed()  # 2 P, exact in acc_width + 1 bits
-        delta = Signal(signed(self.acc_width + 1), name=f"update_delta_{suffix}")
+        # W, from the operand stage to the subtraction (stage 2 of the write-back).
+        weight, = self._delay(m, [pe.mem_data], enable, f"update_weight_{suffix}",
+                              stages=PE_MAC_LATENCY + 2)
+        doubled = Cat(Const(0, 1), pe.acc).as_signed()  # 2 P, exact in acc_width + 1 bits
+        shifted = Signal(signed(self.acc_width + 1), name=f"update_shifted_{suffix}")
         difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
         updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
-        m.d.comb += [
-            delta.eq(((doubled >> shift) + 1) >> 1),
-            difference.eq(pe.mem_data - delta),
-            updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width]))),
-        ]
+        with m.If(enable):
+            m.d.sync += [
+                shifted.eq(doubled >> shift),
+                difference.eq(weight - ((shifted + 1) >> 1)),
+            ]
+        m.d.comb += updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width])))
         return updated
 
     def _bus_sender(self, red_step, reds, diagonal):
         """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""
         return _select([reds[(diagonal + 1 + s) % self.n_r] for s in range(self.n_r - 1)], red_step)
 
-    def _reduction_inputs(self, m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus):
+    def _reduction_inputs(self, m, pes, r, c, reducing, red_forward, red_step):
         """``red_add`` and ``red_in`` of PE ``(r, c)`` for both directions and both reduction kinds."""
         n_r, pe = self.n_r, pes[r][c]
         if self.reduction == "bus":
-            # Only the diagonal PE receives: from the column bus (forward) or the row bus (backward).
+            # Only the diagonal PE receives: a partial sum of its column (forward) or row (backward),
+            # sent in turn by the other PEs of that line.
             if r == c:
                 m.d.comb += [
                     pe.red_add.eq(reducing),
-                    pe.red_in.eq(Mux(red_forward, col_bus[c], row_bus[r])),
+                    pe.red_in.eq(Mux(red_forward, self._bus_sender(red_step, [pes[k][c].red for k in range(n_r)], c),
+                                     self._bus_sender(red_step, [pes[r][k].red for k in range(n_r)], r))),
                 ]
             return
         # Tree over the line, rotated so that the diagonal PE is position 0: at step s the PE at
