@@ -5,7 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CoreOp,
                                  MacOp, addr_width, core_cmd_layout, core_data_layout, core_result_layout,
-                                 reduction_cycles, shift_bits)
+                                 count_shape, reduction_cycles, shift_bits)
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -131,29 +131,46 @@ class CPCore(wiring.Component):
                 pes[r][c].build_into(m, f"pe_{r}_{c}")
 
         # ---- command registers and the issue-stage sequencer ----
-        cmd = Signal(self.cmd_layout)
-        busy = Signal()
-        in_gap = Signal()
-        count_max = self.max_blocks * self.max_blocks * n_r
-        step = Signal(range(count_max + 1))
-        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2))
-        block_a = Signal(range(self.max_blocks + 1))  # jb (forward), ib (backward, GEMM)
-        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
-        # UPDATE, MAC phase: the sample s and the column block jb of the issued micro-operation
-        # (step = jb * b + s), counted rather than divided out of ``step``.
-        sample = Signal(range(self.max_blocks + 1))
-        column_block = Signal(range(self.max_blocks + 1))
-        op = cmd.op
-        mb, nb, qb = cmd.mb, cmd.nb, cmd.qb
-
         # Every combinational selection below is a ``Mux`` or a ``word_select``, never an
         # ``m.Switch``/``m.If`` in the comb domain: Amaranth writes those as ``always @*``
         # processes, which Icarus (``-g2012``) does not evaluate at time 0, so a process whose
         # inputs keep their reset values stays 'x' (see the README, "Icarus and always @*").
-        steps = Signal.like(step)
-        blocks_a = Signal.like(block_a)
-        blocks_b = Signal.like(block_b)
-        drain = Signal.like(gap_count)
+        #
+        # No multiply and no division: a block of micro-operations is counted by three nested
+        # counters (``lane`` innermost, ``inner``, ``outer``) against limits registered when the
+        # command is accepted, and the local address is a strided counter.
+        #   GEMV forward: outer = ib (Mb), blocks jb;  backward: outer = jb (Nb), blocks ib;
+        #   GEMM: outer = kb, lane = p % n_r (p = kb * n_r + lane), blocks ib, then qb;
+        #   LOAD: outer = ib, lane = r, blocks jb;  UPDATE: inner = s, outer = ib (phase 0, x)
+        #   or jb (phase 1, the MACs), blocks ib of phase 1.
+        cmd = Signal(self.cmd_layout)
+        busy = Signal()
+        in_gap = Signal()
+        counts = count_shape(self.max_blocks)
+        step = Signal(range(self.max_blocks * self.max_blocks * n_r + 1))  # micro-operations so far in the block
+        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2))  # idle cycles left after this one
+        block_a = Signal(range(self.max_blocks + 1))  # jb (forward, LOAD), ib (backward, GEMM, UPDATE)
+        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
+        lane = Signal(range(n_r))
+        inner = Signal(counts)
+        outer = Signal(counts)
+        # Limits registered at acceptance (``*_last``: the last value of a counter).
+        mb_last = Signal(counts)
+        nb_last = Signal(counts)
+        lane_last = Signal(range(n_r))
+        inner_last = Signal(counts)
+        outer_last_first = Signal(counts)  # UPDATE: of phase 0 (phase 1 counts to nb_last)
+        block_a_last = Signal(counts)  # UPDATE: of phase 1 (phase 0 has one block)
+        block_b_last = Signal(counts)
+        middle_gap = Signal.like(gap_count)  # idle cycles after a block that is not the last
+        final_gap = Signal.like(gap_count)  # the drain after the last block
+        # Strided address counters: the local address of the issued micro-operation, the address of the
+        # first word of the current block (backward, GEMM, UPDATE), the first vector buffer word of the
+        # current UPDATE row block (ib * b).
+        read_addr = Signal(self.addr_width)
+        block_start = Signal(self.addr_width)
+        vector_row = Signal(range(self.max_blocks + 1))
+        op = cmd.op
         is_forward = op == CoreOp.GEMV_FORWARD
         is_backward = op == CoreOp.GEMV_BACKWARD
         is_gemm = op == CoreOp.GEMM
@@ -161,20 +178,13 @@ class CPCore(wiring.Component):
         is_update = op == CoreOp.UPDATE
         is_gemv = is_forward | is_backward
         update_macs = is_update & (block_b == 1)  # the MAC phase of an UPDATE (block_b 0 takes x)
-        m.d.comb += [
-            steps.eq(Mux(is_forward, mb, Mux(is_backward, nb, Mux(is_gemm, nb * n_r,
-                     Mux(is_update, Mux(update_macs, qb * nb, qb * mb), mb * nb * n_r))))),
-            blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm | update_macs, mb, 1))),
-            blocks_b.eq(Mux(is_gemm, qb, Mux(is_update, 2, 1))),
-            drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, Mux(is_update, UPDATE_DRAIN, 0)))),
-        ]
-        last_block = (block_a == blocks_a - 1) & (block_b == blocks_b - 1)
-        # Idle cycles after a block: the drain after the last; with overlap, only what the
-        # reduction and the output need beyond the next block's MACs.
-        overlapped_gap = Mux(steps > reduction_cycles + 1, 0, reduction_cycles + 1 - steps)
-        gap = Signal.like(gap_count)
-        m.d.comb += gap.eq(Mux(last_block | ~((is_gemv & cmd.overlap) | is_update), drain,
-                               Mux(is_update, 0, overlapped_gap)))
+
+        lane_wraps = lane == lane_last
+        inner_wraps = lane_wraps & (inner == inner_last)
+        last_step = inner_wraps & (outer == Mux(update_macs, nb_last, outer_last_first))
+        block_a_wraps = block_a == Mux(is_update & (block_b == 0), 0, block_a_last)
+        last_block = block_a_wraps & (block_b == block_b_last)
+        gap = Mux(last_block, final_gap, middle_gap)
 
         issuing = busy & ~in_gap
         # GEMV: the vector arrives on i_data during the first output block; UPDATE: x during the
@@ -196,46 +206,88 @@ class CPCore(wiring.Component):
         ]
 
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
-            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1), in_gap.eq(0), step.eq(0),
-                         gap_count.eq(0), block_a.eq(0), block_b.eq(0), sample.eq(0), column_block.eq(0)]
+            given = self.i_cmd.payload
+            given_forward = given.op == CoreOp.GEMV_FORWARD
+            given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
+            given_gemm = given.op == CoreOp.GEMM
+            given_load = given.op == CoreOp.LOAD
+            given_update = given.op == CoreOp.UPDATE
+            gemv_steps = Mux(given_forward, given.mb, given.nb)
+            # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
+            # overlap only for what they need beyond the next block's MACs.
+            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, reduction_cycles + 1 - gemv_steps)
+            m.d.sync += [
+                cmd.eq(given), busy.eq(1), in_gap.eq(0), step.eq(0), gap_count.eq(0),
+                block_a.eq(0), block_b.eq(0), lane.eq(0), inner.eq(0), outer.eq(0),
+                mb_last.eq(given.mb - 1),
+                nb_last.eq(given.nb - 1),
+                lane_last.eq(Mux(given_gemm | given_load, n_r - 1, 0)),
+                inner_last.eq(Mux(given_update, given.qb - 1, 0)),
+                outer_last_first.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
+                block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
+                block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
+                middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
+                                  Mux(given_gemm, n_r, 0))),
+                final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
+                                 Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
+                read_addr.eq(given.base),
+                block_start.eq(given.base),
+                vector_row.eq(0),
+            ]
 
         def next_block():
             with m.If(last_block):
                 m.d.sync += busy.eq(0)
-            with m.Elif(block_a == blocks_a - 1):
+            with m.Elif(block_a_wraps):
                 m.d.sync += [block_a.eq(0), block_b.eq(block_b + 1)]
             with m.Else():
                 m.d.sync += block_a.eq(block_a + 1)
 
         with m.If(go & busy):
             with m.If(~in_gap):
-                with m.If(step == steps - 1):
-                    m.d.sync += [step.eq(0), sample.eq(0), column_block.eq(0)]
+                # The three counters and the step.
+                with m.If(last_step):
+                    m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0)]
                     with m.If(gap != 0):
-                        m.d.sync += [in_gap.eq(1), gap_count.eq(0)]
+                        m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
                     with m.Else():
                         next_block()
                 with m.Else():
                     m.d.sync += step.eq(step + 1)
-                    with m.If(sample == qb - 1):
-                        m.d.sync += [sample.eq(0), column_block.eq(column_block + 1)]
+                    with m.If(~lane_wraps):
+                        m.d.sync += lane.eq(lane + 1)
                     with m.Else():
-                        m.d.sync += sample.eq(sample + 1)
+                        m.d.sync += lane.eq(0)
+                        with m.If(~inner_wraps):
+                            m.d.sync += inner.eq(inner + 1)
+                        with m.Else():
+                            m.d.sync += [inner.eq(0), outer.eq(outer + 1)]
+                # The local address: forward and LOAD run through the words in order (LOAD: one word per
+                # n_r micro-operations); backward, GEMM and UPDATE stride by Mb (GEMM every n_r, UPDATE every
+                # b micro-operations), then go on with the next word of the first block (back to base when
+                # block_a wraps). UPDATE: the vector buffer row ib * b follows block_a.
+                with m.If(last_step):
+                    with m.If(is_forward | is_load):
+                        m.d.sync += read_addr.eq(read_addr + 1)
+                    with m.Elif(block_a_wraps):
+                        m.d.sync += [read_addr.eq(cmd.base), block_start.eq(cmd.base), vector_row.eq(0)]
+                    with m.Else():
+                        m.d.sync += [read_addr.eq(block_start + 1), block_start.eq(block_start + 1),
+                                     vector_row.eq(vector_row + cmd.qb)]
+                with m.Elif(is_forward):
+                    m.d.sync += read_addr.eq(read_addr + 1)
+                with m.Elif(is_load | is_gemm | is_update):
+                    with m.If(inner_wraps):
+                        m.d.sync += read_addr.eq(read_addr + Mux(is_load, 1, cmd.mb))
+                with m.Else():  # backward
+                    m.d.sync += read_addr.eq(read_addr + cmd.mb)
             with m.Else():
-                with m.If(gap_count == gap - 1):
+                with m.If(gap_count == 0):
                     m.d.sync += in_gap.eq(0)
                     next_block()
                 with m.Else():
-                    m.d.sync += gap_count.eq(gap_count + 1)
+                    m.d.sync += gap_count.eq(gap_count - 1)
 
-        # Local SRAM addresses of the issued micro-operation.
-        rank_step = step // n_r
-        lane_step = step % n_r
-        read_addr = Signal(self.addr_width)
-        m.d.comb += read_addr.eq(Mux(is_forward, cmd.base + block_a * mb + step,
-                                     Mux(is_backward, cmd.base + step * mb + block_a,
-                                         Mux(is_update, cmd.base + column_block * mb + block_a,
-                                             cmd.base + rank_step * mb + block_a))))  # GEMM
         transfer = issuing & self.i_data.valid & ~stalled  # an i_data word is taken this cycle
         load = transfer & is_load
 
@@ -250,7 +302,7 @@ class CPCore(wiring.Component):
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
             vector_read.en.eq(go),
-            vector_read.addr.eq(Mux(is_update, block_a * qb + sample, step)),
+            vector_read.addr.eq(Mux(is_update, vector_row + inner, step)),
         ]
         # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
         # first row block of the MAC phase, read in the others.
@@ -284,13 +336,13 @@ class CPCore(wiring.Component):
             m.d.sync += [
                 exec_op.eq(Mux(~issue_mac, MacOp.NONE,
                                Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
-                exec_clear.eq(Mux(is_update, sample == 0, step == 0)),
-                exec_handoff.eq(issue_mac & ~is_update & (step == steps - 1)),
+                exec_clear.eq(Mux(is_update, inner == 0, step == 0)),
+                exec_handoff.eq(issue_mac & ~is_update & last_step),
                 exec_kind.eq(op),
                 exec_from_stream.eq(is_gemm | first_pass),
-                exec_owner.eq(lane_step),
+                exec_owner.eq(lane),
                 exec_update.eq(issue_mac & is_update),
-                exec_write_back.eq(issue_mac & is_update & (sample == qb - 1)),
+                exec_write_back.eq(issue_mac & is_update & inner_wraps),
                 exec_addr.eq(read_addr),
             ]
             with m.If(issue_mac & is_update):
@@ -366,8 +418,8 @@ class CPCore(wiring.Component):
                 m.d.comb += [
                     pe.en.eq(go),
                     pe.rd_addr.eq(read_addr),
-                    pe.wr_en.eq((load & (lane_step == r)) | write_back),
-                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, cmd.base + rank_step)),
+                    pe.wr_en.eq((load & (lane == r)) | write_back),
+                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, read_addr)),
                     pe.wr_data.eq(Mux(write_back_flag,
                                       self._updated_weight(m, pe, go, write_back_shift, f"{r}_{c}"),
                                       self.i_data.payload[c])),
