@@ -1,12 +1,11 @@
 """LAC core of CATERPILLAR (Fig. 3(b)): n_r x n_r PEs, row and column broadcast buses, microcoded sequencer."""
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CoreOp,
                                  MacOp, addr_width, core_cmd_layout, core_data_layout, core_result_layout,
                                  count_shape, reduction_cycles, shift_bits)
-from ..stream_stage import StreamStage
 from .pe import CPPE
 
 __all__ = ["CoreOp", "CPCore"]
@@ -21,8 +20,12 @@ class CPCore(wiring.Component):
     ``n_r x n_r`` blocks (``Mb``, ``Nb`` blocks).
 
     Each command on ``i_cmd`` names a microprogram and its block counts. The
-    sequencer issues one micro-operation per cycle into a two-stage pipeline
-    (issue: local SRAM and vector buffer reads; execute: MACs on the buses):
+    sequencer issues one micro-operation per cycle into the execute pipeline
+    (issue: local SRAM and vector buffer reads; then the buffers' words and
+    the registered bus drivers, with the PEs' SRAM output registers; the
+    multiplier's input and output registers; the accumulate stage,
+    :data:`~trainforge.spec.caterpillar.EXECUTE_LATENCY` cycles after issue,
+    after which the reduction, the read-out and the UPDATE write-back run):
 
     - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``): reads ``Mb``
       words of ``x`` from ``i_data`` (kept in the vector buffer for the later
@@ -61,19 +64,23 @@ class CPCore(wiring.Component):
       Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
       buffers); ``overlap`` is ignored.
 
-    A command is accepted only when the previous one has drained. Results
-    leave through the shared :class:`~trainforge.hw.stream_stage.StreamStage`
-    (``o_data`` is its output): the execute stage offers a result word to the
-    stage in the cycle the reduction or the GEMM read-out produces it, and
-    holds it (the whole pipeline stalls) until the stage's registered
-    ``ready`` takes it. The stage holds up to two words, so a consumer that
-    stalls ``o_data`` stops the pipeline only once the stage is full, and no
-    ``ready`` of ``i_cmd`` or ``i_data`` depends combinationally on
-    ``o_data.ready``. The pipeline also stalls while a needed ``i_data`` word
-    is missing; without stalls the cycle schedule is
+    A command is accepted only when the previous one has issued and drained
+    (its last block's gap; after an UPDATE the
+    :data:`~trainforge.spec.caterpillar.UPDATE_DRAIN` cycles that let its
+    last write-back land before the next command's first read: the
+    read-after-write stall). The execute pipeline has no enable: it advances
+    every cycle. Only the issue stage waits, issuing nothing (a bubble, a NONE
+    micro-operation) while a needed ``i_data`` word is missing or while the
+    output FIFO has no room reserved for the results of a block about to
+    start: a GEMV or GEMM block reserves its words (1 or ``n_r``) before its
+    first micro-operation issues, and a word leaving ``o_data`` returns its
+    room (credits). ``o_data`` is the FIFO's output
+    (``output_depth`` words, enough that credits never hold back an
+    unstalled run), so no ``ready`` of ``i_cmd`` or ``i_data`` depends
+    combinationally on ``o_data.ready``. Without stalls the cycle schedule is
     :func:`trainforge.golden.caterpillar.core.schedule`, a result word on
-    ``o_data`` one cycle after the cycle it is offered to the stage
-    (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
+    ``o_data`` one cycle after the cycle the reduction or the GEMM read-out
+    writes it into the FIFO (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
 
     Parameters
     ----------
@@ -103,6 +110,13 @@ class CPCore(wiring.Component):
     reduction_cycles : int
     shift_bits : int
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
+    output_depth : int
+        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8``. Without stalls a block's room is held from
+        its first issue to its last word on ``o_data``, ``steps + EXECUTE_LATENCY + R + 2`` cycles (GEMM:
+        ``+ n_r``), while blocks start at least ``max(steps, R + 1)`` (GEMM: ``steps + n_r``) apart: at
+        most ``ceil((R + 8) / (R + 1)) <= 5`` GEMV words or two or three GEMM blocks of ``n_r`` words
+        (three only at ``n_r = 2``) at once, fewer than the depth, so credits never hold back an
+        unstalled run (the cycle-exact scenarios check it).
     """
 
     PARAMS = CORE_PARAMS
@@ -115,6 +129,7 @@ class CPCore(wiring.Component):
         self.cmd_layout = core_cmd_layout(self.params)
         self.data_layout = core_data_layout(self.params)
         self.result_layout = core_result_layout(self.params)
+        self.output_depth = 2 * self.n_r + 2 * (self.reduction_cycles + 1) + 8
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.data_layout)),
@@ -193,17 +208,28 @@ class CPCore(wiring.Component):
         needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
         # The execute stage's result word (GEMV: after the reduction; GEMM: a read-out row), offered
         # to the output stage; the pipeline waits on the stage's ready, a register.
-        m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
-        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_data))
+        # Results leave through a FIFO whose room a block reserves (credits) before its first micro-operation
+        # issues, so the execute pipeline never waits for o_data: it has no enable. The issue stage alone
+        # waits (issues nothing, a bubble) for a missing i_data word or for room for the block's results.
+        m.submodules.output_fifo = output_fifo = fifo.SyncFIFO(width=self.result_layout.size,
+                                                               depth=self.output_depth)
         output_now = Signal()
-        stalled = output_now & ~output_stage.i_stream.ready
+        block_words = Mux(is_gemm, n_r, 1)
+        starts_block = issuing & (step == 0) & (is_gemv | is_gemm)
+        credits = Signal(range(self.output_depth + 1), init=self.output_depth)
+        room = ~starts_block | (credits >= block_words)
         input_present = ~needs_input | self.i_data.valid
-        go = Signal()
+        issue = Signal()
         m.d.comb += [
-            go.eq(~stalled & input_present),
-            self.i_data.ready.eq(~stalled & needs_input),
-            self.i_cmd.ready.eq(~busy & ~stalled),
+            issue.eq(issuing & input_present & room),
+            self.i_data.ready.eq(needs_input & room),
+            self.i_cmd.ready.eq(~busy),
+            self.o_data.valid.eq(output_fifo.r_rdy),
+            self.o_data.payload.eq(output_fifo.r_data),
+            output_fifo.r_en.eq(self.o_data.ready),
         ]
+        m.d.sync += credits.eq(credits - Mux(issue & starts_block, block_words, 0)
+                               + (self.o_data.valid & self.o_data.ready))
 
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
             given = self.i_cmd.payload
@@ -243,44 +269,45 @@ class CPCore(wiring.Component):
             with m.Else():
                 m.d.sync += block_a.eq(block_a + 1)
 
-        with m.If(go & busy):
+        with m.If(busy):
             with m.If(~in_gap):
-                # The three counters and the step.
-                with m.If(last_step):
-                    m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0)]
-                    with m.If(gap != 0):
-                        m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
-                    with m.Else():
-                        next_block()
-                with m.Else():
-                    m.d.sync += step.eq(step + 1)
-                    with m.If(~lane_wraps):
-                        m.d.sync += lane.eq(lane + 1)
-                    with m.Else():
-                        m.d.sync += lane.eq(0)
-                        with m.If(~inner_wraps):
-                            m.d.sync += inner.eq(inner + 1)
+                with m.If(issue):
+                    # The three counters and the step.
+                    with m.If(last_step):
+                        m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0)]
+                        with m.If(gap != 0):
+                            m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
                         with m.Else():
-                            m.d.sync += [inner.eq(0), outer.eq(outer + 1)]
-                # The local address: forward and LOAD run through the words in order (LOAD: one word per
-                # n_r micro-operations); backward, GEMM and UPDATE stride by Mb (GEMM every n_r, UPDATE every
-                # b micro-operations), then go on with the next word of the first block (back to base when
-                # block_a wraps). UPDATE: the vector buffer row ib * b follows block_a.
-                with m.If(last_step):
-                    with m.If(is_forward | is_load):
-                        m.d.sync += read_addr.eq(read_addr + 1)
-                    with m.Elif(block_a_wraps):
-                        m.d.sync += [read_addr.eq(cmd.base), block_start.eq(cmd.base), vector_row.eq(0)]
+                            next_block()
                     with m.Else():
-                        m.d.sync += [read_addr.eq(block_start + 1), block_start.eq(block_start + 1),
-                                     vector_row.eq(vector_row + cmd.qb)]
-                with m.Elif(is_forward):
-                    m.d.sync += read_addr.eq(read_addr + 1)
-                with m.Elif(is_load | is_gemm | is_update):
-                    with m.If(inner_wraps):
-                        m.d.sync += read_addr.eq(read_addr + Mux(is_load, 1, cmd.mb))
-                with m.Else():  # backward
-                    m.d.sync += read_addr.eq(read_addr + cmd.mb)
+                        m.d.sync += step.eq(step + 1)
+                        with m.If(~lane_wraps):
+                            m.d.sync += lane.eq(lane + 1)
+                        with m.Else():
+                            m.d.sync += lane.eq(0)
+                            with m.If(~inner_wraps):
+                                m.d.sync += inner.eq(inner + 1)
+                            with m.Else():
+                                m.d.sync += [inner.eq(0), outer.eq(outer + 1)]
+                    # The local address: forward and LOAD run through the words in order (LOAD: one word per
+                    # n_r micro-operations); backward, GEMM and UPDATE stride by Mb (GEMM every n_r, UPDATE every
+                    # b micro-operations), then go on with the next word of the first block (back to base when
+                    # block_a wraps). UPDATE: the vector buffer row ib * b follows block_a.
+                    with m.If(last_step):
+                        with m.If(is_forward | is_load):
+                            m.d.sync += read_addr.eq(read_addr + 1)
+                        with m.Elif(block_a_wraps):
+                            m.d.sync += [read_addr.eq(cmd.base), block_start.eq(cmd.base), vector_row.eq(0)]
+                        with m.Else():
+                            m.d.sync += [read_addr.eq(block_start + 1), block_start.eq(block_start + 1),
+                                         vector_row.eq(vector_row + cmd.qb)]
+                    with m.Elif(is_forward):
+                        m.d.sync += read_addr.eq(read_addr + 1)
+                    with m.Elif(is_load | is_gemm | is_update):
+                        with m.If(inner_wraps):
+                            m.d.sync += read_addr.eq(read_addr + Mux(is_load, 1, cmd.mb))
+                    with m.Else():  # backward
+                        m.d.sync += read_addr.eq(read_addr + cmd.mb)
             with m.Else():
                 with m.If(gap_count == 0):
                     m.d.sync += in_gap.eq(0)
@@ -288,7 +315,7 @@ class CPCore(wiring.Component):
                 with m.Else():
                     m.d.sync += gap_count.eq(gap_count - 1)
 
-        transfer = issuing & self.i_data.valid & ~stalled  # an i_data word is taken this cycle
+        transfer = self.i_data.valid & self.i_data.ready  # an i_data word is taken (and issued) this cycle
         load = transfer & is_load
 
         # Vector buffer: the GEMV input vector, written in the first output block, read in the others;
@@ -301,7 +328,7 @@ class CPCore(wiring.Component):
             vector_write.en.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
-            vector_read.en.eq(go),
+            vector_read.en.eq(1),
             vector_read.addr.eq(Mux(is_update, vector_row + inner, step)),
         ]
         # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
@@ -314,11 +341,11 @@ class CPCore(wiring.Component):
             error_write.en.eq(transfer & first_pass & update_macs),
             error_write.addr.eq(step),
             error_write.data.eq(self.i_data.payload),
-            error_read.en.eq(go),
+            error_read.en.eq(1),
             error_read.addr.eq(step),
         ]
 
-        # ---- the execute pipeline: every stage advances with ``go`` ----
+        # ---- the execute pipeline: every stage advances every cycle (a bubble is a NONE micro-operation) ----
         # Stage 1 (the cycle after issue): the buffers' words; the micro-operation's controls.
         exec_op = Signal(2)  # MacOp
         exec_clear = Signal()
@@ -331,24 +358,23 @@ class CPCore(wiring.Component):
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
         exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
         write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
-        with m.If(go):
-            issue_mac = issuing & ~is_load & (~is_update | update_macs)
-            m.d.sync += [
-                exec_op.eq(Mux(~issue_mac, MacOp.NONE,
-                               Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
-                exec_clear.eq(Mux(is_update, inner == 0, step == 0)),
-                exec_handoff.eq(issue_mac & ~is_update & last_step),
-                exec_kind.eq(op),
-                exec_from_stream.eq(is_gemm | first_pass),
-                exec_owner.eq(lane),
-                exec_update.eq(issue_mac & is_update),
-                exec_write_back.eq(issue_mac & is_update & inner_wraps),
-                exec_addr.eq(read_addr),
-            ]
-            with m.If(issue_mac & is_update):
-                m.d.sync += write_back_shift.eq(cmd.shift)
-            with m.If(needs_input):  # only a transferred word, never an idle (undriven) payload
-                m.d.sync += exec_word.eq(self.i_data.payload)
+        issue_mac = issue & ~is_load & (~is_update | update_macs)
+        m.d.sync += [
+            exec_op.eq(Mux(~issue_mac, MacOp.NONE,
+                           Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
+            exec_clear.eq(Mux(is_update, inner == 0, step == 0)),
+            exec_handoff.eq(issue_mac & ~is_update & last_step),
+            exec_kind.eq(op),
+            exec_from_stream.eq(is_gemm | first_pass),
+            exec_owner.eq(lane),
+            exec_update.eq(issue_mac & is_update),
+            exec_write_back.eq(issue_mac & is_update & inner_wraps),
+            exec_addr.eq(read_addr),
+        ]
+        with m.If(issue_mac & is_update):
+            m.d.sync += write_back_shift.eq(cmd.shift)
+        with m.If(transfer):  # only a transferred word, never an idle (undriven) payload
+            m.d.sync += exec_word.eq(self.i_data.payload)
         operand = Signal(self.data_layout)
         error_word = Signal(self.data_layout)  # UPDATE: e_s for the column buses
         m.d.comb += [
@@ -360,20 +386,19 @@ class CPCore(wiring.Component):
         # owner PE's SRAM output register (selected in this stage); column bus: e (backward MACs), e_s
         # (UPDATE), B (GEMM).
         stage2 = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner,
-                                 exec_write_back, exec_addr], go, "operand_stage")
+                                 exec_write_back, exec_addr], None, "operand_stage")
         operand_op, operand_clear, operand_handoff, operand_kind, operand_owner, operand_write_back, \
             operand_addr = stage2
         row_driver = [Signal(signed(self.width), name=f"row_driver_{r}") for r in range(n_r)]
         col_driver = [Signal(signed(self.width), name=f"col_driver_{c}") for c in range(n_r)]
-        with m.If(go):
-            for index in range(n_r):
-                m.d.sync += [
-                    row_driver[index].eq(Mux(exec_op == MacOp.ROW_MEM, operand[index],
-                                             Mux(exec_update, vector_read.data[index], 0))),
-                    col_driver[index].eq(Mux(exec_update, error_word[index],
-                                             Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL),
-                                                 operand[index], 0))),
-                ]
+        for index in range(n_r):
+            m.d.sync += [
+                row_driver[index].eq(Mux(exec_op == MacOp.ROW_MEM, operand[index],
+                                         Mux(exec_update, vector_read.data[index], 0))),
+                col_driver[index].eq(Mux(exec_update, error_word[index],
+                                         Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL),
+                                             operand[index], 0))),
+            ]
         row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
         col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
         gemm_mac = (operand_op == MacOp.ROW_COL) & (operand_kind == CoreOp.GEMM)
@@ -384,7 +409,7 @@ class CPCore(wiring.Component):
                 col_bus[index].eq(col_driver[index]),
             ]
         # Stage 4, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
-        accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], go, "accumulate_stage",
+        accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], None, "accumulate_stage",
                                                           stages=PE_MAC_LATENCY)
 
         # ---- reduction engine (after the accumulate stage) ----
@@ -392,13 +417,12 @@ class CPCore(wiring.Component):
         red_kind = Signal(2)  # the CoreOp whose partial sums are being reduced or read out
         red_step = Signal(range(max(reduction_cycles, n_r) + 1))
         red_last = Mux(red_kind == CoreOp.GEMM, n_r - 1, reduction_cycles)
-        with m.If(go):
-            with m.If(accumulate_handoff):
-                m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(accumulate_kind)]
-            with m.Elif(red_active):
-                m.d.sync += red_step.eq(red_step + 1)
-                with m.If(red_step == red_last):
-                    m.d.sync += red_active.eq(0)
+        with m.If(accumulate_handoff):
+            m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(accumulate_kind)]
+        with m.Elif(red_active):
+            m.d.sync += red_step.eq(red_step + 1)
+            with m.If(red_step == red_last):
+                m.d.sync += red_active.eq(0)
         reducing = red_active & (red_kind != CoreOp.GEMM) & (red_step < reduction_cycles)
         red_forward = red_kind == CoreOp.GEMV_FORWARD
 
@@ -409,19 +433,19 @@ class CPCore(wiring.Component):
         # cycle. The sequencer idles UPDATE_DRAIN cycles after an UPDATE, so no LOAD write coincides and
         # the next command reads the new weights.
         write_back_flag, write_back_addr = self._delay(
-            m, [operand_write_back, operand_addr], go, "write_back_stage",
+            m, [operand_write_back, operand_addr], None, "write_back_stage",
             stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
-        write_back = go & write_back_flag
+        write_back = write_back_flag
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
-                    pe.en.eq(go),
+                    pe.en.eq(1),
                     pe.rd_addr.eq(read_addr),
                     pe.wr_en.eq((load & (lane == r)) | write_back),
                     pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, read_addr)),
                     pe.wr_data.eq(Mux(write_back_flag,
-                                      self._updated_weight(m, pe, go, write_back_shift, f"{r}_{c}"),
+                                      self._updated_weight(m, pe, None, write_back_shift, f"{r}_{c}"),
                                       self.i_data.payload[c])),
                 ]
 
@@ -444,20 +468,21 @@ class CPCore(wiring.Component):
         reading_gemm = red_kind == CoreOp.GEMM
         m.d.comb += [
             output_now.eq(red_active & (reading_gemm | (red_step == reduction_cycles))),
-            output_stage.i_stream.valid.eq(output_now & input_present),
+            output_fifo.w_en.eq(output_now),
         ]
         for lane in range(n_r):
-            m.d.comb += output_stage.i_stream.payload[lane].eq(
+            m.d.comb += output_fifo.w_data[lane * self.acc_width:(lane + 1) * self.acc_width].eq(
                 Mux(reading_gemm, _select([pes[r][lane].red for r in range(n_r)], red_step), pes[lane][lane].red))
         return m
 
     @staticmethod
     def _delay(m, values, enable, name, stages=1):
-        """Registered copies of ``values``, ``stages`` enabled cycles later (one register per stage)."""
+        """Registered copies of ``values``, ``stages`` cycles later (one register per stage; advanced
+        only when ``enable`` is high, every cycle if it is ``None``)."""
         delayed = list(values)
         for stage in range(stages):
             registers = [Signal.like(value, name=f"{name}_{stage}_{index}") for index, value in enumerate(delayed)]
-            with m.If(enable):
+            with m.If(1 if enable is None else enable):
                 m.d.sync += [register.eq(value) for register, value in zip(registers, delayed)]
             delayed = registers
         return delayed
@@ -479,7 +504,7 @@ class CPCore(wiring.Component):
         shifted = Signal(signed(self.acc_width + 1), name=f"update_shifted_{suffix}")
         difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
         updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
-        with m.If(enable):
+        with m.If(1 if enable is None else enable):
             m.d.sync += [
                 shifted.eq(doubled >> shift),
                 difference.eq(weight - ((shifted + 1) >> 1)),
