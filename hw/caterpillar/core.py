@@ -214,10 +214,14 @@ class CPCore(wiring.Component):
         m.submodules.output_fifo = output_fifo = fifo.SyncFIFO(width=self.result_layout.size,
                                                                depth=self.output_depth)
         output_now = Signal()
-        block_words = Mux(is_gemm, n_r, 1)
-        starts_block = issuing & (step == 0) & (is_gemv | is_gemm)
+        # Registered: the results of the command's blocks (1 GEMV word, n_r GEMM words, none), whether no
+        # micro-operation of the current block has issued yet, and whether the FIFO has room for a block.
+        block_words = Signal(range(n_r + 1))
+        block_unstarted = Signal()
         credits = Signal(range(self.output_depth + 1), init=self.output_depth)
-        room = ~starts_block | (credits >= block_words)
+        has_room = Signal(init=1)
+        starts_block = issuing & block_unstarted & (block_words != 0)
+        room = ~starts_block | has_room
         input_present = ~needs_input | self.i_data.valid
         issue = Signal()
         m.d.comb += [
@@ -228,8 +232,19 @@ class CPCore(wiring.Component):
             self.o_data.payload.eq(output_fifo.r_data),
             output_fifo.r_en.eq(self.o_data.ready),
         ]
-        m.d.sync += credits.eq(credits - Mux(issue & starts_block, block_words, 0)
-                               + (self.o_data.valid & self.o_data.ready))
+        accepting = self.i_cmd.valid & self.i_cmd.ready
+        given_words = Mux(self.i_cmd.payload.op == CoreOp.GEMM, n_r,
+                          Mux((self.i_cmd.payload.op == CoreOp.GEMV_FORWARD)
+                              | (self.i_cmd.payload.op == CoreOp.GEMV_BACKWARD), 1, 0))
+        credits_next = Signal.like(credits)
+        m.d.comb += credits_next.eq(credits - Mux(issue & starts_block, block_words, 0)
+                                    + (self.o_data.valid & self.o_data.ready))
+        m.d.sync += [
+            credits.eq(credits_next),
+            has_room.eq(credits_next >= Mux(accepting, given_words, block_words)),
+        ]
+        with m.If(accepting):
+            m.d.sync += block_words.eq(given_words)
 
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
             given = self.i_cmd.payload
@@ -243,7 +258,7 @@ class CPCore(wiring.Component):
             # overlap only for what they need beyond the next block's MACs.
             overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, reduction_cycles + 1 - gemv_steps)
             m.d.sync += [
-                cmd.eq(given), busy.eq(1), in_gap.eq(0), step.eq(0), gap_count.eq(0),
+                cmd.eq(given), busy.eq(1), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
                 block_a.eq(0), block_b.eq(0), lane.eq(0), inner.eq(0), outer.eq(0),
                 mb_last.eq(given.mb - 1),
                 nb_last.eq(given.nb - 1),
@@ -274,13 +289,13 @@ class CPCore(wiring.Component):
                 with m.If(issue):
                     # The three counters and the step.
                     with m.If(last_step):
-                        m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0)]
+                        m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0), block_unstarted.eq(1)]
                         with m.If(gap != 0):
                             m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
                         with m.Else():
                             next_block()
                     with m.Else():
-                        m.d.sync += step.eq(step + 1)
+                        m.d.sync += [step.eq(step + 1), block_unstarted.eq(0)]
                         with m.If(~lane_wraps):
                             m.d.sync += lane.eq(lane + 1)
                         with m.Else():
@@ -316,7 +331,14 @@ class CPCore(wiring.Component):
                     m.d.sync += gap_count.eq(gap_count - 1)
 
         transfer = self.i_data.valid & self.i_data.ready  # an i_data word is taken (and issued) this cycle
-        load = transfer & is_load
+        # LOAD: the word is written one cycle after its issue, from registers (a one-hot row of PEs, the
+        # address, the lanes), so no comb path runs from i_data.valid to the SRAMs' write enables.
+        load_rows = Signal(n_r)
+        load_addr = Signal(self.addr_width)
+        load_word = Signal(self.data_layout)
+        m.d.sync += load_rows.eq(Mux(transfer & is_load, Const(1, n_r) << lane, 0))
+        with m.If(transfer & is_load):
+            m.d.sync += [load_addr.eq(read_addr), load_word.eq(self.i_data.payload)]
 
         # Vector buffer: the GEMV input vector, written in the first output block, read in the others;
         # UPDATE: the b input vectors (word ib * b + s), written in the first phase, read in the second.
@@ -426,7 +448,7 @@ class CPCore(wiring.Component):
         reducing = red_active & (red_kind != CoreOp.GEMM) & (red_step < reduction_cycles)
         red_forward = red_kind == CoreOp.GEMV_FORWARD
 
-        # ---- local memory writes: LOAD (issue stage) and the UPDATE write-back ----
+        # ---- local memory writes: LOAD (the cycle after issue) and the UPDATE write-back ----
         # The write-back of a word runs UPDATE_WRITE_BACK_STAGES stages after its last MAC's accumulate
         # stage: 2 P >> shift from the registered accumulator, then the rounding and the subtraction from the
         # weight (carried from the operand stage), then the saturation, whose result is written in that
@@ -442,11 +464,11 @@ class CPCore(wiring.Component):
                 m.d.comb += [
                     pe.en.eq(1),
                     pe.rd_addr.eq(read_addr),
-                    pe.wr_en.eq((load & (lane == r)) | write_back),
-                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, read_addr)),
+                    pe.wr_en.eq(load_rows[r] | write_back),
+                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, load_addr)),
                     pe.wr_data.eq(Mux(write_back_flag,
                                       self._updated_weight(m, pe, None, write_back_shift, f"{r}_{c}"),
-                                      self.i_data.payload[c])),
+                                      load_word[c])),
                 ]
 
         for r in range(n_r):
