@@ -35,7 +35,7 @@ REDUCTIONS = ("bus", "tree")
 
 
 class MacOp(enum.IntEnum, shape=2):
-    """Operands of the PE's multiply-accumulate in the execute stage."""
+    """Operands of the PE's multiply-accumulate in its operand stage."""
     NONE = 0
     ROW_MEM = 1  #: row bus times the local word (GEMV forward)
     COL_MEM = 2  #: column bus times the local word (GEMV backward)
@@ -148,7 +148,8 @@ UPDATE_WRITE_BACK_STAGES = 3
 UPDATE_DRAIN = EXECUTE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
-#: ``cp_core``: cycles from the execute stage of an output micro-operation to the result on ``o_data``.
+#: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle
+#: of a GEMV block, a GEMM read-out cycle) to the word on ``o_data``.
 OUTPUT_LATENCY = 1
 #: ``cp_ring``: cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1

@@ -206,11 +206,10 @@ class CPCore(wiring.Component):
         # first phase, e during the first row block of the MAC phase.
         first_pass = block_a == 0
         needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
-        # The execute stage's result word (GEMV: after the reduction; GEMM: a read-out row), offered
-        # to the output stage; the pipeline waits on the stage's ready, a register.
-        # Results leave through a FIFO whose room a block reserves (credits) before its first micro-operation
-        # issues, so the execute pipeline never waits for o_data: it has no enable. The issue stage alone
-        # waits (issues nothing, a bubble) for a missing i_data word or for room for the block's results.
+        # The result words (GEMV: after the reduction; GEMM: a read-out row) leave through a FIFO whose
+        # room a block reserves (credits) before its first micro-operation issues, so the execute pipeline
+        # never waits for o_data: it has no enable. The issue stage alone waits (issues nothing, a bubble)
+        # for a missing i_data word or for room for the block's results.
         m.submodules.output_fifo = output_fifo = fifo.SyncFIFO(width=self.result_layout.size,
                                                                depth=self.output_depth)
         output_now = Signal()
