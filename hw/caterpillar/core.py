@@ -396,38 +396,39 @@ class CPCore(wiring.Component):
             m.d.sync += write_back_shift.eq(cmd.shift)
         with m.If(transfer):  # only a transferred word, never an idle (undriven) payload
             m.d.sync += exec_word.eq(self.i_data.payload)
-        operand = Signal(self.data_layout)
-        error_word = Signal(self.data_layout)  # UPDATE: e_s for the column buses
-        m.d.comb += [
-            operand.eq(Mux(exec_from_stream, exec_word, vector_read.data)),
-            error_word.eq(Mux(exec_from_stream, exec_word, error_read.data)),
-        ]
-        # Stage 2, the PEs' operand stage (PE_READ_LATENCY after issue, with the SRAM output registers): the
-        # registered bus drivers. Row bus: x (forward MACs), x_s (UPDATE) or, for the GEMM, W[:, p] from the
-        # owner PE's SRAM output register (selected in this stage); column bus: e (backward MACs), e_s
-        # (UPDATE), B (GEMM).
+        # Stage 2, the PEs' operand stage (PE_READ_LATENCY after issue, with the SRAM output registers). The bus
+        # drivers are registers: the stream word and the vector and error buffers' words, each registered
+        # straight out of its source (the buffers' output registers), and which of them each bus takes
+        # (0: the stream word, 1: the vector buffer, 2: the error buffer). Row bus: x (forward MACs), x_s
+        # (UPDATE) or, for the GEMM, W[:, p] from the owner PE's SRAM output register; column bus: e (backward
+        # MACs), e_s (UPDATE), B (GEMM).
         stage2 = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner,
                                  exec_write_back, exec_addr], None, "operand_stage")
         operand_op, operand_clear, operand_handoff, operand_kind, operand_owner, operand_write_back, \
             operand_addr = stage2
-        row_driver = [Signal(signed(self.width), name=f"row_driver_{r}") for r in range(n_r)]
-        col_driver = [Signal(signed(self.width), name=f"col_driver_{c}") for c in range(n_r)]
-        for index in range(n_r):
-            m.d.sync += [
-                row_driver[index].eq(Mux(exec_op == MacOp.ROW_MEM, operand[index],
-                                         Mux(exec_update, vector_read.data[index], 0))),
-                col_driver[index].eq(Mux(exec_update, error_word[index],
-                                         Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL),
-                                             operand[index], 0))),
-            ]
+        stream_word = Signal(self.data_layout)
+        vector_word = Signal(self.data_layout)
+        error_word = Signal(self.data_layout)
+        row_source = Signal(2)
+        col_source = Signal(2)
+        buffered = Mux(exec_from_stream, 0, 1)  # the stream word in the first pass, else the vector buffer
+        m.d.sync += [
+            stream_word.eq(exec_word),
+            vector_word.eq(vector_read.data),
+            error_word.eq(error_read.data),
+            row_source.eq(Mux(exec_update, 1, buffered)),
+            col_source.eq(Mux(exec_update, Mux(exec_from_stream, 0, 2), buffered)),
+        ]
         row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
         col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
         gemm_mac = (operand_op == MacOp.ROW_COL) & (operand_kind == CoreOp.GEMM)
+        sources = (stream_word, vector_word, error_word)
         for index in range(n_r):
             owner_data = _select([pes[index][c].mem_data for c in range(n_r)], operand_owner)
             m.d.comb += [
-                row_bus[index].eq(Mux(gemm_mac, owner_data, row_driver[index])),
-                col_bus[index].eq(col_driver[index]),
+                row_bus[index].eq(Mux(gemm_mac, owner_data, _select([word[index] for word in sources[:2]],
+                                                                    row_source))),
+                col_bus[index].eq(_select([word[index] for word in sources], col_source)),
             ]
         # Stage 4, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
         accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], None, "accumulate_stage",
