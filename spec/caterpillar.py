@@ -20,6 +20,7 @@ __all__ = [
     "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
+    "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
@@ -34,7 +35,7 @@ REDUCTIONS = ("bus", "tree")
 
 
 class MacOp(enum.IntEnum, shape=2):
-    """Operands of the PE's multiply-accumulate in the execute stage."""
+    """Operands of the PE's multiply-accumulate in its operand stage."""
     NONE = 0
     ROW_MEM = 1  #: row bus times the local word (GEMV forward)
     COL_MEM = 2  #: column bus times the local word (GEMV backward)
@@ -131,9 +132,24 @@ RECIPROCAL_PARAMS = ParamSchema((
     Param("mac", str, "fixed", "MAC unit", choices=MAC_UNIT_NAMES),
 ), constraints=(_check_table_bits,))
 
+#: ``cp_pe``: cycles from an issue-stage read (``rd_addr``) to its word on ``mem_data``: the synchronous
+#: SRAM read, then the SRAM's output register (the DP16KD's ``OUTREG`` on the ECP5).
+PE_READ_LATENCY = 2
+#: ``cp_pe``: cycles from the operand stage (``mac_op``, the buses and ``mem_data``) to the accumulate stage,
+#: whose end writes the sum into the accumulator: the multiplier's input registers, then its output register.
+PE_MAC_LATENCY = 2
+#: ``cp_core``: cycles from the issue of a micro-operation to its accumulate stage (1 before pipelining).
+EXECUTE_LATENCY = PE_READ_LATENCY + PE_MAC_LATENCY
+#: ``cp_core``: stages of the UPDATE write-back after the accumulate stage: ``2 P >> shift`` from the
+#: registered accumulator, then the rounding and the subtraction, then the saturation with the SRAM write.
+UPDATE_WRITE_BACK_STAGES = 3
+#: ``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall): the
+#: next command's first read is issued in the cycle after the last write-back, so it reads the new weights.
+UPDATE_DRAIN = EXECUTE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
-#: ``cp_core``: cycles from the execute stage of an output micro-operation to the result on ``o_data``.
+#: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle
+#: of a GEMV block, a GEMM read-out cycle) to the word on ``o_data``.
 OUTPUT_LATENCY = 1
 #: ``cp_ring``: cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1

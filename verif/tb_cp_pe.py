@@ -40,7 +40,7 @@ async def write_memory(bench, memory):
 
 
 def random_controls(bench, generator, cycles, zeros=False):
-    """Random issue and execute controls; a handoff only with a MAC, as the core issues them."""
+    """Random issue and operand-stage controls; a handoff only with a MAC, as the core issues them."""
     params = bench.params
     acc_half = 1 << (params["acc_width"] - 1)
     controls = {
@@ -53,7 +53,7 @@ def random_controls(bench, generator, cycles, zeros=False):
         "col_bus": generator.integers(-acc_half, acc_half, cycles),
         "red_in": generator.integers(-acc_half, acc_half, cycles),
     }
-    controls["mac_op"][0] = MacOp.NONE
+    controls["mac_op"][:2] = MacOp.NONE  # no word read yet
     controls["handoff"] &= controls["mac_op"] != MacOp.NONE
     if zeros:
         for name in ("row_bus", "col_bus", "red_in"):

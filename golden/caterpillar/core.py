@@ -25,8 +25,8 @@ backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.cor
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, OUTPUT_LATENCY, CoreOp, max_shift,
-                                 params_with_defaults, reduction_cycles, shift_bits)
+from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, EXECUTE_LATENCY, OUTPUT_LATENCY, UPDATE_DRAIN, CoreOp,
+                                 max_shift, params_with_defaults, reduction_cycles, shift_bits)
 from ..dense_pe import wrap
 
 __all__ = [
@@ -310,8 +310,14 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
     - UPDATE (``qb`` = the batch ``b``): ``b * Mb`` cycles take the input
       vectors into the vector buffer, then ``Mb`` row blocks of ``b * Nb``
       MAC cycles (the errors arrive on ``i_data`` during the first row block);
-      each weight word is written back in the execute stage of its last MAC.
-      ``b * Mb * (Nb + 1)`` issue cycles, no output, no drain.
+      each weight word is written back ``UPDATE_WRITE_BACK_STAGES`` cycles after the accumulate stage of
+      its last MAC. ``b * Mb * (Nb + 1)`` issue cycles, no output, then a drain of ``UPDATE_DRAIN`` idle
+      cycles (the read-after-write stall: the next command's first read follows the last write-back).
+
+    Every micro-operation reaches the PEs' accumulate stage ``EXECUTE_LATENCY`` cycles after its
+    issue (the SRAM read with its output register, the multiplier's input and output registers);
+    the reduction, the read-out and the outputs follow that stage, so the issue schedule of GEMV,
+    GEMM and LOAD does not depend on the pipeline depth, only their output offsets do.
 
     Parameters
     ----------
@@ -334,7 +340,7 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
     if op == OP_LOAD:
         return Schedule(mb * nb * n_r, [], 0)
     if op == OP_UPDATE:
-        return Schedule(qb * mb * (nb + 1), [], qb * mb * nb)
+        return Schedule(qb * mb * (nb + 1) + UPDATE_DRAIN, [], qb * mb * nb)
     r = reduction_cycles(n_r, reduction)
     if op == OP_GEMM:
         count, steps, drain, outputs = qb * mb, nb * n_r, n_r, n_r
@@ -347,9 +353,10 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
         raise ProgramError(f"unknown op {op!r}; allowed: {', '.join(member.name for member in CoreOp)}")
     gap = max(0, drain - steps) if (overlap and op != OP_GEMM) else drain
     period = steps + gap
-    # The last MAC of block b executes COMMAND_LATENCY + b * period + steps cycles after
-    # acceptance; its outputs follow the reduction, one per cycle, OUTPUT_LATENCY + 1 later.
-    handoff = COMMAND_LATENCY + np.arange(count) * period + steps
+    # The last MAC of block b is issued COMMAND_LATENCY + b * period + steps - 1 cycles after acceptance
+    # and accumulated (handed off) EXECUTE_LATENCY later; its outputs follow the reduction, one per cycle,
+    # OUTPUT_LATENCY + 1 later.
+    handoff = COMMAND_LATENCY + np.arange(count) * period + steps - 1 + EXECUTE_LATENCY
     offsets = (handoff[:, None] + first_output + 1 + OUTPUT_LATENCY + np.arange(outputs)[None, :]).reshape(-1)
     issue = (count - 1) * period + steps + drain
     return Schedule(issue, offsets, count * steps)

@@ -1,7 +1,7 @@
 """Golden model of :class:`trainforge.hw.caterpillar.pe.CPPE`: vectorised numpy, bit-exact, per cycle."""
 import numpy as np
 
-from ...spec.caterpillar import PE_PARAMS, MacOp, params_with_defaults
+from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults
 from ..dense_pe import wrap
 
 __all__ = ["segmented_sum", "cp_pe"]
@@ -28,15 +28,25 @@ def segmented_sum(starts, start_values, increments):
     return base + running
 
 
+def _delayed(values, cycles, fill=0):
+    """``values`` delayed by ``cycles`` steps (the first ``cycles`` entries are ``fill``)."""
+    values = np.asarray(values)
+    return np.concatenate((np.full(cycles, fill, dtype=values.dtype), values[:len(values) - cycles]))
+
+
 def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in,
           **params):
     """Accumulator and reduction register of a PE after each enabled cycle.
 
     The stimulus is given per enabled cycle (cycles with ``en`` low change
     nothing and are left out). ``rd_addr[t]`` is the issue-stage read of cycle
-    ``t``; its word is the ``mem_data`` operand of the execute stage at cycle
-    ``t + 1``, so the execute-stage controls of cycle ``t`` use ``memory[rd_addr[t - 1]]``
-    (zero at ``t = 0``, the SRAM read register's reset value).
+    ``t``; its word is ``mem_data`` in cycle ``t + PE_READ_LATENCY`` (zero
+    before: the output register's reset value; the word of the read port
+    itself in cycle ``PE_READ_LATENCY - 1`` is not modelled, no MAC may take
+    it). The operand stage of cycle ``t`` (``mac_op``, the buses,
+    ``mem_data``) reaches the accumulate stage in cycle
+    ``t + PE_MAC_LATENCY``, with its ``mac_clear`` and ``handoff``; ``red_add``
+    and ``red_in`` act in their own cycle, unless a handoff lands then.
 
     Parameters
     ----------
@@ -59,16 +69,18 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
-    mem_data = np.concatenate(([0], memory[rd_addr[:-1]])).astype(np.int64)
+    mem_data = _delayed(memory[rd_addr], PE_READ_LATENCY).astype(np.int64)
     row_operand = wrap(np.asarray(row_bus, dtype=np.int64).astype(np.uint64), width, True)
     col_operand = wrap(np.asarray(col_bus, dtype=np.int64).astype(np.uint64), width, True)
     first = np.where((mac_op == MacOp.ROW_MEM) | (mac_op == MacOp.ROW_COL), row_operand, col_operand)
     second = np.where(mac_op == MacOp.ROW_COL, col_operand, mem_data)
-    product = np.where(mac_op != MacOp.NONE, first.astype(np.uint64) * second.astype(np.uint64), np.uint64(0))
     active = mac_op != MacOp.NONE
-    restart = active & np.asarray(mac_clear, dtype=bool)
+    product = np.where(active, first.astype(np.uint64) * second.astype(np.uint64), np.uint64(0))
+    # Everything of the operand stage lands in the accumulate stage PE_MAC_LATENCY cycles later.
+    product = _delayed(product, PE_MAC_LATENCY)
+    restart = _delayed(active & np.asarray(mac_clear, dtype=bool), PE_MAC_LATENCY, False)
     acc = segmented_sum(restart, product, product)
-    handoff = np.asarray(handoff, dtype=bool)
+    handoff = _delayed(np.asarray(handoff, dtype=bool), PE_MAC_LATENCY, False)
     adds = np.asarray(red_add, dtype=bool) & ~handoff
     red = segmented_sum(handoff, acc, np.where(adds, np.asarray(red_in, dtype=np.int64).astype(np.uint64),
                                                np.uint64(0)))

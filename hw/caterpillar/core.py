@@ -1,11 +1,11 @@
 """LAC core of CATERPILLAR (Fig. 3(b)): n_r x n_r PEs, row and column broadcast buses, microcoded sequencer."""
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, CoreOp, MacOp, addr_width, core_cmd_layout, core_data_layout,
-                                 core_result_layout, reduction_cycles, shift_bits)
-from ..stream_stage import StreamStage
+from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CoreOp,
+                                 MacOp, addr_width, core_cmd_layout, core_data_layout, core_result_layout,
+                                 count_shape, reduction_cycles, shift_bits)
 from .pe import CPPE
 
 __all__ = ["CoreOp", "CPCore"]
@@ -20,8 +20,12 @@ class CPCore(wiring.Component):
     ``n_r x n_r`` blocks (``Mb``, ``Nb`` blocks).
 
     Each command on ``i_cmd`` names a microprogram and its block counts. The
-    sequencer issues one micro-operation per cycle into a two-stage pipeline
-    (issue: local SRAM and vector buffer reads; execute: MACs on the buses):
+    sequencer issues one micro-operation per cycle into the execute pipeline
+    (issue: local SRAM and vector buffer reads; then the buffers' words and
+    the registered bus drivers, with the PEs' SRAM output registers; the
+    multiplier's input and output registers; the accumulate stage,
+    :data:`~trainforge.spec.caterpillar.EXECUTE_LATENCY` cycles after issue,
+    after which the reduction, the read-out and the UPDATE write-back run):
 
     - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``): reads ``Mb``
       words of ``x`` from ``i_data`` (kept in the vector buffer for the later
@@ -60,19 +64,23 @@ class CPCore(wiring.Component):
       Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
       buffers); ``overlap`` is ignored.
 
-    A command is accepted only when the previous one has drained. Results
-    leave through the shared :class:`~trainforge.hw.stream_stage.StreamStage`
-    (``o_data`` is its output): the execute stage offers a result word to the
-    stage in the cycle the reduction or the GEMM read-out produces it, and
-    holds it (the whole pipeline stalls) until the stage's registered
-    ``ready`` takes it. The stage holds up to two words, so a consumer that
-    stalls ``o_data`` stops the pipeline only once the stage is full, and no
-    ``ready`` of ``i_cmd`` or ``i_data`` depends combinationally on
-    ``o_data.ready``. The pipeline also stalls while a needed ``i_data`` word
-    is missing; without stalls the cycle schedule is
+    A command is accepted only when the previous one has issued and drained
+    (its last block's gap; after an UPDATE the
+    :data:`~trainforge.spec.caterpillar.UPDATE_DRAIN` cycles that let its
+    last write-back land before the next command's first read: the
+    read-after-write stall). The execute pipeline has no enable: it advances
+    every cycle. Only the issue stage waits, issuing nothing (a bubble, a NONE
+    micro-operation) while a needed ``i_data`` word is missing or while the
+    output FIFO has no room reserved for the results of a block about to
+    start: a GEMV or GEMM block reserves its words (1 or ``n_r``) before its
+    first micro-operation issues, and a word leaving ``o_data`` returns its
+    room (credits). ``o_data`` is the FIFO's output
+    (``output_depth`` words, enough that credits never hold back an
+    unstalled run), so no ``ready`` of ``i_cmd`` or ``i_data`` depends
+    combinationally on ``o_data.ready``. Without stalls the cycle schedule is
     :func:`trainforge.golden.caterpillar.core.schedule`, a result word on
-    ``o_data`` one cycle after the cycle it is offered to the stage
-    (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
+    ``o_data`` one cycle after the cycle the reduction or the GEMM read-out
+    writes it into the FIFO (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
 
     Parameters
     ----------
@@ -102,6 +110,13 @@ class CPCore(wiring.Component):
     reduction_cycles : int
     shift_bits : int
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
+    output_depth : int
+        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8``. Without stalls a block's room is held from
+        its first issue to its last word on ``o_data``, ``steps + EXECUTE_LATENCY + R + 2`` cycles (GEMM:
+        ``+ n_r``), while blocks start at least ``max(steps, R + 1)`` (GEMM: ``steps + n_r``) apart: at
+        most ``ceil((R + 8) / (R + 1)) <= 5`` GEMV words or two or three GEMM blocks of ``n_r`` words
+        (three only at ``n_r = 2``) at once, fewer than the depth, so credits never hold back an
+        unstalled run (the cycle-exact scenarios check it).
     """
 
     PARAMS = CORE_PARAMS
@@ -114,6 +129,7 @@ class CPCore(wiring.Component):
         self.cmd_layout = core_cmd_layout(self.params)
         self.data_layout = core_data_layout(self.params)
         self.result_layout = core_result_layout(self.params)
+        self.output_depth = 2 * self.n_r + 2 * (self.reduction_cycles + 1) + 8
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.data_layout)),
@@ -130,29 +146,46 @@ class CPCore(wiring.Component):
                 pes[r][c].build_into(m, f"pe_{r}_{c}")
 
         # ---- command registers and the issue-stage sequencer ----
-        cmd = Signal(self.cmd_layout)
-        busy = Signal()
-        in_gap = Signal()
-        count_max = self.max_blocks * self.max_blocks * n_r
-        step = Signal(range(count_max + 1))
-        gap_count = Signal(range(reduction_cycles + n_r + 2))
-        block_a = Signal(range(self.max_blocks + 1))  # jb (forward), ib (backward, GEMM)
-        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
-        # UPDATE, MAC phase: the sample s and the column block jb of the issued micro-operation
-        # (step = jb * b + s), counted rather than divided out of ``step``.
-        sample = Signal(range(self.max_blocks + 1))
-        column_block = Signal(range(self.max_blocks + 1))
-        op = cmd.op
-        mb, nb, qb = cmd.mb, cmd.nb, cmd.qb
-
         # Every combinational selection below is a ``Mux`` or a ``word_select``, never an
         # ``m.Switch``/``m.If`` in the comb domain: Amaranth writes those as ``always @*``
         # processes, which Icarus (``-g2012``) does not evaluate at time 0, so a process whose
         # inputs keep their reset values stays 'x' (see the README, "Icarus and always @*").
-        steps = Signal.like(step)
-        blocks_a = Signal.like(block_a)
-        blocks_b = Signal.like(block_b)
-        drain = Signal.like(gap_count)
+        #
+        # No multiply and no division: a block of micro-operations is counted by three nested
+        # counters (``lane`` innermost, ``inner``, ``outer``) against limits registered when the
+        # command is accepted, and the local address is a strided counter.
+        #   GEMV forward: outer = ib (Mb), blocks jb;  backward: outer = jb (Nb), blocks ib;
+        #   GEMM: outer = kb, lane = p % n_r (p = kb * n_r + lane), blocks ib, then qb;
+        #   LOAD: outer = ib, lane = r, blocks jb;  UPDATE: inner = s, outer = ib (phase 0, x)
+        #   or jb (phase 1, the MACs), blocks ib of phase 1.
+        cmd = Signal(self.cmd_layout)
+        busy = Signal()
+        in_gap = Signal()
+        counts = count_shape(self.max_blocks)
+        step = Signal(range(self.max_blocks * self.max_blocks * n_r + 1))  # micro-operations so far in the block
+        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2))  # idle cycles left after this one
+        block_a = Signal(range(self.max_blocks + 1))  # jb (forward, LOAD), ib (backward, GEMM, UPDATE)
+        block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
+        lane = Signal(range(n_r))
+        inner = Signal(counts)
+        outer = Signal(counts)
+        # Limits registered at acceptance (``*_last``: the last value of a counter).
+        mb_last = Signal(counts)
+        nb_last = Signal(counts)
+        lane_last = Signal(range(n_r))
+        inner_last = Signal(counts)
+        outer_last_first = Signal(counts)  # UPDATE: of phase 0 (phase 1 counts to nb_last)
+        block_a_last = Signal(counts)  # UPDATE: of phase 1 (phase 0 has one block)
+        block_b_last = Signal(counts)
+        middle_gap = Signal.like(gap_count)  # idle cycles after a block that is not the last
+        final_gap = Signal.like(gap_count)  # the drain after the last block
+        # Strided address counters: the local address of the issued micro-operation, the address of the
+        # first word of the current block (backward, GEMM, UPDATE), the first vector buffer word of the
+        # current UPDATE row block (ib * b).
+        read_addr = Signal(self.addr_width)
+        block_start = Signal(self.addr_width)
+        vector_row = Signal(range(self.max_blocks + 1))
+        op = cmd.op
         is_forward = op == CoreOp.GEMV_FORWARD
         is_backward = op == CoreOp.GEMV_BACKWARD
         is_gemm = op == CoreOp.GEMM
@@ -160,82 +193,151 @@ class CPCore(wiring.Component):
         is_update = op == CoreOp.UPDATE
         is_gemv = is_forward | is_backward
         update_macs = is_update & (block_b == 1)  # the MAC phase of an UPDATE (block_b 0 takes x)
-        m.d.comb += [
-            steps.eq(Mux(is_forward, mb, Mux(is_backward, nb, Mux(is_gemm, nb * n_r,
-                     Mux(is_update, Mux(update_macs, qb * nb, qb * mb), mb * nb * n_r))))),
-            blocks_a.eq(Mux(is_forward, nb, Mux(is_gemv | is_gemm | update_macs, mb, 1))),
-            blocks_b.eq(Mux(is_gemm, qb, Mux(is_update, 2, 1))),
-            drain.eq(Mux(is_gemv, reduction_cycles + 1, Mux(is_gemm, n_r, 0))),
-        ]
-        last_block = (block_a == blocks_a - 1) & (block_b == blocks_b - 1)
-        # Idle cycles after a block: the drain after the last; with overlap, only what the
-        # reduction and the output need beyond the next block's MACs.
-        overlapped_gap = Mux(steps > reduction_cycles + 1, 0, reduction_cycles + 1 - steps)
-        gap = Signal.like(gap_count)
-        m.d.comb += gap.eq(Mux(last_block | ~(is_gemv & cmd.overlap), drain, overlapped_gap))
+
+        lane_wraps = lane == lane_last
+        inner_wraps = lane_wraps & (inner == inner_last)
+        last_step = inner_wraps & (outer == Mux(update_macs, nb_last, outer_last_first))
+        block_a_wraps = block_a == Mux(is_update & (block_b == 0), 0, block_a_last)
+        last_block = block_a_wraps & (block_b == block_b_last)
+        gap = Mux(last_block, final_gap, middle_gap)
 
         issuing = busy & ~in_gap
         # GEMV: the vector arrives on i_data during the first output block; UPDATE: x during the
         # first phase, e during the first row block of the MAC phase.
         first_pass = block_a == 0
         needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
-        # The execute stage's result word (GEMV: after the reduction; GEMM: a read-out row), offered
-        # to the output stage; the pipeline waits on the stage's ready, a register.
-        m.submodules.output_stage = output_stage = StreamStage(self.result_layout)
-        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_data))
+        # The result words (GEMV: after the reduction; GEMM: a read-out row) leave through a FIFO whose
+        # room a block reserves (credits) before its first micro-operation issues, so the execute pipeline
+        # never waits for o_data: it has no enable. The issue stage alone waits (issues nothing, a bubble)
+        # for a missing i_data word or for room for the block's results.
+        m.submodules.output_fifo = output_fifo = fifo.SyncFIFO(width=self.result_layout.size,
+                                                               depth=self.output_depth)
         output_now = Signal()
-        stalled = output_now & ~output_stage.i_stream.ready
+        # Registered: the results of the command's blocks (1 GEMV word, n_r GEMM words, none), whether no
+        # micro-operation of the current block has issued yet, and whether the FIFO has room for a block.
+        block_words = Signal(range(n_r + 1))
+        block_unstarted = Signal()
+        credits = Signal(range(self.output_depth + 1), init=self.output_depth)
+        has_room = Signal(init=1)
+        starts_block = issuing & block_unstarted & (block_words != 0)
+        room = ~starts_block | has_room
         input_present = ~needs_input | self.i_data.valid
-        go = Signal()
+        issue = Signal()
         m.d.comb += [
-            go.eq(~stalled & input_present),
-            self.i_data.ready.eq(~stalled & needs_input),
-            self.i_cmd.ready.eq(~busy & ~stalled),
+            issue.eq(issuing & input_present & room),
+            self.i_data.ready.eq(needs_input & room),
+            self.i_cmd.ready.eq(~busy),
+            self.o_data.valid.eq(output_fifo.r_rdy),
+            self.o_data.payload.eq(output_fifo.r_data),
+            output_fifo.r_en.eq(self.o_data.ready),
         ]
+        accepting = self.i_cmd.valid & self.i_cmd.ready
+        given_words = Mux(self.i_cmd.payload.op == CoreOp.GEMM, n_r,
+                          Mux((self.i_cmd.payload.op == CoreOp.GEMV_FORWARD)
+                              | (self.i_cmd.payload.op == CoreOp.GEMV_BACKWARD), 1, 0))
+        credits_next = Signal.like(credits)
+        m.d.comb += credits_next.eq(credits - Mux(issue & starts_block, block_words, 0)
+                                    + (self.o_data.valid & self.o_data.ready))
+        m.d.sync += [
+            credits.eq(credits_next),
+            has_room.eq(credits_next >= Mux(accepting, given_words, block_words)),
+        ]
+        with m.If(accepting):
+            m.d.sync += block_words.eq(given_words)
 
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
-            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1), in_gap.eq(0), step.eq(0),
-                         gap_count.eq(0), block_a.eq(0), block_b.eq(0), sample.eq(0), column_block.eq(0)]
+            given = self.i_cmd.payload
+            given_forward = given.op == CoreOp.GEMV_FORWARD
+            given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
+            given_gemm = given.op == CoreOp.GEMM
+            given_load = given.op == CoreOp.LOAD
+            given_update = given.op == CoreOp.UPDATE
+            gemv_steps = Mux(given_forward, given.mb, given.nb)
+            # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
+            # overlap only for what they need beyond the next block's MACs.
+            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, reduction_cycles + 1 - gemv_steps)
+            m.d.sync += [
+                cmd.eq(given), busy.eq(1), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
+                block_a.eq(0), block_b.eq(0), lane.eq(0), inner.eq(0), outer.eq(0),
+                mb_last.eq(given.mb - 1),
+                nb_last.eq(given.nb - 1),
+                lane_last.eq(Mux(given_gemm | given_load, n_r - 1, 0)),
+                inner_last.eq(Mux(given_update, given.qb - 1, 0)),
+                outer_last_first.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
+                block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
+                block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
+                middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
+                                  Mux(given_gemm, n_r, 0))),
+                final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
+                                 Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
+                read_addr.eq(given.base),
+                block_start.eq(given.base),
+                vector_row.eq(0),
+            ]
 
         def next_block():
             with m.If(last_block):
                 m.d.sync += busy.eq(0)
-            with m.Elif(block_a == blocks_a - 1):
+            with m.Elif(block_a_wraps):
                 m.d.sync += [block_a.eq(0), block_b.eq(block_b + 1)]
             with m.Else():
                 m.d.sync += block_a.eq(block_a + 1)
 
-        with m.If(go & busy):
+        with m.If(busy):
             with m.If(~in_gap):
-                with m.If(step == steps - 1):
-                    m.d.sync += [step.eq(0), sample.eq(0), column_block.eq(0)]
-                    with m.If(gap != 0):
-                        m.d.sync += [in_gap.eq(1), gap_count.eq(0)]
+                with m.If(issue):
+                    # The three counters and the step.
+                    with m.If(last_step):
+                        m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0), block_unstarted.eq(1)]
+                        with m.If(gap != 0):
+                            m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
+                        with m.Else():
+                            next_block()
                     with m.Else():
-                        next_block()
-                with m.Else():
-                    m.d.sync += step.eq(step + 1)
-                    with m.If(sample == qb - 1):
-                        m.d.sync += [sample.eq(0), column_block.eq(column_block + 1)]
-                    with m.Else():
-                        m.d.sync += sample.eq(sample + 1)
+                        m.d.sync += [step.eq(step + 1), block_unstarted.eq(0)]
+                        with m.If(~lane_wraps):
+                            m.d.sync += lane.eq(lane + 1)
+                        with m.Else():
+                            m.d.sync += lane.eq(0)
+                            with m.If(~inner_wraps):
+                                m.d.sync += inner.eq(inner + 1)
+                            with m.Else():
+                                m.d.sync += [inner.eq(0), outer.eq(outer + 1)]
+                    # The local address: forward and LOAD run through the words in order (LOAD: one word per
+                    # n_r micro-operations); backward, GEMM and UPDATE stride by Mb (GEMM every n_r, UPDATE every
+                    # b micro-operations), then go on with the next word of the first block (back to base when
+                    # block_a wraps). UPDATE: the vector buffer row ib * b follows block_a.
+                    with m.If(last_step):
+                        with m.If(is_forward | is_load):
+                            m.d.sync += read_addr.eq(read_addr + 1)
+                        with m.Elif(block_a_wraps):
+                            m.d.sync += [read_addr.eq(cmd.base), block_start.eq(cmd.base), vector_row.eq(0)]
+                        with m.Else():
+                            m.d.sync += [read_addr.eq(block_start + 1), block_start.eq(block_start + 1),
+                                         vector_row.eq(vector_row + cmd.qb)]
+                    with m.Elif(is_forward):
+                        m.d.sync += read_addr.eq(read_addr + 1)
+                    with m.Elif(is_load | is_gemm | is_update):
+                        with m.If(inner_wraps):
+                            m.d.sync += read_addr.eq(read_addr + Mux(is_load, 1, cmd.mb))
+                    with m.Else():  # backward
+                        m.d.sync += read_addr.eq(read_addr + cmd.mb)
             with m.Else():
-                with m.If(gap_count == gap - 1):
+                with m.If(gap_count == 0):
                     m.d.sync += in_gap.eq(0)
                     next_block()
                 with m.Else():
-                    m.d.sync += gap_count.eq(gap_count + 1)
+                    m.d.sync += gap_count.eq(gap_count - 1)
 
-        # Local SRAM addresses of the issued micro-operation.
-        rank_step = step // n_r
-        lane_step = step % n_r
-        read_addr = Signal(self.addr_width)
-        m.d.comb += read_addr.eq(Mux(is_forward, cmd.base + block_a * mb + step,
-                                     Mux(is_backward, cmd.base + step * mb + block_a,
-                                         Mux(is_update, cmd.base + column_block * mb + block_a,
-                                             cmd.base + rank_step * mb + block_a))))  # GEMM
-        transfer = issuing & self.i_data.valid & ~stalled  # an i_data word is taken this cycle
-        load = transfer & is_load
+        transfer = self.i_data.valid & self.i_data.ready  # an i_data word is taken (and issued) this cycle
+        # LOAD: the word is written one cycle after its issue, from registers (a one-hot row of PEs, the
+        # address, the lanes), so no comb path runs from i_data.valid to the SRAMs' write enables.
+        load_rows = Signal(n_r)
+        load_addr = Signal(self.addr_width)
+        load_word = Signal(self.data_layout)
+        m.d.sync += load_rows.eq(Mux(transfer & is_load, Const(1, n_r) << lane, 0))
+        with m.If(transfer & is_load):
+            m.d.sync += [load_addr.eq(read_addr), load_word.eq(self.i_data.payload)]
 
         # Vector buffer: the GEMV input vector, written in the first output block, read in the others;
         # UPDATE: the b input vectors (word ib * b + s), written in the first phase, read in the second.
@@ -247,8 +349,8 @@ class CPCore(wiring.Component):
             vector_write.en.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
-            vector_read.en.eq(go),
-            vector_read.addr.eq(Mux(is_update, block_a * qb + sample, step)),
+            vector_read.en.eq(1),
+            vector_read.addr.eq(Mux(is_update, vector_row + inner, step)),
         ]
         # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
         # first row block of the MAC phase, read in the others.
@@ -260,114 +362,126 @@ class CPCore(wiring.Component):
             error_write.en.eq(transfer & first_pass & update_macs),
             error_write.addr.eq(step),
             error_write.data.eq(self.i_data.payload),
-            error_read.en.eq(go),
+            error_read.en.eq(1),
             error_read.addr.eq(step),
         ]
 
-        # ---- execute stage ----
+        # ---- the execute pipeline: every stage advances every cycle (a bubble is a NONE micro-operation) ----
+        # Stage 1 (the cycle after issue): the buffers' words; the micro-operation's controls.
         exec_op = Signal(2)  # MacOp
         exec_clear = Signal()
         exec_handoff = Signal()
+        exec_kind = Signal(3)  # the CoreOp of the micro-operation (cmd may hold the next command by its end)
         exec_from_stream = Signal()
         exec_owner = Signal(range(n_r))
         exec_word = Signal(self.data_layout)
         exec_update = Signal()  # an UPDATE MAC: x (vector buffer) on the row buses, e on the column buses
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
         exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
-        with m.If(go):
-            issue_mac = issuing & ~is_load & (~is_update | update_macs)
-            m.d.sync += [
-                exec_op.eq(Mux(~issue_mac, MacOp.NONE,
-                               Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
-                exec_clear.eq(Mux(is_update, sample == 0, step == 0)),
-                exec_handoff.eq(issue_mac & ~is_update & (step == steps - 1)),
-                exec_from_stream.eq(is_gemm | first_pass),
-                exec_owner.eq(lane_step),
-                exec_update.eq(issue_mac & is_update),
-                exec_write_back.eq(issue_mac & is_update & (sample == qb - 1)),
-                exec_addr.eq(read_addr),
-            ]
-            with m.If(needs_input):  # only a transferred word, never an idle (undriven) payload
-                m.d.sync += exec_word.eq(self.i_data.payload)
-        operand = Signal(self.data_layout)
-        error_word = Signal(self.data_layout)  # UPDATE: e_s for the column buses
-        m.d.comb += [
-            operand.eq(Mux(exec_from_stream, exec_word, vector_read.data)),
-            error_word.eq(Mux(exec_from_stream, exec_word, error_read.data)),
+        write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
+        issue_mac = issue & ~is_load & (~is_update | update_macs)
+        m.d.sync += [
+            exec_op.eq(Mux(~issue_mac, MacOp.NONE,
+                           Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
+            exec_clear.eq(Mux(is_update, inner == 0, step == 0)),
+            exec_handoff.eq(issue_mac & ~is_update & last_step),
+            exec_kind.eq(op),
+            exec_from_stream.eq(is_gemm | first_pass),
+            exec_owner.eq(lane),
+            exec_update.eq(issue_mac & is_update),
+            exec_write_back.eq(issue_mac & is_update & inner_wraps),
+            exec_addr.eq(read_addr),
         ]
+        with m.If(issue_mac & is_update):
+            m.d.sync += write_back_shift.eq(cmd.shift)
+        with m.If(transfer):  # only a transferred word, never an idle (undriven) payload
+            m.d.sync += exec_word.eq(self.i_data.payload)
+        # Stage 2, the PEs' operand stage (PE_READ_LATENCY after issue, with the SRAM output registers). The bus
+        # drivers are registers: the stream word and the vector and error buffers' words, each registered
+        # straight out of its source (the buffers' output registers), and which of them each bus takes
+        # (0: the stream word, 1: the vector buffer, 2: the error buffer). Row bus: x (forward MACs), x_s
+        # (UPDATE) or, for the GEMM, W[:, p] from the owner PE's SRAM output register; column bus: e (backward
+        # MACs), e_s (UPDATE), B (GEMM).
+        stage2 = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner,
+                                 exec_write_back, exec_addr], None, "operand_stage")
+        operand_op, operand_clear, operand_handoff, operand_kind, operand_owner, operand_write_back, \
+            operand_addr = stage2
+        stream_word = Signal(self.data_layout)
+        vector_word = Signal(self.data_layout)
+        error_word = Signal(self.data_layout)
+        row_source = Signal(2)
+        col_source = Signal(2)
+        buffered = Mux(exec_from_stream, 0, 1)  # the stream word in the first pass, else the vector buffer
+        m.d.sync += [
+            stream_word.eq(exec_word),
+            vector_word.eq(vector_read.data),
+            error_word.eq(error_read.data),
+            row_source.eq(Mux(exec_update, 1, buffered)),
+            col_source.eq(Mux(exec_update, Mux(exec_from_stream, 0, 2), buffered)),
+        ]
+        row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
+        col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
+        gemm_mac = (operand_op == MacOp.ROW_COL) & (operand_kind == CoreOp.GEMM)
+        sources = (stream_word, vector_word, error_word)
+        for index in range(n_r):
+            owner_data = _select([pes[index][c].mem_data for c in range(n_r)], operand_owner)
+            m.d.comb += [
+                row_bus[index].eq(Mux(gemm_mac, owner_data, _select([word[index] for word in sources[:2]],
+                                                                    row_source))),
+                col_bus[index].eq(_select([word[index] for word in sources], col_source)),
+            ]
+        # Stage 4, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
+        accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], None, "accumulate_stage",
+                                                          stages=PE_MAC_LATENCY)
 
-        # ---- reduction engine (execute stage) ----
+        # ---- reduction engine (after the accumulate stage) ----
         red_active = Signal()
         red_kind = Signal(2)  # the CoreOp whose partial sums are being reduced or read out
         red_step = Signal(range(max(reduction_cycles, n_r) + 1))
         red_last = Mux(red_kind == CoreOp.GEMM, n_r - 1, reduction_cycles)
-        with m.If(go):
-            with m.If(exec_handoff):
-                m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(op)]
-            with m.Elif(red_active):
-                m.d.sync += red_step.eq(red_step + 1)
-                with m.If(red_step == red_last):
-                    m.d.sync += red_active.eq(0)
+        with m.If(accumulate_handoff):
+            m.d.sync += [red_active.eq(1), red_step.eq(0), red_kind.eq(accumulate_kind)]
+        with m.Elif(red_active):
+            m.d.sync += red_step.eq(red_step + 1)
+            with m.If(red_step == red_last):
+                m.d.sync += red_active.eq(0)
         reducing = red_active & (red_kind != CoreOp.GEMM) & (red_step < reduction_cycles)
         red_forward = red_kind == CoreOp.GEMV_FORWARD
-        red_backward = red_kind == CoreOp.GEMV_BACKWARD
 
-        # ---- buses ----
-        row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
-        col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
-        owner_data = [Signal(signed(self.width), name=f"owner_data_{r}") for r in range(n_r)]
-        for r in range(n_r):
-            m.d.comb += owner_data[r].eq(_select([pes[r][c].mem_data for c in range(n_r)], exec_owner))
-        bus_reduction = self.reduction == "bus"
-        for index in range(n_r):
-            # Row bus: x (forward MACs), x_s (UPDATE), W[:, p] from the owner PE (GEMM), or a
-            # partial sum on its way to the diagonal (backward reduction over the bus).
-            row_partial = (self._bus_sender(red_step, [pes[index][c].red for c in range(n_r)], index)
-                           if bus_reduction else 0)
-            m.d.comb += row_bus[index].eq(
-                Mux(exec_op == MacOp.ROW_MEM, operand[index],
-                    Mux(exec_update, vector_read.data[index],
-                        Mux(exec_op == MacOp.ROW_COL, owner_data[index],
-                            Mux(reducing & red_backward, row_partial, 0)))))
-            # Column bus: e_s (UPDATE), e (backward MACs), B (GEMM), a partial sum (forward
-            # reduction), or a row of a GEMM result being read out.
-            col_partial = (self._bus_sender(red_step, [pes[r][index].red for r in range(n_r)], index)
-                           if bus_reduction else 0)
-            m.d.comb += col_bus[index].eq(
-                Mux(exec_update, error_word[index],
-                    Mux((exec_op == MacOp.COL_MEM) | (exec_op == MacOp.ROW_COL), operand[index],
-                        Mux(reducing & red_forward, col_partial,
-                            Mux(red_active & (red_kind == CoreOp.GEMM),
-                                _select([pes[r][index].red for r in range(n_r)], red_step), 0)))))
-
-        # ---- local memory writes: LOAD (issue stage) and the UPDATE write-back (execute stage) ----
-        # The write-back happens in the execute cycle of a word's last sample, when ``go`` advances
-        # the pipeline (as the MAC does); the next command is accepted in that cycle at the
-        # earliest, so ``cmd.shift`` is still the UPDATE's and no LOAD write can coincide.
-        write_back = go & exec_write_back
+        # ---- local memory writes: LOAD (the cycle after issue) and the UPDATE write-back ----
+        # The write-back of a word runs UPDATE_WRITE_BACK_STAGES stages after its last MAC's accumulate
+        # stage: 2 P >> shift from the registered accumulator, then the rounding and the subtraction from the
+        # weight (carried from the operand stage), then the saturation, whose result is written in that
+        # cycle. The sequencer idles UPDATE_DRAIN cycles after an UPDATE, so no LOAD write coincides and
+        # the next command reads the new weights.
+        write_back_flag, write_back_addr = self._delay(
+            m, [operand_write_back, operand_addr], None, "write_back_stage",
+            stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
+        write_back = write_back_flag
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
-                    pe.en.eq(go),
+                    pe.en.eq(1),
                     pe.rd_addr.eq(read_addr),
-                    pe.wr_en.eq((load & (lane_step == r)) | write_back),
-                    pe.wr_addr.eq(Mux(exec_write_back, exec_addr, cmd.base + rank_step)),
-                    pe.wr_data.eq(Mux(exec_write_back, self._updated_weight(m, pe, cmd.shift, f"{r}_{c}"),
-                                      self.i_data.payload[c])),
+                    pe.wr_en.eq(load_rows[r] | write_back),
+                    pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, load_addr)),
+                    pe.wr_data.eq(Mux(write_back_flag,
+                                      self._updated_weight(m, pe, None, write_back_shift, f"{r}_{c}"),
+                                      load_word[c])),
                 ]
 
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
-                    pe.mac_op.eq(exec_op),
-                    pe.mac_clear.eq(exec_clear),
-                    pe.handoff.eq(exec_handoff),
+                    pe.mac_op.eq(operand_op),
+                    pe.mac_clear.eq(operand_clear),
+                    pe.handoff.eq(operand_handoff),
                     pe.row_bus.eq(row_bus[r]),
                     pe.col_bus.eq(col_bus[c]),
                 ]
-                self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus)
+                self._reduction_inputs(m, pes, r, c, reducing, red_forward, red_step)
 
         # ---- output stage ----
         # GEMV: the diagonal PEs send their sums after the reduction; GEMM: one row per read-out cycle.
@@ -376,44 +490,65 @@ class CPCore(wiring.Component):
         reading_gemm = red_kind == CoreOp.GEMM
         m.d.comb += [
             output_now.eq(red_active & (reading_gemm | (red_step == reduction_cycles))),
-            output_stage.i_stream.valid.eq(output_now & input_present),
+            output_fifo.w_en.eq(output_now),
         ]
         for lane in range(n_r):
-            m.d.comb += output_stage.i_stream.payload[lane].eq(
-                Mux(reading_gemm, col_bus[lane], pes[lane][lane].red))
+            m.d.comb += output_fifo.w_data[lane * self.acc_width:(lane + 1) * self.acc_width].eq(
+                Mux(reading_gemm, _select([pes[r][lane].red for r in range(n_r)], red_step), pes[lane][lane].red))
         return m
 
-    def _updated_weight(self, m, pe, shift, suffix):
-        """The weight an UPDATE writes back: ``mem_data - round(mac_sum / 2**shift)``, saturated.
+    @staticmethod
+    def _delay(m, values, enable, name, stages=1):
+        """Registered copies of ``values``, ``stages`` cycles later (one register per stage; advanced
+        only when ``enable`` is high, every cycle if it is ``None``)."""
+        delayed = list(values)
+        for stage in range(stages):
+            registers = [Signal.like(value, name=f"{name}_{stage}_{index}") for index, value in enumerate(delayed)]
+            with m.If(1 if enable is None else enable):
+                m.d.sync += [register.eq(value) for register, value in zip(registers, delayed)]
+            delayed = registers
+        return delayed
+
+    def _updated_weight(self, m, pe, enable, shift, suffix):
+        """The weight an UPDATE writes back: ``W - round(P / 2**shift)``, saturated, over three stages.
 
         ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
         shifts, ``acc_width + 2`` bits, no overflow); the difference saturates to ``width`` bits.
+        Stage 1 shifts the registered accumulator ``P``; stage 2 rounds and subtracts from ``W``,
+        the word the PE's SRAM output register held in the last MAC's operand stage; stage 3
+        saturates (the result is the SRAM's write data in that cycle).
         """
         high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
-        doubled = Cat(Const(0, 1), pe.mac_sum).as_signed()  # 2 P, exact in acc_width + 1 bits
-        delta = Signal(signed(self.acc_width + 1), name=f"update_delta_{suffix}")
+        # W, from the operand stage to the subtraction (stage 2 of the write-back).
+        weight, = self._delay(m, [pe.mem_data], enable, f"update_weight_{suffix}",
+                              stages=PE_MAC_LATENCY + 2)
+        doubled = Cat(Const(0, 1), pe.acc).as_signed()  # 2 P, exact in acc_width + 1 bits
+        shifted = Signal(signed(self.acc_width + 1), name=f"update_shifted_{suffix}")
         difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
         updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
-        m.d.comb += [
-            delta.eq(((doubled >> shift) + 1) >> 1),
-            difference.eq(pe.mem_data - delta),
-            updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width]))),
-        ]
+        with m.If(1 if enable is None else enable):
+            m.d.sync += [
+                shifted.eq(doubled >> shift),
+                difference.eq(weight - ((shifted + 1) >> 1)),
+            ]
+        m.d.comb += updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width])))
         return updated
 
     def _bus_sender(self, red_step, reds, diagonal):
         """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""
         return _select([reds[(diagonal + 1 + s) % self.n_r] for s in range(self.n_r - 1)], red_step)
 
-    def _reduction_inputs(self, m, pes, r, c, reducing, red_forward, red_step, row_bus, col_bus):
+    def _reduction_inputs(self, m, pes, r, c, reducing, red_forward, red_step):
         """``red_add`` and ``red_in`` of PE ``(r, c)`` for both directions and both reduction kinds."""
         n_r, pe = self.n_r, pes[r][c]
         if self.reduction == "bus":
-            # Only the diagonal PE receives: from the column bus (forward) or the row bus (backward).
+            # Only the diagonal PE receives: a partial sum of its column (forward) or row (backward),
+            # sent in turn by the other PEs of that line.
             if r == c:
                 m.d.comb += [
                     pe.red_add.eq(reducing),
-                    pe.red_in.eq(Mux(red_forward, col_bus[c], row_bus[r])),
+                    pe.red_in.eq(Mux(red_forward, self._bus_sender(red_step, [pes[k][c].red for k in range(n_r)], c),
+                                     self._bus_sender(red_step, [pes[r][k].red for k in range(n_r)], r))),
                 ]
             return
         # Tree over the line, rotated so that the diagonal PE is position 0: at step s the PE at

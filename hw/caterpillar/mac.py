@@ -1,11 +1,14 @@
 """Arithmetic of the CATERPILLAR PE, swappable by name (the PE's ``mac`` parameter).
 
-A MAC unit is a class built from ``(width, acc_width)`` whose two methods
-return Amaranth expressions: :meth:`~CPFixedPointMAC.multiply_accumulate` (the
-MAC of the PE) and :meth:`~CPFixedPointMAC.add` (the reduction adder). It adds
+A MAC unit is a class built from ``(width, acc_width)`` whose methods
+return Amaranth expressions: :meth:`~CPFixedPointMAC.multiply` (the PE's
+multiplier, registered before and after by the PE),
+:meth:`~CPFixedPointMAC.add` (the PE's accumulate stage and reduction adder)
+and :meth:`~CPFixedPointMAC.multiply_accumulate` (both in one cycle, for the
+reciprocal unit). It adds
 no module of its own, so a core's PEs all elaborate into one flat Verilog
 module. A half-precision floating-point unit drops in by adding a class with
-the same two methods to :data:`MAC_UNITS` and its name to
+the same methods to :data:`MAC_UNITS` and its name to
 :data:`trainforge.spec.caterpillar.MAC_UNIT_NAMES` (the parameter schemas' choices).
 """
 
@@ -28,6 +31,10 @@ class CPFixedPointMAC:
     def __init__(self, width, acc_width):
         self.width = width
         self.acc_width = acc_width
+
+    def multiply(self, a, b):
+        """``a * b``, exact (``2 * width`` bits)."""
+        return a * b
 
     def multiply_accumulate(self, a, b, addend):
         """``addend + a * b``, wrapped to a signed ``acc_width`` value."""

@@ -1,27 +1,46 @@
 """LAC processing element of CATERPILLAR (Fig. 3(c)): a MAC unit, a local SRAM and the bus ports."""
-from amaranth import Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import PE_PARAMS, MacOp, addr_width
+from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, addr_width
 from .mac import MAC_UNITS
 
 __all__ = ["MacOp", "CPPE"]
+
+# The registers below are the SRAM output register (read latency 2) and the multiplier's input and
+# output registers (MAC latency 2): the spec's latencies describe this structure.
+assert (PE_READ_LATENCY, PE_MAC_LATENCY) == (2, 2), "the spec's PE latencies differ from this pipeline"
 
 
 class CPPE(wiring.Component):
     """One PE of the linear algebra core: MAC unit, local SRAM, accumulator and reduction register.
 
-    The PE is a two-stage slice of the core's pipeline, advanced by ``en``:
+    The PE is a pipelined slice of the core's pipeline; every register
+    advances only in a cycle with ``en`` high (a low cycle changes nothing):
 
-    - **issue**: ``rd_addr`` is read from the local SRAM (synchronous read);
-      ``wr_en`` writes ``wr_data`` at ``wr_addr`` in the same cycle;
-    - **execute** (one cycle later): ``mac_op`` selects the operands, the MAC
-      adds their product to the accumulator (or to zero with ``mac_clear``);
-      with ``handoff`` the new sum is also copied to the reduction register
-      ``red``, which frees the accumulator for the next output block; with
-      ``red_add`` (and no ``handoff``) ``red`` adds ``red_in``, a partial sum
-      arriving on a bus or a neighbour link.
+    - **issue** (cycle ``t``): ``rd_addr`` is read from the local SRAM
+      (synchronous read); ``wr_en`` writes ``wr_data`` at ``wr_addr`` in the
+      same cycle;
+    - **SRAM output register** (``t + 1``): the read word is registered (the
+      DP16KD output register), so ``mem_data`` carries it in cycle
+      ``t + PE_READ_LATENCY``;
+    - **operand stage** (``t + 2``): ``mac_op`` selects the operands from the
+      buses and ``mem_data``; they enter the multiplier's input registers,
+      with ``mac_clear`` and ``handoff``;
+    - **multiply** (``t + 3``): the product enters the multiplier's output register;
+    - **accumulate** (``t + 4``, ``PE_MAC_LATENCY`` cycles after the operand
+      stage): the MAC adds the product to the accumulator (or to zero with
+      ``mac_clear``) and writes ``acc`` at the end of the cycle; with
+      ``handoff`` the new sum is also copied to the reduction register
+      ``red``, which frees the accumulator for the next output block.
+
+    ``red_add`` acts in its own cycle: ``red`` adds ``red_in``, a partial sum
+    arriving on a bus or a neighbour link, unless a handoff reaches the
+    accumulate stage in the same cycle (the handoff wins). A ``handoff`` is
+    only given with a MAC (``mac_op`` not ``NONE``). The first
+    ``PE_READ_LATENCY`` enabled cycles after a reset have no word read yet:
+    their ``mac_op`` must not take ``mem_data``.
 
     The buses are ``acc_width`` wide; a multiplier operand taken from a bus is
     its low ``width`` bits (a sign-extended operand).
@@ -42,21 +61,24 @@ class CPPE(wiring.Component):
     en : In(1)
         Advance the pipeline this cycle.
     rd_addr : In(unsigned(addr_width))
+        Issue stage.
     wr_en : In(1)
     wr_addr : In(unsigned(addr_width))
     wr_data : In(signed(width))
     mac_op : In(MacOp)
-        A :class:`MacOp`, execute stage.
-    mac_clear, handoff, red_add : In(1)
-        Execute-stage controls.
-    row_bus, col_bus, red_in : In(signed(acc_width))
+        A :class:`MacOp`, operand stage.
+    mac_clear, handoff : In(1)
+        Operand stage; they act in the accumulate stage.
+    red_add : In(1)
+        Adds ``red_in`` to ``red`` in this cycle.
+    row_bus, col_bus : In(signed(acc_width))
+        Operand stage.
+    red_in : In(signed(acc_width))
     mem_data : Out(signed(width))
-        The word read in the issue stage, valid in the execute stage (held while ``en`` is low).
+        The SRAM output register: the word read ``PE_READ_LATENCY`` enabled cycles earlier
+        (held while ``en`` is low).
     acc, red : Out(signed(acc_width))
         The accumulator and the reduction register.
-    mac_sum : Out(signed(acc_width))
-        The MAC unit's result in the execute stage (what ``acc`` takes at the next enabled
-        edge): the core's in-place weight update writes back ``mem_data`` minus its scaled value.
     """
 
     PARAMS = PE_PARAMS
@@ -80,7 +102,6 @@ class CPPE(wiring.Component):
             "mem_data": Out(signed(self.width)),
             "acc": Out(signed(self.acc_width)),
             "red": Out(signed(self.acc_width)),
-            "mac_sum": Out(signed(self.acc_width)),
         })
 
     def elaborate(self, platform):
@@ -104,13 +125,14 @@ class CPPE(wiring.Component):
             shape=signed(self.width), depth=self.sram_depth, init=[])
         write = sram.write_port()
         read = sram.read_port()
+        sram_output = Signal(signed(self.width), name=f"{prefix}_sram_output")
         m.d.comb += [
             write.en.eq(self.wr_en),
             write.addr.eq(self.wr_addr),
             write.data.eq(self.wr_data),
             read.en.eq(self.en),
             read.addr.eq(self.rd_addr),
-            self.mem_data.eq(read.data),
+            self.mem_data.eq(sram_output),
         ]
 
         mac_unit = MAC_UNITS[self.mac](self.width, self.acc_width)
@@ -118,23 +140,33 @@ class CPPE(wiring.Component):
         col_operand = self.col_bus[:self.width].as_signed()
         first_is_row = (self.mac_op == MacOp.ROW_MEM) | (self.mac_op == MacOp.ROW_COL)
         second_is_col = self.mac_op == MacOp.ROW_COL
-        mac_result = Signal(signed(self.acc_width), name=f"{prefix}_mac_result")
+        # Multiplier input registers (with the controls of the operand stage), output register.
+        multiplicand = Signal(signed(self.width), name=f"{prefix}_multiplicand")
+        multiplier = Signal(signed(self.width), name=f"{prefix}_multiplier")
+        product = Signal(signed(2 * self.width), name=f"{prefix}_product")
+        multiply_controls = Signal(3, name=f"{prefix}_multiply_controls")  # active, clear, handoff
+        accumulate_controls = Signal(3, name=f"{prefix}_accumulate_controls")
         accumulator = Signal(signed(self.acc_width), name=f"{prefix}_accumulator")
         reduction = Signal(signed(self.acc_width), name=f"{prefix}_reduction")
+        active, clear, handoff = accumulate_controls[0], accumulate_controls[1], accumulate_controls[2]
+        total = Signal(signed(self.acc_width), name=f"{prefix}_sum")
         m.d.comb += [
-            mac_result.eq(mac_unit.multiply_accumulate(
-                Mux(first_is_row, row_operand, col_operand),
-                Mux(second_is_col, col_operand, read.data),
-                Mux(self.mac_clear, 0, accumulator))),
+            total.eq(mac_unit.add(Mux(clear, 0, accumulator), product)),
             self.acc.eq(accumulator),
             self.red.eq(reduction),
-            self.mac_sum.eq(mac_result),
         ]
         with m.If(self.en):
-            with m.If(self.mac_op != MacOp.NONE):
-                m.d.sync += accumulator.eq(mac_result)
-            with m.If(self.handoff):
-                m.d.sync += reduction.eq(mac_result)
+            m.d.sync += [
+                sram_output.eq(read.data),
+                multiplicand.eq(Mux(first_is_row, row_operand, col_operand)),
+                multiplier.eq(Mux(second_is_col, col_operand, sram_output)),
+                multiply_controls.eq(Cat(self.mac_op != MacOp.NONE, self.mac_clear, self.handoff)),
+                product.eq(mac_unit.multiply(multiplicand, multiplier)),
+                accumulate_controls.eq(multiply_controls),
+            ]
+            with m.If(active):
+                m.d.sync += accumulator.eq(total)
+            with m.If(handoff):
+                m.d.sync += reduction.eq(total)
             with m.Elif(self.red_add):
                 m.d.sync += reduction.eq(mac_unit.add(reduction, self.red_in))
-

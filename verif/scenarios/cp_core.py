@@ -285,6 +285,34 @@ def _update_corners(params, rng):
     return program
 
 
+def _update_hazards(params, rng):
+    """Every command right after an UPDATE of the words it reads or writes (the read-after-write hazard of the
+    pipelined write-back): GEMV forward, UPDATE, GEMV backward, LOAD and a GEMM read-back, each issued as soon
+    as the core takes it, on one block (the write-back of its only word is the latest) and on 2 x 2 blocks."""
+    n_r, width = params["n_r"], params["width"]
+    low, high = _operand_range(params)
+    program = _Program(params)
+    shift = min(width, max_shift(params["acc_width"]))
+
+    def vectors(size):
+        return [_random_vector(rng, params, size)]
+
+    mb, nb, padded = program.load(_matrix(rng, n_r, n_r, low, high), 0)
+    padded = program.update(padded, mb, nb, vectors(n_r), vectors(n_r), shift, 0, width, read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r), 0, True, 0)
+    padded = program.update(padded, mb, nb, vectors(n_r), vectors(n_r), shift, 0, width, read_back=False)
+    padded = program.update(padded, mb, nb, vectors(n_r), vectors(n_r), shift, 0, width, read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r), 0, False, 1)
+    program.update(padded, mb, nb, vectors(n_r), vectors(n_r), shift, 0, width, read_back=False)
+    mb, nb, padded = program.load(_matrix(rng, n_r, n_r, low, high), 0)  # LOAD over the words just updated
+    program.read_back(padded, mb, nb, 0)
+    mb, nb, padded = program.load(_matrix(rng, 2 * n_r, 2 * n_r, low, high), 1)
+    padded = program.update(padded, mb, nb, vectors(2 * n_r), vectors(2 * n_r), shift, 1, width, read_back=True)
+    padded = program.update(padded, mb, nb, vectors(2 * n_r), vectors(2 * n_r), shift, 1, width, read_back=False)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, 2 * n_r), 1, True, 1)
+    return program
+
+
 def _scenario(name, program, rng=None, valid=None, ready=None):
     handshake = {}
     if valid is not None:
@@ -296,7 +324,8 @@ def _scenario(name, program, rng=None, valid=None, ready=None):
 
 def scenarios(params, seed):
     table = []
-    for name, build, valid, ready in (("random matrices with backpressure", _random_matrices, 0.7, 0.6),
+    for name, build, valid, ready in (("update read-after-write hazards, cycle exact", _update_hazards, None, None),
+                                      ("random matrices with backpressure", _random_matrices, 0.7, 0.6),
                                       ("edge shapes, cycle exact", _edge_shapes, None, None),
                                       ("directed corners", _directed_corners, 0.8, 0.7),
                                       ("update corners", _update_corners, 0.8, 0.7)):

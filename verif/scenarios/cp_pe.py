@@ -10,12 +10,17 @@ transactions are the accumulator (``"acc"``) and the reduction register
 (``"red"``) after each enabled cycle.
 
 Reference (independent of the vectorised golden model): the PE written out
-cycle by cycle on Python ints. The execute stage of enabled cycle ``t`` uses
-the word read at ``rd_addr`` of enabled cycle ``t - 1`` (zero at ``t = 0``);
-a bus operand is the bus's low ``width`` bits, sign-extended; a MAC adds the
-product to the accumulator (or to zero with ``mac_clear``), wrapping to
-``acc_width`` bits; ``handoff`` copies the new sum into ``red``, otherwise
-``red_add`` adds ``red_in`` to ``red`` (wrapping).
+cycle by cycle on Python ints, its pipeline registers named. In enabled cycle
+``t`` the SRAM reads ``rd_addr``; the word enters the SRAM output register in
+``t + 1`` and is ``mem_data`` in ``t + 2`` (zero before, the register's reset
+value; no MAC takes ``mem_data`` in the first two cycles). The operand stage
+of cycle ``t`` takes its bus operands (the bus's low ``width`` bits,
+sign-extended) and ``mem_data`` into the multiplier's input registers with
+``mac_clear`` and ``handoff``; the product is registered in ``t + 1``; in
+``t + 2`` the MAC adds it to the accumulator (or to zero with ``mac_clear``),
+wrapping to ``acc_width`` bits, and ``handoff`` copies that sum into ``red``;
+``red_add`` of cycle ``t`` adds ``red_in`` to ``red`` (wrapping) unless a
+handoff lands in ``t``.
 """
 from trainforge.golden.caterpillar.pe import cp_pe
 from trainforge.spec.caterpillar import MacOp
@@ -33,21 +38,36 @@ def _signed(value, bits):
 def reference(memory, controls, *, width, acc_width, **_):
     """``(acc, red)`` after each enabled cycle, computed one cycle at a time."""
     acc = red = 0
-    read = 0
+    read = output_register = 0  # the SRAM read port's word and the SRAM output register
+    operands = None  # (MAC?, clear, handoff, multiplicand, multiplier): the multiplier's input registers
+    multiplied = None  # (MAC?, clear, handoff, product): its output register
     accs, reds = [], []
     for control in controls:
+        # accumulate stage
+        landing = False
+        new_acc, new_red = acc, red
+        if multiplied is not None:
+            mac, clear, landing, product = multiplied
+            total = _signed((0 if clear else acc) + product, acc_width)
+            if mac:
+                new_acc = total
+            if landing:
+                new_red = total
+        if not landing and control["red_add"]:
+            new_red = _signed(red + control["red_in"], acc_width)
+        # multiply stage
+        if operands is not None:
+            mac, clear, handoff, first, second = operands
+            multiplied = (mac, clear, handoff, first * second)
+        # operand stage
         op = control["mac_op"]
         row, col = _signed(control["row_bus"], width), _signed(control["col_bus"], width)
         first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
-        second = col if op == MacOp.ROW_COL else read
-        result = _signed((0 if control["mac_clear"] else acc) + first * second, acc_width)
-        if op != MacOp.NONE:
-            acc = result
-        if control["handoff"]:
-            red = result
-        elif control["red_add"]:
-            red = _signed(red + control["red_in"], acc_width)
-        read = memory[control["rd_addr"]]
+        second = col if op == MacOp.ROW_COL else output_register
+        operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
+        # SRAM output register and read
+        output_register, read = read, memory[control["rd_addr"]]
+        acc, red = new_acc, new_red
         accs.append(acc)
         reds.append(red)
     return accs, reds
@@ -59,11 +79,12 @@ def _control(rd_addr=0, mac_op=MacOp.NONE, mac_clear=0, handoff=0, red_add=0, ro
 
 
 def _random_controls(rng, params, depth, cycles, bus=None):
-    """Random controls as the core issues them: no MAC in the first cycle, a handoff only with a MAC."""
+    """Random controls as the core issues them: no MAC in the first two cycles (no word read yet), a handoff only
+    with a MAC."""
     half = 1 << (params["acc_width"] - 1)
     controls = []
     for index in range(cycles):
-        op = MacOp.NONE if index == 0 else rng.randrange(4)
+        op = MacOp.NONE if index < 2 else rng.randrange(4)
         controls.append(_control(
             rd_addr=rng.randrange(depth), mac_op=op, mac_clear=int(rng.random() < 0.2),
             handoff=int(op != MacOp.NONE and rng.random() < 0.15), red_add=int(rng.random() < 0.4),
@@ -84,19 +105,25 @@ def scenarios(params, seed):
     depth = min(params["sram_depth"], 64)
     half = 1 << (width - 1)
     table = []
-    # Hand-worked: memory [3, -2, 5, 7]; acc 0, 3*4, 12 + (-2)(-5), 22 + 5*2 (handed off), 6*(-3) after a
-    # clear (red 32 + 100), then red 132 - 32.
+    # Hand-worked: memory [3, -2, 5, 7]; the MAC of cycle t lands in cycle t + 2 and takes the word read in
+    # t - 2. acc: 3*4 = 12 (cycle 4), 12 + (-5)(-2) = 22, 22 + 2*5 = 32 (handed off in cycle 6, which beats
+    # that cycle's red_add), 6*(-3) = -18 after a clear. red: 100 (red_add, cycle 5), 32 (handoff), 32 + 100,
+    # 132 - 32.
     memory = [3, -2, 5, 7]  # needs sram_depth >= 4
     controls = [
         _control(rd_addr=0),
-        _control(rd_addr=1, mac_op=MacOp.ROW_MEM, mac_clear=1, row_bus=4),
-        _control(rd_addr=2, mac_op=MacOp.ROW_MEM, row_bus=-5),
-        _control(rd_addr=3, mac_op=MacOp.COL_MEM, col_bus=2, handoff=1),
-        _control(rd_addr=0, mac_op=MacOp.ROW_COL, mac_clear=1, row_bus=6, col_bus=-3, red_add=1, red_in=100),
+        _control(rd_addr=1),
+        _control(rd_addr=2, mac_op=MacOp.ROW_MEM, mac_clear=1, row_bus=4),
+        _control(rd_addr=3, mac_op=MacOp.ROW_MEM, row_bus=-5),
+        _control(rd_addr=0, mac_op=MacOp.COL_MEM, col_bus=2, handoff=1),
+        _control(mac_op=MacOp.ROW_COL, mac_clear=1, row_bus=6, col_bus=-3, red_add=1, red_in=100),
+        _control(red_add=1, red_in=7),
+        _control(red_add=1, red_in=100),
         _control(red_add=1, red_in=-32),
     ]
     worked = Scenario("hand-worked sequence", {"memory": memory, "controls": controls},
-                      {"acc": [0, 12, 22, 32, -18, -18], "red": [0, 0, 0, 32, 132, 100]}, valid={"en": (1, 1, 0)})
+                      {"acc": [0, 0, 0, 0, 12, 22, 32, -18, -18], "red": [0, 0, 0, 0, 0, 100, 32, 132, 100]},
+                      valid={"en": (1, 1, 0)})
     if width >= 4 and params["acc_width"] >= 9 and params["sram_depth"] >= 4:  # its operands and sums fit
         table.append(worked)
     rng = rng_for(seed, "cp_pe", "random")
