@@ -252,3 +252,57 @@ def test_input_chain_keeps_the_window_full_at_full_rate(monkeypatch):
     assert slower_streams() == 0
     monkeypatch.setattr(core, "GROUP_REGISTERS", 2)
     assert slower_streams() > 0
+
+
+@pytest.mark.parametrize("rows,depth", [(1, 4), (4, 4), (1, 2), (2, 5)])
+def test_a_source_with_gaps_multiplies_every_pair_once_and_is_never_faster(rows, depth, seed):
+    """With gaps on ``i_group`` (``offered``) each effectual pair is still multiplied exactly once, the
+    stream takes at least its full-rate cycles (more where the gaps leave the window short), each
+    ``read`` row drains no earlier, and an always-true ``offered`` is the full-rate model."""
+    generator = np.random.default_rng(seed)
+    effectual, read, clear = _random_streams(generator, depth, rows, 0.4, count=6)
+    pattern = default_pattern(4, depth)
+    full = run_cores(effectual, read, clear, pattern, depth, record=True)
+    same = run_cores(effectual, read, clear, pattern, depth, record=True, offered=np.ones(9, bool))
+    assert np.array_equal(same.cycles, full.cycles) and np.array_equal(same.read_cycles, full.read_cycles)
+    offered = np.concatenate([[True], generator.random(2000) < 0.3])
+    gaps = run_cores(effectual, read, clear, pattern, depth, record=True, offered=offered)
+    assert np.array_equal(gaps.multiplicity, effectual.astype(np.int64)), f"seed {seed}: multiplicity != effectual"
+    assert (gaps.cycles > full.cycles).all(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
+    assert (gaps.read_cycles >= full.read_cycles).all()
+    # A cycle whose window is empty schedules nothing.
+    assert not gaps.active[~gaps.scheduled].any()
+
+
+def test_a_source_gap_changes_which_products_share_a_cycle_worked_by_hand():
+    """bfloat16, depth 2 (pattern ``(0,0),(1,0),(1,+1),(1,-1)``), A all ones, one partial. B rows:
+    ``[1, 2**24, 1, 0]``, ``[0, 1, 0, 0]`` (group 0), ``[0, 1, 0, 0]``, ``[0, 0, 0, 0]`` (group 1);
+    one dot product, read at row 3.
+
+    - Full rate (groups taken at cycles 0 and 1): first scheduling cycle, rows 0-1 in the window: lanes
+      0-2 take row 0's pairs, the tree gives ``(1 + 2**24) + (1 + 0)``: two ties to even, ``2**24``.
+      Second cycle, rows 1-2: lane 1 takes row 1's ``1``, lane 0 row 2's ``1`` (option ``(1, +1)``):
+      ``(1 + 1) + (0 + 0) = 2``, and the accumulator's ``2**24 + 2`` is exact: ``0x4B800001``.
+    - Source valid in cycle 0, then not until cycle 4: the second cycle holds row 1 alone (row 2 has not
+      arrived), so its sum is ``1`` and ``2**24 + 1`` ties to even, ``2**24``; the window is then empty
+      (no row of the accumulator) until group 1 arrives, and row 2's ``1`` is lost the same way:
+      ``0x4B800000``.
+    """
+    one, big = 0x3F80, 0x4B80
+    b = np.array([[one, big, one, 0], [0, one, 0, 0], [0, one, 0, 0], [0, 0, 0, 0]])
+    a = np.full((4, 4), one)
+    clear = np.array([True, False, False, False])
+    read = np.array([False, False, False, True])
+    params = dict(mac="bf16", partial_sums=1, depth=2)
+    assert td_pe(a, b, clear, read, **params).tolist() == [0x4B800001]
+    offered = [True, False, False, False, True]
+    assert td_pe(a, b, clear, read, offered=offered, **params).tolist() == [0x4B800000]
+    run = td_pe_cycles(a, b, clear, read, record=True, offered=offered, **params)
+    assert run.scheduled[:, 0].tolist() == [True, True, False, False, True]
+
+
+def test_offered_must_start_with_the_first_transfer():
+    effectual = np.ones((1, 1, 8, 4), bool)
+    flags = np.zeros(8, bool)
+    with pytest.raises(ParameterError, match="offered"):
+        run_cores(effectual, flags, flags, default_pattern(4, 4), 4, record=True, offered=[False, True])

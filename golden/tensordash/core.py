@@ -33,12 +33,19 @@ The exact rules, shared with the RTL (:mod:`trainforge.hw.tensordash.core`):
   scheduling cycle (:func:`~trainforge.spec.tensordash.result_cycle`).
 
 Scheduling cycles are counted from the first cycle the window holds rows.
+A source with gaps (``offered``: whether ``i_group.valid`` is high in each
+clock cycle, counted from the first group's transfer) leaves the window
+empty or short in some cycles; a cycle whose window is empty schedules
+nothing and is no row for the accumulator (``scheduled`` says which are).
+The sink is always ready: an output stall stops the whole pipeline and the
+buffer (the RTL's one clock enable), which only delays the schedule.
 """
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from ...errors import ParameterError
 from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels
 from .scheduler import schedule
@@ -69,6 +76,9 @@ class CoreRun:
         Scheduling cycle (from 0) that drained each ``read`` row; with ``record=True``.
     multiplicity : ndarray of int64, shape (N, rows, T, lanes), or None
         How often each pair was multiplied; with ``record=True``.
+    scheduled : ndarray of bool, shape (C, N), or None
+        With ``record=True``: whether the window held rows in each scheduling cycle (the cycles the
+        accumulator counts as rows; all of them but the ends with an always-valid source).
     heads, selects, active : ndarray, or None
         With ``record=True``, per scheduling cycle (first axis, ``max(cycles)`` long; a core that has
         finished repeats its last head with no lane active): the head row, shape (C, N); each lane's
@@ -78,6 +88,7 @@ class CoreRun:
     macs: np.ndarray
     read_cycles: np.ndarray = None
     multiplicity: np.ndarray = None
+    scheduled: np.ndarray = None
     heads: np.ndarray = None
     selects: np.ndarray = None
     active: np.ndarray = None
@@ -102,7 +113,7 @@ def _visible(read, clear, head, depth, loaded):
     return present & ~cut
 
 
-def run_cores(effectual, read, clear, pattern, depth, record=False):
+def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None):
     """Run ``N`` cores, each with ``rows`` schedulers, over streams of ``T`` rows.
 
     Parameters
@@ -118,6 +129,10 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         Staging buffer depth D.
     record : bool
         Also return the cycle of every ``read`` row and the multiplicity of every pair.
+    offered : array_like of bool, shape (cycles,), optional
+        Whether the source offers a group (``i_group.valid``) in each clock cycle, counted from the
+        first group's transfer (so ``offered[0]`` is true), common to all cores; cycles past its end
+        offer. Default: an always-valid source.
 
     Returns
     -------
@@ -129,7 +144,12 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         raise ValueError(f"stream of {total} rows is not a whole number of {depth}-row groups")
     read = np.asarray(read, dtype=bool)
     clear = np.asarray(clear, dtype=bool)
-    if not record and depth * lanes <= PACKED_BITS:
+    if offered is not None:
+        offered = np.asarray(offered, dtype=bool)
+        if offered.ndim != 1 or (len(offered) and not offered[0]):
+            raise ParameterError("offered must be one flag per clock cycle from the first group's transfer, "
+                                 f"offered[0] true; got shape {offered.shape}")
+    if not record and offered is None and depth * lanes <= PACKED_BITS:
         return _run_packed(effectual, read, clear, tuple(pattern), depth)
     levels = lane_levels(pattern, lanes)
     padded = np.concatenate([effectual, np.zeros((count, rows, 2 * depth, lanes), dtype=bool)], axis=2)
@@ -138,7 +158,7 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
     cycles = np.zeros(count, dtype=np.int64)
     macs = np.zeros(count, dtype=np.int64)
     offsets = np.arange(depth)
-    heads, selects, actives = [], [], []
+    heads, selects, actives, scheduled = [], [], [], []
     multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
     # The input chain at full rate: window end (rows loaded) and group-register end (rows taken).
     loaded = np.zeros(count, dtype=np.int64)
@@ -156,6 +176,7 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
             n, r, d, lane = np.nonzero(decision.chosen)
             np.add.at(multiplicity, (n, r, head[n] + d, lane), 1)
             heads.append(head.copy())
+            scheduled.append(loaded > head)
             selects.append(decision.ms)
             actives.append(decision.active)
         upcoming = np.take_along_axis(padded, (head + depth)[:, None, None, None]
@@ -164,8 +185,8 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
         head = head + advance
         # The source's group is taken when, before this cycle's loads, the group registers have one free.
-        offered = registered < total  # an always-valid source
-        take = offered & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
+        source_valid = offered is None or clock >= len(offered) or offered[clock]
+        take = (registered < total) & source_valid & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
         loaded = np.maximum(loaded, np.minimum(head + depth, registered))
         registered = registered + take * depth
         clock += 1
@@ -177,7 +198,7 @@ def run_cores(effectual, read, clear, pattern, depth, record=False):
         read_cycles = np.stack([np.searchsorted(after[n], read_rows, side="right") for n in range(count)])
     if record:
         return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity,
-                       heads=np.array(heads), selects=np.array(selects), active=np.array(actives))
+                       scheduled=np.array(scheduled), heads=np.array(heads), selects=np.array(selects), active=np.array(actives))
     return CoreRun(cycles=cycles, macs=macs)
 
 

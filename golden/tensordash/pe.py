@@ -55,7 +55,7 @@ def _effectual(a, b, params, both_sides):
     return effectual
 
 
-def scheduled_fp_results(a, b, clear, read, params, both_sides):
+def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None):
     """FP results of a PE or tile, adding each cycle's lane products as the hardware does (module docstring).
 
     Parameters
@@ -67,6 +67,9 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides):
     params : dict
         Resolved PE or tile parameters.
     both_sides : bool
+    offered : array_like of bool, optional
+        The source's ``valid`` per clock cycle from the first group's transfer
+        (:func:`~.core.run_cores`); gaps change which pairs share a scheduling cycle, and so the rounding.
 
     Returns
     -------
@@ -79,9 +82,15 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides):
     a, b, clear, read = pad_stream((a, b), clear, read, depth)
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     rows, cols = b.shape[1], a.shape[1]
-    run = run_cores(_effectual(a, b, params, both_sides)[None], read, clear, pattern, depth, record=True)
+    run = run_cores(_effectual(a, b, params, both_sides)[None], read, clear, pattern, depth, record=True,
+                    offered=offered)
     cycles = int(run.cycles[0])
-    heads, selects, active = run.heads[:cycles, 0], run.selects[:cycles, 0], run.active[:cycles, 0]
+    # Only the cycles whose window held rows are rows of the accumulator (an empty window is a bubble).
+    rows_of_accumulator = run.scheduled[:cycles, 0]
+    reads = np.zeros(cycles, dtype=bool)
+    reads[np.asarray(run.read_cycles[0], dtype=np.int64)] = True
+    heads, selects, active = (x[:cycles, 0][rows_of_accumulator] for x in (run.heads, run.selects, run.active))
+    reads = reads[rows_of_accumulator]
     slots = np.array([option_slots(pattern, lanes, lane) for lane in range(lanes)])  # (lanes, options, 2)
     lane_index = np.arange(lanes)
     stream_row = heads[:, None, None] + slots[lane_index, selects, 0]   # (C, rows, lanes)
@@ -92,32 +101,32 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides):
     products = fp_mul_exact(a_values, b_values[:, :, None, :], fmt)     # (C, rows, cols, lanes)
     products = np.where(active[:, :, None, :], products, np.uint32(mac_spec.IDLE_PRODUCT))
     sums = fp32_sum_tree(products, axis=-1)                             # (C, rows, cols)
-    reads = np.zeros(cycles, dtype=bool)
-    reads[np.asarray(run.read_cycles[0], dtype=np.int64)] = True
     out = fp32_accumulate(sums, np.asarray(clear, dtype=bool)[heads], params["partial_sums"], reads)
     return out.reshape(-1, rows, cols)
 
 
-def td_pe(a, b, clear, read, **params):
+def td_pe(a, b, clear, read, *, offered=None, **params):
     """Results of ``td_pe``.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
     names ignored). With the ``integer`` MAC the results are the dense PE's (``acc_width`` and ``signed``
     shape them) and the TensorDash parameters change only the timing; with ``fp16`` or ``bf16`` they are
-    FP32 bit patterns summed in the order of the schedule (module docstring).
+    FP32 bit patterns summed in the order of the schedule (module docstring), which ``offered`` (the
+    source's ``valid`` per cycle, :func:`~.core.run_cores`; default always valid) shapes.
     """
     params = _resolve(spec.PE_PARAMS, params)
     if mac_spec.is_float(params):
         return scheduled_fp_results(np.asarray(a)[:, None], np.asarray(b)[:, None], clear, read, params,
-                                    params["mode"] == "both")[:, 0, 0]
+                                    params["mode"] == "both", offered)[:, 0, 0]
     return dense_pe(a, b, clear, read, **params)
 
 
-def td_pe_cycles(a, b, clear, read, *, record=False, **params):
+def td_pe_cycles(a, b, clear, read, *, record=False, offered=None, **params):
     """Cycle model of ``td_pe`` over one stream (padded to whole groups).
 
     ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
-    names ignored); ``lanes``, ``depth``, ``pattern`` and ``mode`` set the timing.
+    names ignored); ``lanes``, ``depth``, ``pattern`` and ``mode`` set the timing, and ``offered`` (the
+    source's ``valid`` per cycle from the first group's transfer; default always valid) the arrivals.
 
     Returns
     -------
@@ -128,10 +137,10 @@ def td_pe_cycles(a, b, clear, read, *, record=False, **params):
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
     effectual = _effectual(np.asarray(a)[:, None], np.asarray(b)[:, None], params, params["mode"] == "both")
-    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record)
+    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record, offered=offered)
 
 
-def td_tile(a, b, clear, read, **params):
+def td_tile(a, b, clear, read, *, offered=None, **params):
     """Results of ``td_tile``: one ``rows`` x ``cols`` array per ``read`` row.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
@@ -142,6 +151,8 @@ def td_tile(a, b, clear, read, **params):
     a : array_like, shape (T, cols, lanes)
     b : array_like, shape (T, rows, lanes)
     clear, read : array_like of bool, shape (T,)
+    offered : array_like of bool, optional
+        The source's ``valid`` per cycle from the first group's transfer (FP: it shapes the schedule's sums).
 
     Returns
     -------
@@ -149,7 +160,7 @@ def td_tile(a, b, clear, read, **params):
     """
     params = _resolve(spec.TILE_PARAMS, params)
     if mac_spec.is_float(params):
-        return scheduled_fp_results(a, b, clear, read, params, both_sides=False)
+        return scheduled_fp_results(a, b, clear, read, params, both_sides=False, offered=offered)
     a = np.asarray(a)
     b = np.asarray(b)
     rows, cols = b.shape[1], a.shape[1]
@@ -162,7 +173,7 @@ def td_tile(a, b, clear, read, **params):
     return out
 
 
-def td_tile_cycles(a, b, clear, read, *, record=False, **params):
+def td_tile_cycles(a, b, clear, read, *, record=False, offered=None, **params):
     """Cycle model of ``td_tile`` (B-only skipping, rows synchronized) over one stream.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
@@ -171,4 +182,5 @@ def td_tile_cycles(a, b, clear, read, *, record=False, **params):
     params = _resolve(spec.TILE_PARAMS, params)
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
-    return run_cores(_effectual(a, b, params, False)[None], read, clear, pattern, params["depth"], record=record)
+    return run_cores(_effectual(a, b, params, False)[None], read, clear, pattern, params["depth"], record=record,
+                     offered=offered)
