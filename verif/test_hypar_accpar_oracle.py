@@ -31,7 +31,7 @@ from trainforge.sim.hypar import third_type
 from trainforge.sim.hypar.builtins import BUILTIN_NETWORKS, builtin_network
 from trainforge.sim.hypar.config import TrainingSetup
 from trainforge.sim.hypar.network import Layer, Network
-from trainforge.sim.hypar.partition import format_choices, hierarchical_partition
+from trainforge.sim.hypar.partition import format_choices, hierarchical_partition, strategy_choices, traffic_of
 
 #: Fraction of the reader's input X moved by the edge (producer type, reader type), one group.
 EDGE_FRACTION = np.array([[0.0, 0.5, 0.5],
@@ -79,6 +79,23 @@ def oracle_partition(rows, batch, levels, types):
     return total, chosen
 
 
+def oracle_cost(rows, batch, partition):
+    """The authors' rule for a given partition (one string of type digits per level): total elements, one group."""
+    share = [[1.0, 1.0, 1.0] for _ in rows]  # batch, C_in, C_out shares of each layer
+    total = 0.0
+    for level, types in enumerate(partition):
+        cost = 0.0
+        for layer, ((c_in, c_out, kernel, area_in, area_out), kind) in enumerate(zip(rows, map(int, types))):
+            samples, inputs, outputs = batch * share[layer][0], c_in * share[layer][1], c_out * share[layer][2]
+            cost += (inputs * outputs * kernel, samples * outputs * area_out, samples * inputs * area_in)[kind]
+            if layer:
+                cost += EDGE_FRACTION[int(types[layer - 1]), kind] * samples * inputs * area_in
+        for layer, kind in enumerate(map(int, types)):
+            share[layer][kind] *= 0.5
+        total += 2 ** level * cost
+    return total
+
+
 def oracle_rows(network):
     """Our built-in network as the oracle's rows (pooled output area computed here, not by the model)."""
     rows = []
@@ -109,6 +126,36 @@ AUTHORS_PRINTED = {
     ("VGG11", 2): (190_602_560, ["00000000111"] * 4),
     ("VGG11", 3): (174_333_248, ["00000000121", "00000000121", "00000000112", "00000001211"]),
 }
+
+
+#: Printed by the compiled authors' partitioner for fixed partitions (every level alike), batch 256, 4 levels.
+AUTHORS_PRINTED_FIXED = {
+    ("AlexNet", "00000000"): 935_516_640, ("AlexNet", "11111111"): 2_720_462_848,
+    ("VGG11", "00000000000"): 1_992_770_880, ("VGG11", "11111111111"): 12_377_167_872,
+}
+
+
+@pytest.mark.parametrize("name, types", list(AUTHORS_PRINTED))
+def test_oracle_cost_of_the_authors_partitions(name, types):
+    rows = {"AlexNet": ACCPAR_ALEXNET, "VGG11": ACCPAR_VGG11}[name]
+    elements, partition = AUTHORS_PRINTED[name, types]
+    assert oracle_cost(rows, 256, partition) == elements
+
+
+@pytest.mark.parametrize("name, levels", list(AUTHORS_PRINTED_FIXED))
+def test_oracle_cost_of_dp_and_mp(name, levels):
+    rows = {"AlexNet": ACCPAR_ALEXNET, "VGG11": ACCPAR_VGG11}[name]
+    assert oracle_cost(rows, 256, [levels] * 4) == AUTHORS_PRINTED_FIXED[name, levels]
+
+
+@pytest.mark.parametrize("name", list(BUILTIN_NETWORKS))
+@pytest.mark.parametrize("strategy", ["DP", "MP", "Trick"])
+def test_baselines_equal_the_oracle_on_the_ten_networks(name, strategy):
+    """Fixed partitions (MP charges every mp -> mp edge at every level) cost what the oracle says."""
+    network = builtin_network(name)
+    choices = strategy_choices(strategy, network, _setup(), 4)
+    elements = oracle_cost(oracle_rows(network), 256, format_choices(choices))
+    assert traffic_of(network, _setup(), choices).total_bytes == pytest.approx(2 * 4 * elements, rel=1e-12)
 
 
 @pytest.mark.parametrize("name, types", list(AUTHORS_PRINTED))
