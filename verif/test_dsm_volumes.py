@@ -148,6 +148,22 @@ def test_gradient_reduction_once_per_layer_under_dysm(dysm):
     assert transfers["SumOfGradAlongX"] == pytest.approx(SUM_X, rel=1e-12)
     assert result["nonovl"][0] == pytest.approx(REDUCE_AND_BROADCAST_CYCLES, rel=1e-12)
     assert result["once"][0] == pytest.approx(REDUCE_AND_BROADCAST_CYCLES + UPDATE_CYCLES, rel=1e-12)
+    # ... and the pass time is made of exactly these parts (TotCy = busy + AuxComp + NonOvlDt), so the
+    # once-per-layer reduction enters the total once, not once per spatial minibatch.
+    assert result["total"][0] == pytest.approx(result["busy"][0] + result["aux"][0] + result["nonovl"][0],
+                                               rel=1e-12)
+    single, _ = _transfers("UPD", "Data", dysm=1)
+    assert (result["total"][0] - result["busy"][0] - result["aux"][0]
+            == pytest.approx(single["total"][0] - single["busy"][0] - single["aux"][0], rel=1e-12))
+
+
+@pytest.mark.parametrize("pass_name", ["FWD", "BWD", "UPD"])
+@pytest.mark.parametrize("parallelism", ["Data", "Model", "DataXModelY", "ModelXDataY"])
+def test_pass_time_is_the_sum_of_its_parts(pass_name, parallelism):
+    """TotCy = reps x MAX{PriComp, OvlDt} + AuxComp + NonOvlDt for every split of the 126, with DySM:
+    the reported parts the hand-worked tests pin are the ones the total is made of."""
+    result = evaluate_pass(LAYER, pass_name, parallelism, ARCH, N_MB, 2)
+    np.testing.assert_allclose(result["total"], result["busy"] + result["aux"] + result["nonovl"], rtol=1e-12)
 
 
 def test_hybrid_grids_split_reduction_and_rotation():

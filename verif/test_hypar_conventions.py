@@ -95,7 +95,8 @@ def test_mp_partial_sums_pre_and_post_pooling_by_hand():
 
 # The authors' public partitioner: AccPar (github.com/linghaosong/AccPar, commit 8f28c36), HyPar mode
 # (h_partition with two types), on its own network files Alexnet.txt and Vgg11.txt (= VGG-A), its main.cpp
-# set to batch 256 and 4 hierarchy levels. Its com_cost[h] counts elements fetched by ONE group of a pair
+# set to batch 256 and 4 hierarchy levels, as printed by that C++ compiled (test_hypar_accpar_oracle.py
+# reproduces them with an independent oracle). Its com_cost[h] counts elements fetched by ONE group of a pair
 # (one direction); the totals below are sum_h 2^h com_cost[h] elements, one direction.
 AUTHORS = {
     "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111")},

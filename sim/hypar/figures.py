@@ -118,6 +118,8 @@ def third_type_comparison(setup, levels):
 #: MP is every layer type II (mp) at every level, as print_partitions counts it. The authors' Alexnet.txt differs
 #: from our AlexNet in its conv feature maps (conv1 out 55x55 unpooled, conv2 in 55x55 out 27x27), which only
 #: MP's partial sums see; its Vgg11.txt gives post-pooling outputs, our VGG-A's.
+#: Printed by that C++ compiled (g++ 12; all six totals and partitions checked on 2026-11-27) and reproduced by
+#: the independent oracle of verif/test_hypar_accpar_oracle.py.
 AUTHORS_PARTITIONER = {
     "AlexNet": {"DP": (935_516_640, "00000000"), "HyPar": (100_397_536, "00000111"),
                 "MP": (2_720_462_848, "11111111")},
