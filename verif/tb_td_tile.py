@@ -8,10 +8,10 @@ import cocotb
 
 import scenarios.td_tile as table
 from scenario import table_test
-from tb_td_pe import input_gaps, occupancy_and_ready, reset_mid_stream
+from tb_td_pe import gaps_and_stalls, occupancy_and_ready, reset_mid_stream
 from tbutil import start
 
-__all__ = ["scenario_table", "input_gaps", "reset_mid_stream", "occupancy_and_ready"]
+__all__ = ["scenario_table", "gaps_and_stalls", "reset_mid_stream", "occupancy_and_ready"]
 
 
 scenario_table = table_test(table, (

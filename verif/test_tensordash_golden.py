@@ -306,3 +306,26 @@ def test_offered_must_start_with_the_first_transfer():
     flags = np.zeros(8, bool)
     with pytest.raises(ParameterError, match="offered"):
         run_cores(effectual, flags, flags, default_pattern(4, 4), 4, record=True, offered=[False, True])
+
+
+def test_sink_stalls_stop_the_pipeline_worked_by_hand():
+    """The default integer PE (result 6 cycles after its scheduling cycle, the first scheduling cycle 2
+    cycles after the first transfer), 8 dense one-row dot products, an always-valid source; the sink not
+    ready until cycle 12. At full rate the results leave at cycles 8-15. Stalled: result 0 enters the
+    output stage at 7, result 1 its skid register at 8; result 2, at the pipeline's end from cycle 9,
+    stops everything (the clock enable) until the stage takes it at 13. The stage delivers 0 and 1 at
+    12 and 13, and then every cycle: 12-19."""
+    ones = np.ones((8, 4), dtype=np.int64)
+    flags = np.ones(8, bool)
+    full = td_pe_cycles(ones, ones, flags, flags, record=True, ready=np.ones(4, bool))
+    assert full.result_clocks.tolist() == list(range(8, 16))
+    stalled = td_pe_cycles(ones, ones, flags, flags, record=True, ready=[False] * 12)
+    assert stalled.result_clocks.tolist() == list(range(12, 20))
+    assert stalled.read_cycles.tolist() == full.read_cycles.tolist()  # the schedule is only delayed
+
+
+def test_a_ready_pattern_needs_one_core_and_the_latency():
+    effectual = np.ones((2, 1, 8, 4), bool)
+    flags = np.ones(8, bool)
+    with pytest.raises(ParameterError, match="ready"):
+        run_cores(effectual, flags, flags, default_pattern(4, 4), 4, record=True, ready=[True], latency=6)

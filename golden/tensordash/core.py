@@ -37,9 +37,12 @@ A source with gaps (``offered``: whether ``i_group.valid`` is high in each
 clock cycle, counted from the first group's transfer) leaves the window
 empty or short in some cycles; a cycle whose window is empty schedules
 nothing and is no row for the accumulator (``scheduled`` says which are).
-The sink is always ready: an output stall stops the whole pipeline and the
-buffer (the RTL's one clock enable), which only delays the schedule.
+An output stall stops the whole pipeline and the buffer (the RTL's one clock
+enable, made of registers: a result waits for the output stream stage); with
+the sink's ``ready`` per cycle (``ready``) the model steps that stage and
+gives every result's cycle under any handshakes.
 """
+import collections
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -48,6 +51,7 @@ import numpy as np
 from ...errors import ParameterError
 from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels
+from .. import stream_stage
 from .scheduler import schedule
 
 __all__ = ["CoreRun", "pad_rows", "run_cores"]
@@ -76,6 +80,9 @@ class CoreRun:
         Scheduling cycle (from 0) that drained each ``read`` row; with ``record=True``.
     multiplicity : ndarray of int64, shape (N, rows, T, lanes), or None
         How often each pair was multiplied; with ``record=True``.
+    result_clocks : ndarray of int64, shape (reads,), or None
+        With ``record=True`` and a ``ready`` pattern: the clock cycle (from the first group's transfer)
+        of each result's transfer on ``o_sum``.
     scheduled : ndarray of bool, shape (C, N), or None
         With ``record=True``: whether the window held rows in each scheduling cycle (the cycles the
         accumulator counts as rows; all of them but the ends with an always-valid source).
@@ -89,6 +96,7 @@ class CoreRun:
     read_cycles: np.ndarray = None
     multiplicity: np.ndarray = None
     scheduled: np.ndarray = None
+    result_clocks: np.ndarray = None
     heads: np.ndarray = None
     selects: np.ndarray = None
     active: np.ndarray = None
@@ -113,7 +121,7 @@ def _visible(read, clear, head, depth, loaded):
     return present & ~cut
 
 
-def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None):
+def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None, ready=None, latency=None):
     """Run ``N`` cores, each with ``rows`` schedulers, over streams of ``T`` rows.
 
     Parameters
@@ -133,6 +141,13 @@ def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None
         Whether the source offers a group (``i_group.valid``) in each clock cycle, counted from the
         first group's transfer (so ``offered[0]`` is true), common to all cores; cycles past its end
         offer. Default: an always-valid source.
+    ready : array_like of bool, shape (cycles,), optional
+        The sink's ``o_sum.ready`` in each clock cycle, counted as ``offered`` (cycles past its end
+        ready). With it the output stream stage is modelled cycle by cycle, and the whole pipeline and
+        buffer stop while a result waits for the stage (the RTL's one clock enable): one core only,
+        and ``latency`` (:func:`~trainforge.spec.tensordash.latency`) is needed. Default: always ready.
+    latency : int, optional
+        Cycles from the scheduling cycle that drains a ``read`` row to its result on ``o_sum``.
 
     Returns
     -------
@@ -149,8 +164,11 @@ def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None
         if offered.ndim != 1 or (len(offered) and not offered[0]):
             raise ParameterError("offered must be one flag per clock cycle from the first group's transfer, "
                                  f"offered[0] true; got shape {offered.shape}")
-    if not record and offered is None and depth * lanes <= PACKED_BITS:
+    if not record and offered is None and ready is None and depth * lanes <= PACKED_BITS:
         return _run_packed(effectual, read, clear, tuple(pattern), depth)
+    handshakes = ready is not None
+    if handshakes and (count != 1 or latency is None):
+        raise ParameterError("a sink ready pattern (ready) needs one core and the result latency")
     levels = lane_levels(pattern, lanes)
     padded = np.concatenate([effectual, np.zeros((count, rows, 2 * depth, lanes), dtype=bool)], axis=2)
     window = padded[:, :, :depth].copy()
@@ -160,11 +178,35 @@ def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None
     offsets = np.arange(depth)
     heads, selects, actives, scheduled = [], [], [], []
     multiplicity = np.zeros(effectual.shape, dtype=np.int64) if record else None
-    # The input chain at full rate: window end (rows loaded) and group-register end (rows taken).
+    # The input chain: window end (rows loaded) and group-register end (rows taken).
     loaded = np.zeros(count, dtype=np.int64)
     registered = np.zeros(count, dtype=np.int64)
-    clock = 0
-    while (head < total).any():
+    read_rows = np.flatnonzero(read)
+    # ``clock`` counts the core's steps (clock cycles with the pipeline enabled), ``now`` every clock cycle.
+    # Without a ``ready`` pattern the sink always takes a result and the two are the same. With one, the
+    # output stream stage is stepped cycle by cycle and the pipeline stops while a result waits for it.
+    clock = now = 0
+    draining = collections.deque()      # core step that drained each read row whose result is in the pipeline
+    stage = stream_stage.StageState()
+    result_clocks = []
+    while (head < total).any() or draining or stage.output_valid:
+        if handshakes:
+            at_end = bool(draining) and draining[0] + latency - 1 == clock
+            enabled = not at_end or stage.input_ready
+            accepted, delivered = stream_stage.step(stage, read_rows[0] if at_end else None,
+                                                    now >= len(ready) or bool(ready[now]))
+            if delivered is not None:
+                result_clocks.append(now)
+            if accepted:
+                draining.popleft()
+            now += 1
+            if not enabled:
+                continue
+            if not (head < total).any():
+                clock += 1
+                continue
+        else:
+            now += 1
         running = (head < total) & (clock >= FILL_LATENCY)
         visible = _visible(read, clear, head, depth, loaded)
         decision = schedule(window, pattern, np.broadcast_to(visible[:, None, :], (count, rows, depth)),
@@ -179,13 +221,15 @@ def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None
             scheduled.append(loaded > head)
             selects.append(decision.ms)
             actives.append(decision.active)
+        if handshakes:
+            draining.extend([clock] * int(((read_rows >= head[0]) & (read_rows < head[0] + advance[0])).sum()))
         upcoming = np.take_along_axis(padded, (head + depth)[:, None, None, None]
                                       + offsets[None, None, :, None], axis=2)
         joined = np.concatenate([window & ~decision.chosen, upcoming], axis=2)
         window = np.take_along_axis(joined, (advance[:, None] + offsets)[:, None, :, None], axis=2)
         head = head + advance
         # The source's group is taken when, before this cycle's loads, the group registers have one free.
-        source_valid = offered is None or clock >= len(offered) or offered[clock]
+        source_valid = offered is None or now - 1 >= len(offered) or offered[now - 1]
         take = (registered < total) & source_valid & (registered - loaded <= (GROUP_REGISTERS - 1) * depth)
         loaded = np.maximum(loaded, np.minimum(head + depth, registered))
         registered = registered + take * depth
@@ -194,11 +238,11 @@ def run_cores(effectual, read, clear, pattern, depth, record=False, offered=None
     if record:
         # The read row t drains in the first cycle after which the head has passed it.
         after = np.stack(heads[1:] + [head], axis=1)  # head after each cycle, (N, cycles)
-        read_rows = np.flatnonzero(read)
         read_cycles = np.stack([np.searchsorted(after[n], read_rows, side="right") for n in range(count)])
     if record:
         return CoreRun(cycles=cycles, macs=macs, read_cycles=read_cycles, multiplicity=multiplicity,
-                       scheduled=np.array(scheduled), heads=np.array(heads), selects=np.array(selects), active=np.array(actives))
+                       scheduled=np.array(scheduled), result_clocks=np.array(result_clocks) if handshakes else None,
+                       heads=np.array(heads), selects=np.array(selects), active=np.array(actives))
     return CoreRun(cycles=cycles, macs=macs)
 
 

@@ -55,7 +55,7 @@ def _effectual(a, b, params, both_sides):
     return effectual
 
 
-def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None):
+def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None, ready=None):
     """FP results of a PE or tile, adding each cycle's lane products as the hardware does (module docstring).
 
     Parameters
@@ -70,6 +70,9 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None):
     offered : array_like of bool, optional
         The source's ``valid`` per clock cycle from the first group's transfer
         (:func:`~.core.run_cores`); gaps change which pairs share a scheduling cycle, and so the rounding.
+    ready : array_like of bool, optional
+        The sink's ``ready`` per clock cycle, counted as ``offered``: with gaps, output stalls move the
+        takes against the schedule too.
 
     Returns
     -------
@@ -83,7 +86,7 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None):
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     rows, cols = b.shape[1], a.shape[1]
     run = run_cores(_effectual(a, b, params, both_sides)[None], read, clear, pattern, depth, record=True,
-                    offered=offered)
+                    offered=offered, ready=ready, latency=spec.latency(params))
     cycles = int(run.cycles[0])
     # Only the cycles whose window held rows are rows of the accumulator (an empty window is a bubble).
     rows_of_accumulator = run.scheduled[:cycles, 0]
@@ -105,28 +108,31 @@ def scheduled_fp_results(a, b, clear, read, params, both_sides, offered=None):
     return out.reshape(-1, rows, cols)
 
 
-def td_pe(a, b, clear, read, *, offered=None, **params):
+def td_pe(a, b, clear, read, *, offered=None, ready=None, **params):
     """Results of ``td_pe``.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
     names ignored). With the ``integer`` MAC the results are the dense PE's (``acc_width`` and ``signed``
     shape them) and the TensorDash parameters change only the timing; with ``fp16`` or ``bf16`` they are
     FP32 bit patterns summed in the order of the schedule (module docstring), which ``offered`` (the
-    source's ``valid`` per cycle, :func:`~.core.run_cores`; default always valid) shapes.
+    source's ``valid`` per cycle) and ``ready`` (the sink's, :func:`~.core.run_cores`; default always
+    valid and ready) shape.
     """
     params = _resolve(spec.PE_PARAMS, params)
     if mac_spec.is_float(params):
         return scheduled_fp_results(np.asarray(a)[:, None], np.asarray(b)[:, None], clear, read, params,
-                                    params["mode"] == "both", offered)[:, 0, 0]
+                                    params["mode"] == "both", offered, ready)[:, 0, 0]
     return dense_pe(a, b, clear, read, **params)
 
 
-def td_pe_cycles(a, b, clear, read, *, record=False, offered=None, **params):
+def td_pe_cycles(a, b, clear, read, *, record=False, offered=None, ready=None, **params):
     """Cycle model of ``td_pe`` over one stream (padded to whole groups).
 
     ``params`` are those of :data:`trainforge.spec.tensordash.PE_PARAMS` (defaults from there, other
-    names ignored); ``lanes``, ``depth``, ``pattern`` and ``mode`` set the timing, and ``offered`` (the
-    source's ``valid`` per cycle from the first group's transfer; default always valid) the arrivals.
+    names ignored); ``lanes``, ``depth``, ``pattern`` and ``mode`` set the timing, ``offered`` (the
+    source's ``valid`` per cycle from the first group's transfer) the arrivals and ``ready`` (the sink's)
+    the stalls (:func:`~.core.run_cores`; default always valid and ready). With ``ready`` the run's
+    ``result_clocks`` are the cycles of the results on ``o_sum``.
 
     Returns
     -------
@@ -137,10 +143,11 @@ def td_pe_cycles(a, b, clear, read, *, record=False, offered=None, **params):
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
     effectual = _effectual(np.asarray(a)[:, None], np.asarray(b)[:, None], params, params["mode"] == "both")
-    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record, offered=offered)
+    return run_cores(effectual[None], read, clear, pattern, params["depth"], record=record, offered=offered,
+                     ready=ready, latency=spec.latency(params))
 
 
-def td_tile(a, b, clear, read, *, offered=None, **params):
+def td_tile(a, b, clear, read, *, offered=None, ready=None, **params):
     """Results of ``td_tile``: one ``rows`` x ``cols`` array per ``read`` row.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
@@ -151,8 +158,9 @@ def td_tile(a, b, clear, read, *, offered=None, **params):
     a : array_like, shape (T, cols, lanes)
     b : array_like, shape (T, rows, lanes)
     clear, read : array_like of bool, shape (T,)
-    offered : array_like of bool, optional
-        The source's ``valid`` per cycle from the first group's transfer (FP: it shapes the schedule's sums).
+    offered, ready : array_like of bool, optional
+        The source's ``valid`` and the sink's ``ready`` per cycle from the first group's transfer (FP: they
+        shape the schedule's sums; :func:`~.core.run_cores`).
 
     Returns
     -------
@@ -160,7 +168,7 @@ def td_tile(a, b, clear, read, *, offered=None, **params):
     """
     params = _resolve(spec.TILE_PARAMS, params)
     if mac_spec.is_float(params):
-        return scheduled_fp_results(a, b, clear, read, params, both_sides=False, offered=offered)
+        return scheduled_fp_results(a, b, clear, read, params, both_sides=False, offered=offered, ready=ready)
     a = np.asarray(a)
     b = np.asarray(b)
     rows, cols = b.shape[1], a.shape[1]
@@ -173,7 +181,7 @@ def td_tile(a, b, clear, read, *, offered=None, **params):
     return out
 
 
-def td_tile_cycles(a, b, clear, read, *, record=False, offered=None, **params):
+def td_tile_cycles(a, b, clear, read, *, record=False, offered=None, ready=None, **params):
     """Cycle model of ``td_tile`` (B-only skipping, rows synchronized) over one stream.
 
     ``params`` are those of :data:`trainforge.spec.tensordash.TILE_PARAMS` (defaults from there, other
@@ -183,4 +191,4 @@ def td_tile_cycles(a, b, clear, read, *, record=False, offered=None, **params):
     pattern = spec.pattern_of(params)
     a, b, clear, read = pad_stream((a, b), clear, read, params["depth"])
     return run_cores(_effectual(a, b, params, False)[None], read, clear, pattern, params["depth"], record=record,
-                     offered=offered)
+                     offered=offered, ready=ready, latency=spec.latency(params))
