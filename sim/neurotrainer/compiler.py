@@ -2,10 +2,11 @@
 
 A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench can drive:
 
-- ``tensors``: where every input/output tensor lives: per vault a base word address and an
-  index map (vault word ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 =
-  a zero padding word). Vault ``-1`` is the common data vault, vault ``i`` the independent
-  vault of PE ``i``.
+- ``tensors``: where every input/output tensor lives: per vault a base slot and an index map
+  (element slot ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 = a zero
+  padding slot). A slot is a word in 32-bit layers and half a word in 16-bit layers (slot
+  ``s`` = half ``s mod 2`` of word ``s div 2``, ``spec/neurotrainer/packing.py``). Vault ``-1``
+  is the common data vault, vault ``i`` the independent vault of PE ``i``.
 - ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``spec/neurotrainer/pe_program.py``),
   the PMAG stream that fills BUF Input 1 (and its block sizes in words), the one that fills
   BUF Input 2 (block sizes in rows of ``lanes`` words; ``lanes`` consecutive stream words make
@@ -16,8 +17,10 @@ A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench c
   words go, in order, to the non-pad requests of a write stream (pad requests write 0).
 
 Every stream is a list of golden-model PMAG program dicts
-(:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`), counter_bits = 16, 32-bit words
-(``wide = 1``). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
+(:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`), counter_bits = 16, addressing 32-bit
+words. In 16-bit layers (``wide = 0``) each PE stream's request moves a word of two 16-bit
+elements (the element-level programs are built first, then halved by :func:`_pack_program`);
+the data-preparation copies stay element-level (run by the host, one element per request). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
 layer kind and our reading of the paper's Tables 2 to 4.
 """
 import functools
@@ -193,8 +196,9 @@ class CompiledLayer:
     vault_words : dict of int to int
         Words used in every vault.
     bits : int
-        Element width: 32, or 16 (every stream ``wide = 0``, one 16-bit element per request and
-        per vault word, two elements packed per PE buffer word, low half first).
+        Element width: 32, or 16 (every stream ``wide = 0``; two 16-bit elements per vault word,
+        per request and per PE buffer word, the first in the low half:
+        ``spec/neurotrainer/packing.py``).
     pe_jobs : list of PeJob
     copy_jobs : list of CopyJob
     ibuffer : bytes
@@ -993,9 +997,11 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         Stochastic rounding on in the 32-bit MAC passes.
     bits : int, optional
         MAC data width, 16 or 32 (``conv_ff`` and ``fc_ff`` only; the others are 32-bit); by
-        default Table 4's (:data:`TABLE4_BITS`). In 16-bit mode every stream carries 16-bit
-        elements (``wide = 0``), two per 32-bit buffer word (the first in the low half), so a
-        BUF2 row holds ``2 * lanes`` samples and BUF1 words carry the weight twice.
+        default Table 4's (:data:`TABLE4_BITS`). In 16-bit mode every PE stream requests words
+        of two 16-bit elements (``wide = 0``, the first in the low half), so a BUF2 row of
+        ``lanes`` words holds ``2 * lanes`` samples, a BUF1 block of ``W`` weights is
+        ``ceil(W / 2)`` words (the BUF1 row packer puts each weight in both halves of a buffer
+        word) and a result row is ``lanes`` words; the reduction block of a matmul is even.
     ibuffer_limit : int
         iBuffer size in bytes.
 
