@@ -72,3 +72,14 @@ def test_buf1_words_are_each_weight_in_both_halves_and_an_odd_block_drops_its_la
     weights = kernel.reshape(-1) & 0xFFFF
     assert [block.tolist() for block in blocks1] == [(weights | weights << 16).tolist()]
     assert _requests(layer.pe_jobs[0].in1) == 14
+
+
+@pytest.mark.regress
+def test_alexnet_fc3_ff_packed_16_bit_at_full_size_equals_numpy():
+    """AlexNet FC3 FF (1000 x 4096, 5 samples) in the packed 16-bit mode through the reference executor
+    (about 90 s on a loaded machine); |W x| stays below 2**15."""
+    dims = dict(h=1000, k=4096, n=5)
+    layer = compile_layer("fc_ff", dims, pe=dict(frac_bits=0, frac_bits16=0), bits=16)
+    rng = np.random.default_rng(0)
+    weights, x = rng.integers(-1, 2, (dims["h"], dims["k"])), rng.integers(-2, 3, (dims["k"], dims["n"]))
+    np.testing.assert_array_equal(executor.execute(layer, {"w": weights, "x": x})["output"], weights @ x)
