@@ -106,14 +106,14 @@ def _emitted_blocks(passes):
 def test_merged_results_one_write_program_per_block_in_bus_order(kind, dims, pes, blocks):
     pe = dict(INTEGER, lanes=2, in1_depth=16 if kind != "conv_up" else 64, in2_depth=16, out_depth=4)
     layer = compile_layer(kind, dims, pes=pes, pe=pe)
-    elements = pe["lanes"] * (2 if layer.bits == 16 else 1)
+    words_per_row = pe["lanes"]          # result words per row (16-bit: two elements per word)
     for job in layer.pe_jobs:
         assert job.out.vault == -1 and len(job.out.programs) == _emitted_blocks(job.passes) == blocks, \
             f"{kind} PE {job.pe}: {len(job.out.programs)} write programs for {_emitted_blocks(job.passes)} blocks"
         rows = [pass_rows for pass_rows in (decode_pe(w.to_bytes(4, "little")) for w in job.passes) if pass_rows["emit"]]
         for block, (program, word) in enumerate(zip(job.out.golden(), rows)):
             outputs = (word["cnt2_inner"] if word["transpose"] else word["cnt2_outer"]) + 1
-            assert len(program["address"]) - 1 == outputs * elements, \
+            assert len(program["address"]) - 1 == outputs * words_per_row, \
                 f"{kind} PE {job.pe} block {block}: {len(program['address']) - 1} requests for {outputs} rows"
     order = layer.merged_writes()
     assert [pe_index for pe_index, _ in order] == list(range(pes)) * blocks, f"{kind}: merge order {order}"

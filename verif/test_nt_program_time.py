@@ -71,14 +71,23 @@ def test_the_preload_rows_cost_one_row_per_output_row_of_an_accumulating_pass():
     assert not any(decode_pe_program(word)["accumulate"] for word in single.pe_jobs[0].passes)
 
 
-def test_packing_two_16_bit_elements_per_request_halves_the_16_bit_streams_only():
+def test_the_model_counts_two_16_bit_elements_per_request_and_one_element_per_word_is_the_counterfactual():
     narrow = _layer("fc_ff", dict(h=16, k=40, n=8), bits=16)
-    one, two = (layer_time(narrow, ModuleTiming(elements_per_request=e)) for e in (1, 2))
-    assert two.words["local_read"] * 2 == one.words["local_read"]
-    assert two.words["broadcast"] * 2 == one.words["broadcast"]
-    assert two.cycles < one.cycles
+    job = narrow.pe_jobs[0]
+    packed = layer_time(narrow)
+    assert packed == layer_time(narrow, ModuleTiming(elements_per_request=2))
+    # Packed (the compiled programs and the RTL): a BUF1 block of W weights is W / 2 words, a BUF2 row
+    # k words (2k elements), a result row k words.
+    assert packed.words["local_read"] == sum(-(-w // 2) for w in job.in1_blocks)
+    assert packed.words["broadcast"] == sum(job.in2_blocks) * PE["lanes"]
+    # One element per word (the earlier RTL): every weight read twice (2 W), twice the BUF2 words.
+    one = layer_time(narrow, ModuleTiming(elements_per_request=1))
+    assert one.words["local_read"] == 4 * packed.words["local_read"]
+    assert one.words["broadcast"] == 2 * packed.words["broadcast"]
+    assert one.words["merge"] == 2 * packed.words["merge"]
+    assert packed.cycles < one.cycles
     wide = _layer("fc_ff", dict(h=16, k=40, n=8), bits=32)
-    assert layer_time(wide, ModuleTiming(elements_per_request=2)).cycles == layer_time(wide).cycles
+    assert layer_time(wide, ModuleTiming(elements_per_request=1)).cycles == layer_time(wide).cycles
 
 
 @pytest.mark.parametrize("field, value", [("vault_interval", 0), ("elements_per_request", 3), ("common_interval", -1),

@@ -29,12 +29,6 @@ from .pe import nt_pe, pass_shape
 __all__ = ["emitted_rows", "nt_system"]
 
 
-def _unpack(words, bits):
-    if bits == 32:
-        return words
-    return np.stack([words & 0xFFFF, (words >> 16) & 0xFFFF], axis=-1).reshape(-1)
-
-
 def emitted_rows(passes):
     """Result rows a PE sends on its output stream for the program words ``passes``."""
     rows = 0
@@ -86,7 +80,9 @@ def nt_system(layers, **params):
         for job in layer["jobs"]:
             pe = job["pe"]
             rows = per_pe[pe]["rows"][number]
-            words = _unpack(results[pe][first[pe]:first[pe] + rows].reshape(-1), layer["bits"])
+            # A result row is ``lanes`` words in both modes (16-bit: two elements per word, packed as the PE
+            # gives them: spec/neurotrainer/packing.py).
+            words = results[pe][first[pe]:first[pe] + rows].reshape(-1)
             first[pe] += rows
             address, pad = np.asarray(job["out_address"]), np.asarray(job["out_pad"], dtype=bool)
             values = np.zeros(len(address), dtype=np.int64)

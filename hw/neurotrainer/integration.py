@@ -26,7 +26,9 @@ class NTSystem(wiring.Component):
       merged words are the common vault's write stream.
     - Per PE, the broadcast stream and the PE's own vault's read stream go through row
       packers (:class:`~trainforge.hw.neurotrainer.row_packer.NTRowPacker`) into BUF Input 1
-      (one word per row) and BUF Input 2 (``lanes`` words per row): the broadcast fills
+      (one word per row; in 16-bit layers each half of a word is one row, in both halves) and
+      BUF Input 2 (``lanes`` words per row; 16-bit: two elements per word,
+      ``spec/neurotrainer/packing.py``): the broadcast fills
       BUF Input 1 when ``config.broadcast_in1`` (convolution FF/BP: the kernels), else BUF
       Input 2 (FC and conv UP: the common operand); the own vault fills BUF Input 1 when
       ``config.local_in1`` (FC, conv UP), else BUF Input 2 (convolution FF/BP, max pooling).
@@ -78,7 +80,7 @@ class NTSystem(wiring.Component):
     ----------
     host_layout, pmag_program_layout : data.StructLayout
     config_layout : data.StructLayout
-        ``wide`` (32-bit elements, else 16-bit packed two per buffer word), ``broadcast_in1``,
+        ``wide`` (32-bit elements, else 16-bit packed two per vault and buffer word), ``broadcast_in1``,
         ``local_in1``, ``merge``, ``in1_block`` (BUF1 words per block), ``in2_block`` (BUF2 rows per block),
         ``out_rows`` (result rows per write program), 16 bits each.
     """
@@ -95,7 +97,7 @@ class NTSystem(wiring.Component):
             for _ in range(self.pes)]
         self.bus = NTBus(pes=self.pes, width=32)
         self.pe = [NTPE(**self.pe_params) for _ in range(self.pes)]
-        self.packer1 = [NTRowPacker(lanes=1) for _ in range(self.pes)]
+        self.packer1 = [NTRowPacker(lanes=1, splat=True) for _ in range(self.pes)]
         self.packer2 = [NTRowPacker(lanes=self.lanes) for _ in range(self.pes)]
         self.unpacker = [NTRowUnpacker(lanes=self.lanes) for _ in range(self.pes)]
         self.host_layout = self.vaults[0].host_layout

@@ -1,4 +1,4 @@
-"""PE result rows to vault/bus words, one element per word, with an END-MARK after every write program (NeuroTrainer)."""
+"""PE result rows to vault/bus words, one lane per word, with an END-MARK after every write program (NeuroTrainer)."""
 from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -10,21 +10,20 @@ __all__ = ["NTRowUnpacker"]
 
 
 class NTRowUnpacker(wiring.Component):
-    """Splits the PE's result rows into the element words its write program stores.
+    """Splits the PE's result rows into the words its write program stores.
 
     Exact rules:
 
-    - A row of ``lanes`` 32-bit words gives ``E`` words, lane 0 first: ``lanes`` whole words
-      in 32-bit mode (``wide = 1``); in 16-bit mode ``2 * lanes`` words, each the zero-extended
-      16-bit half of a lane, low half first (the compiler's unpacking,
-      ``sim/neurotrainer/executor.py``).
+    - A row of ``lanes`` 32-bit words gives ``lanes`` words, lane 0 first, in both modes: in
+      16-bit mode (``wide = 0``) a lane's word holds its two 16-bit results as they are, the
+      first in the low half (``spec/neurotrainer/packing.py``).
     - After every ``rows`` rows (one write program's worth) one END-MARK word follows
       (``end = 1``, data 0xFFFFFFFF or 0xFFFF by ``wide``): it closes the write program on the
       vault controller and releases the bus after a merge burst. The row's ``last`` flag is
       not used (a pass is not a write program).
     - One row register; a row is taken when the register is empty or its last word is
-      leaving without an END-MARK to follow, so one word per cycle. ``wide`` and ``rows``
-      must be held while rows flow.
+      leaving without an END-MARK to follow, so one word per cycle. ``wide`` (the END-MARK's
+      value) and ``rows`` must be held while rows flow.
 
     Parameters
     ----------
@@ -66,28 +65,27 @@ class NTRowUnpacker(wiring.Component):
         m = Module()
         held = Signal(32 * self.lanes)
         holding = Signal()
-        element = Signal(range(2 * self.lanes + 1))
+        element = Signal(range(self.lanes + 1))
         rows = Signal(16)
         mark = Signal()
         row, word = self.i_row, self.o_word
-        elements = Mux(self.wide, self.lanes, 2 * self.lanes)
         final = Signal()          # the held row's last word
         closes = Signal()         # ... and it completes a write program
         sent = Signal()
         m.d.comb += [
-            final.eq(element == elements - 1),
+            final.eq(element == self.lanes - 1),
             closes.eq((rows + 1)[:16] == self.rows),
             word.valid.eq(holding | mark),
             word.payload.end.eq(mark),
             word.payload.data.eq(Mux(mark, Mux(self.wide, end_mark(True), end_mark(False)),
-                                     Mux(self.wide, held[:32], held[:16]))),
+                                     held[:32])),
             sent.eq(word.valid & word.ready),
             row.ready.eq(~mark & (~holding | (sent & final & ~closes))),
         ]
         with m.If(sent & mark):
             m.d.sync += mark.eq(0)
         with m.Elif(sent):
-            m.d.sync += held.eq(Mux(self.wide, held >> 32, held >> 16))
+            m.d.sync += held.eq(held >> 32)
             with m.If(final):
                 m.d.sync += [holding.eq(0), element.eq(0), rows.eq(Mux(closes, 0, rows + 1)), mark.eq(closes)]
             with m.Else():

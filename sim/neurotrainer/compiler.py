@@ -2,10 +2,11 @@
 
 A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench can drive:
 
-- ``tensors``: where every input/output tensor lives: per vault a base word address and an
-  index map (vault word ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 =
-  a zero padding word). Vault ``-1`` is the common data vault, vault ``i`` the independent
-  vault of PE ``i``.
+- ``tensors``: where every input/output tensor lives: per vault a base slot and an index map
+  (element slot ``base + i`` holds element ``index[i]`` of the flattened tensor, -1 = a zero
+  padding slot). A slot is a word in 32-bit layers and half a word in 16-bit layers (slot
+  ``s`` = half ``s mod 2`` of word ``s div 2``, ``spec/neurotrainer/packing.py``). Vault ``-1``
+  is the common data vault, vault ``i`` the independent vault of PE ``i``.
 - ``pe_jobs``: per PE the 32-bit pass words (one per PE pass, see ``spec/neurotrainer/pe_program.py``),
   the PMAG stream that fills BUF Input 1 (and its block sizes in words), the one that fills
   BUF Input 2 (block sizes in rows of ``lanes`` words; ``lanes`` consecutive stream words make
@@ -16,8 +17,10 @@ A compiled layer (:class:`CompiledLayer`) is a plain Python object a testbench c
   words go, in order, to the non-pad requests of a write stream (pad requests write 0).
 
 Every stream is a list of golden-model PMAG program dicts
-(:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`), counter_bits = 16, 32-bit words
-(``wide = 1``). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
+(:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`), counter_bits = 16, addressing 32-bit
+words. In 16-bit layers (``wide = 0``) each PE stream's request moves a word of two 16-bit
+elements (the element-level programs are built first, then halved by :func:`_pack_program`);
+the data-preparation copies stay element-level (run by the host, one element per request). See ``hw/neurotrainer/README.md`` ("Host compiler") for the lowering of every
 layer kind and our reading of the paper's Tables 2 to 4.
 """
 import functools
@@ -28,6 +31,7 @@ import numpy as np
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPE
 from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
+from ...spec.neurotrainer.packing import elements_per_word, words_for
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
 
@@ -192,8 +196,9 @@ class CompiledLayer:
     vault_words : dict of int to int
         Words used in every vault.
     bits : int
-        Element width: 32, or 16 (every stream ``wide = 0``, one 16-bit element per request and
-        per vault word, two elements packed per PE buffer word, low half first).
+        Element width: 32, or 16 (every stream ``wide = 0``; two 16-bit elements per vault word,
+        per request and per PE buffer word, the first in the low half:
+        ``spec/neurotrainer/packing.py``).
     pe_jobs : list of PeJob
     copy_jobs : list of CopyJob
     ibuffer : bytes
@@ -268,25 +273,45 @@ class CompiledLayer:
 
 
 class _Builder:
-    """Vault allocation and tensor placements of one layer."""
+    """Vault allocation and tensor placements of one layer, in element slots.
 
-    def __init__(self, pes):
+    In a 32-bit layer a slot is a word; in a 16-bit layer slot ``s`` is half ``s mod 2`` of word
+    ``s div 2`` (``spec/neurotrainer/packing.py``) and every allocation starts at an even slot,
+    so that a packed stream's requests are whole words.
+    """
+
+    def __init__(self, pes, bits=32):
         self.pes = pes
+        self.bits = bits
+        self.align = elements_per_word(bits)
         self.next = {COMMON: 0, **{pe: 0 for pe in range(pes)}}
         self.tensors = {}
 
+    def _start(self, slot):
+        return -(-slot // self.align) * self.align
+
+    def reserve(self, vault, slots):
+        """Allocate ``slots`` slots in ``vault`` without a tensor; returns the base slot."""
+        base = self._start(self.next[vault])
+        self.next[vault] = base + slots
+        return base
+
     def place(self, name, shape, vault, index):
-        """Allocate ``index.size`` words in ``vault`` for (part of) tensor ``name``; returns the base."""
+        """Allocate ``index.size`` slots in ``vault`` for (part of) tensor ``name``; returns the base slot."""
         index = np.asarray(index, dtype=np.int64).reshape(-1)
-        base = self.next[vault]
+        base = self._start(self.next[vault])
         self.next[vault] = base + index.size
-        check_range(f"vault {vault} size (words)", self.next[vault], _MASK32 + 1)
+        check_range(f"vault {vault} size (words)", words_for(self.next[vault], self.bits), _MASK32 + 1)
         self.tensors.setdefault(name, (tuple(shape), []))[1].append(Placement(vault, base, index))
         return base
 
+    def words(self):
+        """Words used in every vault."""
+        return {vault: words_for(slot, self.bits) for vault, slot in self.next.items()}
+
     def place_all(self, name, shape, index_of_pe):
         """The same-sized part in every PE vault at one common base; returns the base."""
-        base = max(self.next[pe] for pe in range(self.pes))
+        base = self._start(max(self.next[pe] for pe in range(self.pes)))
         for pe in range(self.pes):
             self.next[pe] = base
             self.place(name, shape, pe, index_of_pe(pe))
@@ -343,10 +368,9 @@ def _check_output_size(out_h, out_w):
 def _conv_window(kind, dims, pes, pe, sr, bits):
     n, d, h, w, o, hk, wk = (dims[key] for key in ("n", "d", "h", "w", "o", "hk", "wk"))
     lanes = _element_lanes(pe, bits)
-    dup = [("dup", 2)] if bits == 16 else []
     rounds = _ceil(n, lanes * pes)
     kernel = d * hk * wk
-    builder = _Builder(pes)
+    builder = _Builder(pes, bits)
     if kind == "conv_ff":
         out_h, out_w = h - hk + 1, w - wk + 1
         _check_output_size(out_h, out_w)
@@ -375,12 +399,13 @@ def _conv_window(kind, dims, pes, pe, sr, bits):
     t_g = out_channels * t_c
 
     if kind == "conv_ff":
-        in1 = Stream(COMMON, [pmag_program(f"{kind} kernel", [("o", o), ("d", d), ("hk", hk), ("wk", wk), *dup],
-                                           [("o", kernel), ("d", hk * wk), ("hk", wk), ("wk", 1)],
-                                           base=kernel_base)], broadcast=True)
+        # The kernel is stored [o][d][hk][wk] and read in that order: one linear loop (a 16-bit stream
+        # packs consecutive elements, so its innermost loop must cover the whole block).
+        in1 = Stream(COMMON, [pmag_program(f"{kind} kernel", [("i", o * kernel)], [("i", 1)], base=kernel_base)],
+                     broadcast=True)
     else:
         in1 = Stream(COMMON, [pmag_program(f"{kind} flipped kernel",
-                                           [("o", o), ("d", d), ("hk", hk), ("wk", wk), *dup],
+                                           [("o", o), ("d", d), ("hk", hk), ("wk", wk)],
                                            [("o", kernel), ("d", hk * wk), ("hk", -wk), ("wk", -1)],
                                            base=kernel_base + (hk - 1) * wk + wk - 1)], broadcast=True)
     pos_h, pos_w = positions
@@ -464,7 +489,7 @@ def _conv_up(dims, pes, pe, sr):
 # ----------------------------------------------------------------------------------------------
 # Fully connected FF / BP: matrix-matrix multiplication, P x L blocks (Fig. 7).
 
-def _matmul_blocking(pe, pes, lanes, reduce_dim, out_rows, cols, label):
+def _matmul_blocking(pe, pes, lanes, reduce_dim, out_rows, cols, label, bits=32):
     """The P x L blocking of a product ``(out_rows x reduce_dim) x (reduce_dim x cols)`` over ``pes`` PEs.
 
     Returns ``(L, reduce_pad, share, P, share_pad, groups, cols_pad, row_blocks, reduce_blocks)``:
@@ -473,6 +498,13 @@ def _matmul_blocking(pe, pes, lanes, reduce_dim, out_rows, cols, label):
     """
     half1, half2 = pe["in1_depth"] // 2, pe["in2_depth"] // 2
     length = min(reduce_dim, 256, half2, half1)
+    if bits == 16 and length % 2:
+        # A packed BUF1 stream reads two consecutive weights of a row per word: an even block length
+        # (the reduction is zero padded to a multiple of it).
+        length = length + 1 if length + 1 <= min(256, half2, half1) else length - 1
+        if length < 2:
+            raise ProgramError(f"{label}: 16-bit reduction block (elements)", length, 2,
+                               "an even block of at least 2 (in1_depth and in2_depth >= 4)")
     reduce_pad = _ceil(reduce_dim, length) * length
     share = _ceil(out_rows, pes)
     block_rows = max(1, min(share, 256, pe["out_depth"], half1 // length))
@@ -489,11 +521,10 @@ def _fc_matmul(kind, dims, pes, pe, sr, bits):
     """FF: y (H x N) = W (H x K) x (K x N), W rows over the PEs. BP: dx (K x N) = W^T dy, W columns over the PEs."""
     rows, cols, n = dims["h"], dims["k"], dims["n"]
     lanes = _element_lanes(pe, bits)
-    dup = [("dup", 2)] if bits == 16 else []
     reduce_dim, out_dim = (cols, rows) if kind == "fc_ff" else (rows, cols)
     (length, reduce_pad, share, block_rows, share_pad, groups, n_pad, row_blocks,
-     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, out_dim, n, kind)
-    builder = _Builder(pes)
+     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, out_dim, n, kind, bits)
+    builder = _Builder(pes, bits)
     in_name, out_name = ("x", "y") if kind == "fc_ff" else ("dy", "dx")
 
     def w_part(p):
@@ -534,12 +565,10 @@ def _fc_matmul(kind, dims, pes, pe, sr, bits):
     for p in range(pes):
         if kind == "fc_ff":
             in1_terms = [("rb", block_rows * reduce_pad), ("kb", length), ("pr", reduce_pad), ("l", 1)]
-            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("pr", block_rows), ("l", length),
-                         *dup]
+            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("pr", block_rows), ("l", length)]
         else:
             in1_terms = [("rb", block_rows), ("kb", length * share_pad), ("l", share_pad), ("pr", 1)]
-            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("l", length), ("pr", block_rows),
-                         *dup]
+            in1_loops = [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks), ("l", length), ("pr", block_rows)]
         in1 = Stream(p, [pmag_program(f"{kind} partial matrix", in1_loops, in1_terms, base=w_base)])
         # One merged write program per result block (g, rb): the common PMAG runs them in the bus's order.
         out = Stream(COMMON, [pmag_program(f"{kind} merged result block", [("pr", block_rows), ("lane", lanes)],
@@ -629,9 +658,8 @@ def _matmul_rows(label, rows, reduce_dim, cols, pes, pe, sr, bits, builder, a_te
         The jobs, ``B``'s base word and its row stride ``cols_pad``.
     """
     lanes = _element_lanes(pe, bits)
-    dup = [("dup", 2)] if bits == 16 else []
     (length, reduce_pad, share, block_rows, share_pad, groups, cols_pad, row_blocks,
-     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, rows, cols, label)
+     reduce_blocks) = _matmul_blocking(pe, pes, lanes, reduce_dim, rows, cols, label, bits)
 
     def a_part(p):
         r, k = np.indices((share_pad, reduce_pad))
@@ -640,8 +668,7 @@ def _matmul_rows(label, rows, reduce_dim, cols, pes, pe, sr, bits, builder, a_te
         return np.where(valid, a_index(np.minimum(global_row, rows - 1), np.minimum(k, reduce_dim - 1)), -1)
 
     a_base = builder.place_all(*a_tensor, a_part)
-    b_base = builder.next[COMMON]
-    builder.next[COMMON] = b_base + reduce_pad * cols_pad
+    b_base = builder.reserve(COMMON, reduce_pad * cols_pad)
     r, j = np.indices((pes * share_pad, cols_pad))
     pe_of, local = r // share_pad, r % share_pad
     global_row = pe_of * share + local
@@ -660,7 +687,7 @@ def _matmul_rows(label, rows, reduce_dim, cols, pes, pe, sr, bits, builder, a_te
     jobs = []
     for p in range(pes):
         in1 = Stream(p, [pmag_program(f"{label} A block", [("g", groups), ("rb", row_blocks), ("kb", reduce_blocks),
-                                                           ("pr", block_rows), ("l", length), *dup],
+                                                           ("pr", block_rows), ("l", length)],
                                       [("rb", block_rows * reduce_pad), ("kb", length), ("pr", reduce_pad), ("l", 1)],
                                       base=a_base)])
         out = Stream(COMMON, [pmag_program(f"{label} merged result block", [("pr", block_rows), ("lane", lanes)],
@@ -696,7 +723,7 @@ def _conv_tiled(kind, dims, pes, pe, sr, bits):
     n, d, h, w, o, hk, wk, s, pad = (dims[key] for key in ("n", "d", "h", "w", "o", "hk", "wk", "s", "p"))
     out_h, out_w = _conv_geometry(dims)
     positions = out_h * out_w
-    builder = _Builder(pes)
+    builder = _Builder(pes, bits)
     hp, wp = h + 2 * pad, w + 2 * pad
     taps = hk * wk
 
@@ -862,6 +889,70 @@ def _data_prep(kind, dims, pes):
     return builder, jobs, ("x",), "y"
 
 
+# ----------------------------------------------------------------------------------------------
+# 16-bit layers: the PE streams request words of two elements (spec/neurotrainer/packing.py).
+
+def _signed32(value):
+    value = int(value) & _MASK32
+    return value - (1 << 32) if value >> 31 else value
+
+
+def _pack_program(program, label, whole_block):
+    """The word-level program of an element-level program of a 16-bit stream.
+
+    The element program's innermost loop must step by one element (its term's stride 1), every
+    other stride and the base must be even slots: then each pair of consecutive innermost elements
+    is one word, and the word program is the element program with that loop's count halved and
+    the base and other strides halved. An odd innermost count is taken only for a program that is
+    one run of its innermost loop and one BUF1 block (``whole_block``): its last word's high half
+    is padding, which the BUF1 packer drops at the block's end.
+    """
+    if program["window"] != 0:
+        raise ProgramError(f"{label}: a 16-bit stream with a window", program["window"], 0, "not packed")
+    active = [level for level in range(LEVELS) if program["max"][level] > 0]
+    packed = {**program, "max": list(program["max"]), "stride": list(program["stride"])}
+    if not active:
+        return packed                   # one request: its low half
+    inner = active[-1]
+    code = SOURCE_NAMES[f"r{inner + 1}"]
+    count = program["max"][inner] + 1
+    if code in (program["s"], program["t"], program["u"], program["v"]):
+        raise ProgramError(f"{label}: the innermost loop of a 16-bit stream in p or q", inner + 1, 0, "not packed")
+    inner_terms = [slot for slot in range(4) if program["abcd"[slot]] == code]
+    if [program["stride"][slot] for slot in inner_terms] != [1]:
+        raise ProgramError(f"{label}: innermost stride of a 16-bit stream", len(inner_terms), 1,
+                           "one term of stride 1 (consecutive elements)")
+    if count % 2 and not (whole_block and len(active) == 1):
+        raise ProgramError(f"{label}: innermost count of a 16-bit stream", count, count + 1,
+                           "an even count (two elements per word)")
+    if program["base"] % 2:
+        raise ProgramError(f"{label}: base slot of a 16-bit stream", program["base"], program["base"] + 1,
+                           "an even slot")
+    packed["base"] = program["base"] // 2
+    for slot in range(4):
+        if slot in inner_terms or program["abcd"[slot]] == 0:
+            continue
+        stride = _signed32(program["stride"][slot])
+        if stride % 2:
+            raise ProgramError(f"{label}: stride of a 16-bit stream (term {'abcd'[slot]})", stride, stride + 1,
+                               "an even number of slots")
+        packed["stride"][slot] = (stride // 2) & _MASK32
+    packed["max"][inner] = -(-count // 2) - 1
+    return packed
+
+
+def _pack_pe_streams(layer):
+    """Turn every PE stream of a 16-bit layer into word requests (copy jobs stay element-level)."""
+    done = set()
+    for job in layer.pe_jobs:
+        for role, stream in (("BUF Input 1", job.in1), ("BUF Input 2", job.in2), ("result", job.out)):
+            if stream is None or id(stream) in done:
+                continue
+            done.add(id(stream))
+            whole = role == "BUF Input 1" and len(stream.programs) == 1 and len(job.in1_blocks) == 1
+            stream.programs = [_pack_program(program, f"{layer.kind} {role}", whole) for program in stream.programs]
+
+
 #: Layer kinds and the dimensions each takes.
 LAYERS = {
     "conv_ff": ("n", "d", "h", "w", "o", "hk", "wk"),
@@ -906,9 +997,11 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         Stochastic rounding on in the 32-bit MAC passes.
     bits : int, optional
         MAC data width, 16 or 32 (``conv_ff`` and ``fc_ff`` only; the others are 32-bit); by
-        default Table 4's (:data:`TABLE4_BITS`). In 16-bit mode every stream carries 16-bit
-        elements (``wide = 0``), two per 32-bit buffer word (the first in the low half), so a
-        BUF2 row holds ``2 * lanes`` samples and BUF1 words carry the weight twice.
+        default Table 4's (:data:`TABLE4_BITS`). In 16-bit mode every PE stream requests words
+        of two 16-bit elements (``wide = 0``, the first in the low half), so a BUF2 row of
+        ``lanes`` words holds ``2 * lanes`` samples, a BUF1 block of ``W`` weights is
+        ``ceil(W / 2)`` words (the BUF1 row packer puts each weight in both halves of a buffer
+        word) and a result row is ``lanes`` words; the reduction block of a matmul is even.
     ibuffer_limit : int
         iBuffer size in bytes.
 
@@ -964,11 +1057,13 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         builder, jobs, inputs, output = _maxpool(dims, pes, pe)
     else:
         builder, jobs, inputs, output = _data_prep(kind, dims, pes)
-    layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, dict(builder.next), bits=bits)
+    layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, builder.words(), bits=bits)
     if kind in ("add_pad", "remove_pad", "partition", "merge"):
         layer.copy_jobs = jobs
     else:
         layer.pe_jobs, layer.copy_jobs = jobs, copies
+    if bits == 16:
+        _pack_pe_streams(layer)
     for _, _, stream in layer.streams():
         for program in stream.programs:
             program["wide"] = int(bits == 32)

@@ -3,15 +3,19 @@
 :func:`execute` runs a :class:`~trainforge.sim.neurotrainer.compiler.CompiledLayer` the way
 the hardware does, with the golden models of its blocks:
 
-1. the input tensors are stored in the vault images by their placements;
+1. the input tensors are stored in the vault images by their placements (16-bit layers: two
+   elements per word, ``spec/neurotrainer/packing.py``; the data-preparation copies run on the
+   element slots before the words are packed);
 2. every read stream's addresses come from the PMAG golden model
    (:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`); a read request with ``pad``
    delivers 0;
 3. each PE job's BUF Input 1 / BUF Input 2 streams are cut into the compiled blocks
-   (``lanes`` words per BUF2 row) and run through the PE golden model
+   (``lanes`` words per BUF2 row; in 16-bit layers a BUF1 word is each 16-bit half of a read
+   word in both halves, an odd block's last high half dropped) and run through the PE golden model
    (:func:`~trainforge.golden.neurotrainer.pe.nt_pe`: CNT2/CNT1 sweeps, the MAC arithmetic
    of ``golden/neurotrainer/mac.py`` including SR-LO, the comparators' max/argmax);
-4. the PE's result words (rows of ``lanes`` words) are stored by its write stream; results merged
+4. the PE's result words (rows of ``lanes`` words, packed as they are in 16-bit layers) are stored
+   by its write stream; results merged
    into the common vault are cut into result blocks (one per write program), interleaved as the
    bus merges them (PE 0, 1, ..., one block per turn) and stored by the common vault's merged
    write programs in :meth:`~trainforge.sim.neurotrainer.compiler.CompiledLayer.merged_writes`
@@ -23,9 +27,11 @@ the hardware does, with the golden models of its blocks:
 import numpy as np
 
 from ...golden.neurotrainer.pe import nt_pe
+from ...spec.neurotrainer.packing import elements_per_word, pack_words, splat_halves, unpack_words
 from .compiler import COMMON, Stream
 
-__all__ = ["load", "run_copies", "unload", "pe_buffer_images", "execute", "maxpool_decode"]
+__all__ = ["load", "load_elements", "pack_images", "run_copies", "unload", "pe_buffer_images", "execute",
+           "maxpool_decode"]
 
 _MASK32 = (1 << 32) - 1
 
@@ -37,9 +43,21 @@ def load(layer, inputs):
     ----------
     layer : CompiledLayer
     inputs : dict of str to array_like of int
-        Every name in ``layer.inputs``, with the tensor's logical shape (values taken modulo 2**32).
+        Every name in ``layer.inputs``, with the tensor's logical shape (values taken modulo 2**32,
+        or 2**16 in a 16-bit layer, two per word).
     """
-    vaults = {vault: np.zeros(words, dtype=np.int64) for vault, words in layer.vault_words.items()}
+    return pack_images(layer, load_elements(layer, inputs))
+
+
+def pack_images(layer, slots):
+    """Word images of element-slot images (16-bit layers: two slots per word, the first in the low half)."""
+    return {vault: pack_words(values, layer.bits) for vault, values in slots.items()}
+
+
+def load_elements(layer, inputs):
+    """Element-slot images holding the layer's input tensors (a 32-bit layer's slots are its words)."""
+    per = elements_per_word(layer.bits)
+    vaults = {vault: np.zeros(words * per, dtype=np.int64) for vault, words in layer.vault_words.items()}
     for name in layer.inputs:
         shape, placements = layer.tensors[name]
         tensor = np.asarray(inputs[name], dtype=np.int64)
@@ -55,8 +73,9 @@ def unload(layer, vaults, name=None):
     """A tensor (default: the output) read back from the vault images, as signed 32-bit int64."""
     shape, placements = layer.tensors[name or layer.output]
     flat = np.zeros(int(np.prod(shape)), dtype=np.int64)
+    slots = {vault: unpack_words(vaults[vault], layer.bits) for vault in {place.vault for place in placements}}
     for place in placements:
-        words = vaults[place.vault][place.base:place.base + place.index.size]
+        words = slots[place.vault][place.base:place.base + place.index.size]
         used = place.index >= 0
         flat[place.index[used]] = words[used]
     bits = np.int64(layer.bits)
@@ -66,7 +85,11 @@ def unload(layer, vaults, name=None):
 
 
 def run_copies(layer, vaults):
-    """Run the layer's data-preparation copy jobs on the vault images, in order (in place)."""
+    """Run the layer's data-preparation copy jobs on element-slot images (:func:`load_elements`), in order (in place).
+
+    The copies are element-level: in a 16-bit layer a copy request moves one 16-bit element
+    (the system does not run data preparation; the host does, on the elements).
+    """
     for job in layer.copy_jobs:
         _write(job.dest, vaults, _read(job.source, vaults))
     return vaults
@@ -88,19 +111,18 @@ def _write(stream, vaults, words):
     vaults[stream.vault][address] = values
 
 
-def _pack(elements, bits):
-    """Buffer words of a 16-bit stream: two elements per word, the first in the low half."""
-    if bits == 32:
-        return elements
-    elements = elements & 0xFFFF
-    return elements[0::2] | (elements[1::2] << 16)
-
-
-def _unpack(words, bits):
-    """The 16-bit elements of result words (low half first), or the words themselves."""
+def _buf1_words(words, sizes, bits):
+    """BUF Input 1 words of a fill stream: the words (32-bit), or per block of ``W`` elements the first ``W``
+    16-bit halves of its ``ceil(W / 2)`` words, each in both halves of a BUF1 word."""
     if bits == 32:
         return words
-    return np.stack([words & 0xFFFF, (words >> 16) & 0xFFFF], axis=-1).reshape(-1)
+    need = sum(-(-size // 2) for size in sizes)
+    if len(words) != need:
+        raise ValueError(f"BUF Input 1 stream has {len(words)} words; the blocks need {need}")
+    halves = unpack_words(words, 16)
+    starts = np.cumsum([0, *[2 * -(-size // 2) for size in sizes]])
+    return np.concatenate([splat_halves(halves[start:start + size]) for start, size in zip(starts, sizes)]
+                          or [np.zeros(0, dtype=np.int64)])
 
 
 def _blocks(words, sizes, width, name):
@@ -121,9 +143,9 @@ def pe_buffer_images(layer, vaults, job):
         of :func:`~trainforge.golden.neurotrainer.pe.nt_pe` and the PE testbench's fill streams.
     """
     lanes = layer.pe["lanes"]
-    blocks1 = _blocks(_pack(_read(job.in1, vaults), layer.bits), job.in1_blocks, 1, "BUF Input 1") \
-        if job.in1 is not None else []
-    blocks2 = _blocks(_pack(_read(job.in2, vaults), layer.bits), job.in2_blocks, lanes, "BUF Input 2")
+    blocks1 = _blocks(_buf1_words(_read(job.in1, vaults), job.in1_blocks, layer.bits), job.in1_blocks, 1,
+                      "BUF Input 1") if job.in1 is not None else []
+    blocks2 = _blocks(_read(job.in2, vaults), job.in2_blocks, lanes, "BUF Input 2")
     return blocks1, blocks2
 
 
@@ -142,14 +164,13 @@ def execute(layer, inputs):
         ``output`` (the output tensor, signed 32-bit values as int64), ``vaults`` (the final
         vault images), ``pe`` (per PE job the ``nt_pe`` result dict).
     """
-    vaults = load(layer, inputs)
-    run_copies(layer, vaults)
+    vaults = pack_images(layer, run_copies(layer, load_elements(layer, inputs)))
     pe_results, merged = [], {}
     for job in layer.pe_jobs:
         blocks1, blocks2 = pe_buffer_images(layer, vaults, job)
         result = nt_pe(job.passes, blocks1, blocks2, **layer.pe)
         pe_results.append(result)
-        words = _unpack(result["results"].astype(np.int64).reshape(-1), layer.bits)
+        words = result["results"].astype(np.int64).reshape(-1)
         if job.out.vault == COMMON:
             merged[job.pe] = _result_blocks(job.out, words)
         else:

@@ -64,7 +64,7 @@ def layer_config(layer):
                                                                                      for job in jobs):
         raise ProgramError(f"{layer.kind}: both buffers filled from the same kind of vault")
     merge = _one((job.out.vault == COMMON for job in jobs), "result destination")
-    elements = layer.pe["lanes"] * (2 if layer.bits == 16 else 1)
+    elements = layer.pe["lanes"]          # result words per row (16-bit: two elements each)
     requests = _one((_data_requests(program) for job in jobs for program in job.out.programs),
                     "write program length")
     if requests % elements:
@@ -117,10 +117,11 @@ def host_images(layer, tensors):
     """The vault images the host writes for a layer, by compiler vault number (-1 = common).
 
     The input tensors by their placements, then the layer's data-preparation copy jobs (the
-    im2col gather of a tiled convolution) run by the host: the system has no copy engine, so
-    only the PE part of such a layer runs on it.
+    im2col gather of a tiled convolution) run by the host on the element slots: the system has
+    no copy engine, so only the PE part of such a layer runs on it. 16-bit layers: two elements
+    per word (``spec/neurotrainer/packing.py``).
     """
-    return executor.run_copies(layer, executor.load(layer, tensors))
+    return executor.pack_images(layer, executor.run_copies(layer, executor.load_elements(layer, tensors)))
 
 
 def prepare_layer(layer, tensors):

@@ -17,10 +17,13 @@ Rules (``hw/neurotrainer/README.md``, section "System model"):
   when it is idle, unless it holds them.
 - **Fill streams.** A stream is its PMAG programs run back to back: a program costs its
   requests (one per ``vault_interval`` cycles) plus ``PMAG_PROGRAM_CYCLES`` of set-up and
-  END-MARK. Block ``b`` of a buffer (``words x elements per word`` requests: a 16-bit element
-  per request, two per 32-bit buffer word) starts when block ``b - 1`` is in and the half it
-  goes to was released by the pass that read block ``b - 2``; it streams at the vault's rate,
-  through the vault latency, and for a broadcast also the bus.
+  END-MARK. Block ``b`` of a buffer (a BUF2 block of ``R`` rows is ``R k`` requests; a BUF1
+  block of ``W`` words is ``W`` requests, or ``ceil(W / 2)`` in a 16-bit layer, whose words hold
+  two elements each, ``spec/neurotrainer/packing.py``; the BUF1 row packer then makes two
+  buffer words of each, so that stream moves at most one request per two cycles) starts when
+  block ``b - 1`` is in and the half it goes to was released by the pass that read block
+  ``b - 2``; it streams at the vault's rate, through the vault latency, and for a broadcast
+  also the bus.
 - **Shared resources.** Each PE's vault serves its read stream and, for results written
   locally, its write stream; the common vault and the bus serve the broadcast stream and
   the merged results of every PE. A resource is a single server with a busy-until time:
@@ -88,9 +91,10 @@ class ModuleTiming:
         Counterfactual: cycles per word of the common path (common vault and bus); 0 = no
         limit. Default: ``vault_interval``, as the system has.
     elements_per_request : int
-        16-bit elements per vault request in 16-bit layers: 1, as the compiled streams and
-        the RTL's row packers have (one element per word); 2 = the counterfactual of the
-        paper's packing, two elements per 32-bit word.
+        16-bit elements per vault request in 16-bit layers: 2, the paper's packing, as the
+        compiled streams and the RTL's row packers have it (two elements per 32-bit word);
+        1 = the counterfactual of the earlier RTL, one element per word (twice the BUF2 and
+        result requests, and every weight read twice: ``2 W`` requests per BUF1 block).
     preload_rows : bool
         Counterfactual when False: accumulating passes without the preload row per output
         row (partial sums kept in the accumulator).
@@ -100,7 +104,7 @@ class ModuleTiming:
     bus_latency: int = BUS_LATENCY
     broadcast_credits: int = 8
     common_interval: int = None
-    elements_per_request: int = 1
+    elements_per_request: int = 2
     preload_rows: bool = True
 
     def __post_init__(self):
@@ -227,10 +231,13 @@ class _Fill:
         return self.ends[block] + 1
 
 
-def _block_requests(stream, blocks, per_block, per_request=1):
-    """Requests and PMAG set-up cycles of each block of a stream (``per_request`` elements per request)."""
-    counts = -(-np.array([program_requests(p) for p in stream.programs], dtype=np.int64) // per_request)
-    sizes = np.asarray(blocks, dtype=np.int64) * per_block
+def _block_requests(stream, sizes):
+    """Requests and PMAG set-up cycles of each block of a stream whose blocks take ``sizes`` requests."""
+    counts = np.array([program_requests(p) for p in stream.programs], dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if counts.sum() and counts.sum() != sizes.sum():
+        # The counterfactual counting (``elements_per_request = 1``): the programs scaled to it.
+        counts = -(-counts * int(sizes.sum()) // int(counts.sum()))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     edges = np.concatenate(([0], np.cumsum(sizes)))
     # Each program's set-up is paid by the block its first request goes to.
@@ -258,8 +265,8 @@ def layer_time(layer, timing=None):
     job = max(layer.pe_jobs, key=lambda j: len(j.passes))
     pes = layer.pes
     lanes = layer.pe["lanes"]
-    elements = 2 if layer.bits == 16 else 1
-    per_request = min(elements, timing.elements_per_request)
+    narrow = layer.bits == 16
+    unpacked = narrow and timing.elements_per_request == 1
     interval = timing.vault_interval
     local = _Server(interval)
     common = _Server(interval if timing.common_interval is None else timing.common_interval)
@@ -268,20 +275,24 @@ def layer_time(layer, timing=None):
     words = {"local_read": 0, "local_write": 0, "broadcast": 0, "merge": 0,
              "copy": sum(program_requests(p) for c in layer.copy_jobs for p in c.dest.programs)}
     programs = {"local": 0, "common": 0}
-    for name, stream, blocks, per_block in (("in1", job.in1, job.in1_blocks, elements // per_request),
-                                            ("in2", job.in2, job.in2_blocks, elements * lanes // per_request)):
+    in1_sizes = [2 * w if unpacked else -(-w // 2) if narrow else w for w in job.in1_blocks]
+    in2_sizes = [r * lanes * (2 if unpacked else 1) for r in job.in2_blocks]
+    for name, stream, block_sizes in (("in1", job.in1, in1_sizes), ("in2", job.in2, in2_sizes)):
         if stream is None:
             continue
-        sizes, overheads, total, count = _block_requests(stream, blocks, per_block, per_request)
+        sizes, overheads, total, count = _block_requests(stream, block_sizes)
+        # A packed 16-bit BUF1 word becomes two buffer words in the row packer, one per cycle.
+        packer = 2 if name == "in1" and narrow and not unpacked else None
         if stream.broadcast:
             # The credit loop: a credit comes back CREDIT_LOOP cycles after its word entered the bus.
             credit_loop = timing.bus_latency + CREDIT_LOOP_EXTRA_CYCLES
             fills[name] = _Fill(sizes, overheads, common, read_latency + timing.bus_latency,
-                                timing.broadcast_credits * common.interval, credit_loop / timing.broadcast_credits)
+                                timing.broadcast_credits * common.interval,
+                                max(credit_loop / timing.broadcast_credits, packer or 0))
             words["broadcast"] += total
             programs["common"] += count
         else:
-            fills[name] = _Fill(sizes, overheads, local, read_latency, read_latency)
+            fills[name] = _Fill(sizes, overheads, local, read_latency, read_latency, packer)
             words["local_read"] += total
             programs["local"] += count
     merged = job.out.vault == -1
@@ -308,7 +319,7 @@ def layer_time(layer, timing=None):
         compute += cost
         mac_rows += rows if is_mac else 0
         if f["emit"]:
-            result_words = outputs * lanes * (elements // per_request if is_mac else 1)
+            result_words = outputs * lanes * (2 if unpacked and is_mac else 1)
             first = accept + ROW_DELAY + latency
             setup = PMAG_PROGRAM_CYCLES if emitted < out_programs else 0
             emitted += 1

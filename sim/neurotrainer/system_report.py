@@ -92,7 +92,7 @@ _MODEL_SOURCES = ("sim/neurotrainer/compiler.py", "sim/neurotrainer/program.py",
                   "sim/neurotrainer/module_from_programs.py", "sim/neurotrainer/module.py",
                   "golden/neurotrainer/pe.py", "golden/neurotrainer/pmag.py", "spec/neurotrainer/pe.py",
                   "spec/neurotrainer/pe_program.py", "spec/neurotrainer/pmag.py", "spec/neurotrainer/bus.py",
-                  "spec/neurotrainer/mac.py")
+                  "spec/neurotrainer/mac.py", "spec/neurotrainer/packing.py")
 
 
 def model_version():

@@ -282,6 +282,10 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "conv_ff", dict(n=3, d=2, h=3, w=4, o=2, hk=2, wk=3), values=0),
         # 16-bit extremes: 18 products of -128 * -128 = 294912 would overflow; 2 products of 127 * 127 do not.
         _integer_layer(params, generator, "conv_ff", dict(n=4, d=1, h=2, w=3, o=1, hk=1, wk=2), values=127),
+        # 16-bit packing corners: a kernel block of 27 elements (14 words, the last high half dropped by the
+        # BUF1 packer) and an FC FF of odd reduction, outputs and samples (the reduction padded to an even block).
+        _integer_layer(params, generator, "conv_ff", dict(n=2 * lanes * pes - 1, d=1, h=4, w=4, o=3, hk=3, wk=3)),
+        _integer_layer(params, generator, "fc_ff", dict(h=2 * pes + 1, k=7, n=2 * lanes + 1)),
         _integer_layer(params, generator, "maxpool", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
         _integer_layer(params, generator, "maxpool", dict(n=2, c=1, h=2, w=2, r=2), values=-32768),
         _integer_layer(params, generator, "conv_bp", dict(n=2, d=2, h=3, w=3, o=3, hk=3, wk=3)),
