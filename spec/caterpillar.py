@@ -17,12 +17,13 @@ from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
-    "core_cmd_layout", "core_data_layout", "core_result_layout",
+    "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
+    "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
     "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
     "params_with_defaults",
@@ -49,6 +50,18 @@ class CoreOp(enum.IntEnum, shape=3):
     GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
     LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
     UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
+
+
+class CommandField(enum.IntEnum, shape=3):
+    """Codes of ``cp_core``'s ``o_error`` word: the command field found out of its range
+    (:func:`core_command_limits`; the first in the order of :func:`core_command_checks`)."""
+    OP = 0  #: not a :class:`CoreOp`
+    MB = 1  #: ``mb`` outside ``1 .. max_blocks``
+    NB = 2  #: ``nb`` outside ``1 .. max_blocks``
+    QB = 3  #: GEMM, UPDATE: ``qb`` outside ``1 .. max_blocks``
+    BASE = 4  #: ``base`` outside ``0 .. sram_depth - 1`` (only a ``sram_depth`` that is not a power of two)
+    BATCH_MB = 5  #: UPDATE: ``qb * mb`` (the x words in the vector buffer) above ``max_blocks``
+    BATCH_NB = 6  #: UPDATE: ``qb * nb`` (the e words in the error buffer) above ``max_blocks``
 
 
 class RingOp(enum.IntEnum, shape=3):
@@ -220,6 +233,91 @@ def core_data_layout(params):
 def core_result_layout(params):
     """Payload of ``cp_core``'s ``o_data``: ``n_r`` results of ``acc_width`` bits."""
     return data.ArrayLayout(signed(params["acc_width"]), params["n_r"])
+
+
+def core_error_layout(params):
+    """Payload of ``cp_core``'s ``o_error``: the rejected command's ``field`` (a :class:`CommandField`) and ``op``.
+
+    ``op`` is the command's op field as given (3 bits; also when ``field`` is ``OP``).
+    """
+    return data.StructLayout({"field": CommandField, "op": unsigned(3)})
+
+
+#: ``cp_core``: cycles from the acceptance of a rejected command to its error word on ``o_error``: the
+#: cycle that registers the command (and the result of its range checks), then the error stream's stage.
+ERROR_OFFSET = COMMAND_LATENCY + stream_stage.LATENCY
+#: ``cp_core``: cycles a rejected command holds the core after its acceptance (the error word's hand-off to
+#: the error stream's stage); the next command is accepted ``COMMAND_LATENCY + REJECT_CYCLES`` cycles after it.
+REJECT_CYCLES = 1
+
+#: The fields a command of each :class:`CoreOp` reads and the core checks, in the order it checks them
+#: (``op`` first; the first out of range is the one reported).
+_CHECKED_FIELDS = {
+    CoreOp.GEMV_FORWARD: ("mb", "nb", "base"),
+    CoreOp.GEMV_BACKWARD: ("mb", "nb", "base"),
+    CoreOp.GEMM: ("mb", "nb", "qb", "base"),
+    CoreOp.LOAD: ("mb", "nb", "base"),
+    CoreOp.UPDATE: ("mb", "nb", "qb", "base", "qb * mb", "qb * nb"),
+}
+#: The :class:`CommandField` of each checked field (``shift`` and ``overlap`` have none: every value their
+#: bits can hold is allowed).
+_FIELD_CODES = {"op": CommandField.OP, "mb": CommandField.MB, "nb": CommandField.NB, "qb": CommandField.QB,
+                "base": CommandField.BASE, "qb * mb": CommandField.BATCH_MB, "qb * nb": CommandField.BATCH_NB}
+
+
+def core_command_limits(params):
+    """Allowed range ``(low, high)`` of every ``cp_core`` command field, from the core's parameters.
+
+    - ``op``: the :class:`CoreOp` codes;
+    - ``mb``, ``nb``, ``qb``: ``1 .. max_blocks`` (block counts; ``max_blocks`` is the depth of the vector and
+      error buffers, which hold a GEMV's vector and an UPDATE's ``x`` and ``e``; GEMM and LOAD keep the same
+      limit, the size of the counters);
+    - ``base``: ``0 .. sram_depth - 1`` (out of range only when ``sram_depth`` is not a power of two);
+    - ``qb * mb``, ``qb * nb`` (UPDATE: the batch's ``x`` and ``e`` words in the two buffers): ``1 .. max_blocks``;
+    - ``shift``: ``0 .. max_shift(acc_width)``, ``overlap``: ``0 .. 1`` (every value of their bits).
+
+    Not a field range, so not checked by the core: the extent ``base + mb * nb <= sram_depth`` (the
+    program builders check it, :func:`trainforge.golden.caterpillar.core.command`).
+    """
+    max_blocks = int(params["max_blocks"])
+    return {"op": (0, int(max(CoreOp))), "overlap": (0, 1), "mb": (1, max_blocks), "nb": (1, max_blocks),
+            "qb": (1, max_blocks), "base": (0, int(params["sram_depth"]) - 1),
+            "qb * mb": (1, max_blocks), "qb * nb": (1, max_blocks), "shift": (0, max_shift(params["acc_width"]))}
+
+
+def core_command_checks(op):
+    """The fields the core checks for a command of ``op``, in order (``op`` alone if it is not a :class:`CoreOp`)."""
+    try:
+        return ("op",) + _CHECKED_FIELDS[CoreOp(int(op))]
+    except ValueError:
+        return ("op",)
+
+
+def core_command_violation(params, command):
+    """The first field of ``command`` (a dict of the command's fields) out of its range, or ``None``.
+
+    Returns
+    -------
+    tuple or None
+        ``(code, name, value, low, high)``: the :class:`CommandField` (``None`` for ``shift`` and ``overlap``,
+        which the hardware cannot receive out of range), the field's name, its value and allowed range.
+        The checked fields (:func:`core_command_checks`) come first, in the core's order, then ``shift``
+        and ``overlap``.
+    """
+    limits = core_command_limits(params)
+    op = int(command["op"])
+    values = dict(command)
+    values["qb * mb"] = int(command.get("qb", 1)) * int(command["mb"])
+    values["qb * nb"] = int(command.get("qb", 1)) * int(command["nb"])
+    names = core_command_checks(op)
+    if names == ("op",) and not limits["op"][0] <= op <= limits["op"][1]:
+        return CommandField.OP, "op", op, *limits["op"]
+    for name in names + ("shift", "overlap"):
+        low, high = limits[name]
+        value = int(values.get(name, 0))
+        if not low <= value <= high:
+            return _FIELD_CODES.get(name), name, value, low, high
+    return None
 
 
 def ring_buffer_depth(params):
