@@ -17,14 +17,15 @@ from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField",
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
     "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
-    "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
+    "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout", "ring_error_layout", "ring_command_limits",
+    "ring_command_checks", "ring_command_violation",
     "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
     "params_with_defaults",
 ]
@@ -73,6 +74,17 @@ class RingOp(enum.IntEnum, shape=3):
     READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
     ALL_GATHER = 5  #: chunk ``c`` (``words`` words at ``c * words``) of core ``c`` to every core
     REDUCE_SCATTER = 6  #: core ``c`` ends with chunk ``c`` summed over all cores
+
+
+class RingField(enum.IntEnum, shape=3):
+    """Codes of ``cp_ring``'s ``o_error`` word: the command field found out of its range
+    (:func:`ring_command_limits`; the first in the order of :func:`ring_command_checks`)."""
+    OP = 0  #: not a :class:`RingOp`
+    CORE = 1  #: LOAD: ``core`` not below ``cores``
+    MB = 2  #: GEMV, LOAD: ``mb`` outside ``1 .. max_blocks`` (the core's range)
+    NB = 3  #: GEMV, LOAD: ``nb`` outside ``1 .. max_blocks``
+    BASE = 4  #: GEMV, LOAD: ``base`` outside ``0 .. sram_depth - 1``
+    WORDS = 5  #: WRITE, READ: ``words`` outside ``1 .. cores * max_blocks``; collectives: ``1 .. max_blocks``
 
 
 def _check_acc_width(values):
@@ -340,6 +352,65 @@ def ring_cmd_layout(params):
         "base": unsigned(addr_width(params["sram_depth"])),
         "words": unsigned(ring_buffer_depth(params).bit_length()),
     })
+
+
+def ring_error_layout(params):
+    """Payload of ``cp_ring``'s ``o_error``: the rejected command's ``field`` (a :class:`RingField`) and ``op``."""
+    return data.StructLayout({"field": RingField, "op": unsigned(3)})
+
+
+#: The fields a ``cp_ring`` command of each :class:`RingOp` reads and the ring checks, in order.
+_RING_CHECKED_FIELDS = {
+    RingOp.GEMV_FORWARD: ("mb", "nb", "base"),
+    RingOp.GEMV_BACKWARD: ("mb", "nb", "base"),
+    RingOp.LOAD: ("core", "mb", "nb", "base"),
+    RingOp.WRITE: ("words",),
+    RingOp.READ: ("words",),
+    RingOp.ALL_GATHER: ("chunk words",),
+    RingOp.REDUCE_SCATTER: ("chunk words",),
+}
+_RING_FIELD_CODES = {"op": RingField.OP, "core": RingField.CORE, "mb": RingField.MB, "nb": RingField.NB,
+                     "base": RingField.BASE, "words": RingField.WORDS, "chunk words": RingField.WORDS}
+
+
+def ring_command_limits(params):
+    """Allowed range ``(low, high)`` of every ``cp_ring`` command field, from the ring's parameters.
+
+    ``mb``, ``nb`` and ``base`` are the core's (:func:`core_command_limits`: the ring forwards them to its
+    cores); ``core`` ``0 .. cores - 1``; ``words`` ``1 .. cores * max_blocks`` (WRITE, READ: words per core of
+    the ring buffers) and, as ``chunk words``, ``1 .. max_blocks`` (collectives: ``cores`` chunks in a buffer).
+    """
+    core = core_command_limits(params)
+    max_blocks = int(params["max_blocks"])
+    return {"op": (0, int(max(RingOp))), "core": (0, int(params["cores"]) - 1), "overlap": (0, 1),
+            "mb": core["mb"], "nb": core["nb"], "base": core["base"],
+            "words": (1, ring_buffer_depth(params)), "chunk words": (1, max_blocks)}
+
+
+def ring_command_checks(op):
+    """The fields the ring checks for a command of ``op``, in order (``op`` alone if it is not a :class:`RingOp`)."""
+    try:
+        return ("op",) + _RING_CHECKED_FIELDS[RingOp(int(op))]
+    except ValueError:
+        return ("op",)
+
+
+def ring_command_violation(params, command):
+    """The first field of ``command`` out of its range, or ``None``: ``(code, name, value, low, high)``.
+
+    ``code`` is the :class:`RingField` (``None`` for ``overlap``); ``chunk words`` is the ``words`` field of a
+    collective.
+    """
+    limits = ring_command_limits(params)
+    op = int(command["op"])
+    values = dict(command)
+    values["chunk words"] = command.get("words", 1)
+    for name in ring_command_checks(op) + (("overlap",) if op in set(RingOp) else ()):
+        low, high = limits[name]
+        value = int(values.get(name, 0))
+        if not low <= value <= high:
+            return _RING_FIELD_CODES.get(name), name, value, low, high
+    return None
 
 
 def ring_word_layout(params):
