@@ -50,8 +50,9 @@ BLOCKS = (
         component=CPRing,
         testbench="tb_cp_ring",
         summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
+        # make test: 3 PEs per line (a tree that is not a power of two) and 24 words (base can be out of range).
         test_params=(
-            {"cores": 3, "n_r": 2, "sram_depth": 32, "max_blocks": 4, "reduction": "tree"},
+            {"cores": 3, "n_r": 3, "sram_depth": 24, "max_blocks": 4, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
         ),
         regress_params=(
