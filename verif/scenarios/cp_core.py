@@ -175,9 +175,16 @@ def _random_vector(rng, params, size):
     return [rng.randint(low, high) for _ in range(size)]
 
 
+#: Largest side, in blocks, of a random matrix: the read-back (GEMM by the identity) of an ``Mb x Kb`` matrix takes
+#: ``Mb * Kb**2 * n_r`` words, 1 M at the shipped default's 64 x 64 blocks (the edge shapes and the out-of-range
+#: rows reach ``max_blocks`` itself).
+RANDOM_SIDE_BLOCKS = 16
+
+
 def _random_shape(rng, params, most_words):
-    """Rows and columns up to ``max_blocks * n_r`` whose block grid fits ``most_words`` local words."""
-    n_r, largest = params["n_r"], params["max_blocks"] * params["n_r"]
+    """Rows and columns up to ``min(max_blocks, RANDOM_SIDE_BLOCKS) * n_r`` whose block grid fits ``most_words``
+    local words."""
+    n_r, largest = params["n_r"], min(params["max_blocks"], RANDOM_SIDE_BLOCKS) * params["n_r"]
     while True:
         rows, cols = rng.randint(1, largest), rng.randint(1, largest)
         if _blocks(rows, n_r) * _blocks(cols, n_r) <= most_words:
