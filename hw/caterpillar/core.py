@@ -281,7 +281,10 @@ class CPCore(wiring.Component):
             gemv_steps = Mux(given_forward, given.mb, given.nb)
             # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
             # overlap only for what they need beyond the next block's MACs.
-            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, reduction_cycles + 1 - gemv_steps)
+            overlapped = reduction_cycles + 1 - gemv_steps
+            if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
+                # Verilator's CMPCONST refuses a comparison that is always false)
+                overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
             m.d.sync += [
                 error_pending.eq(rejected), error_word.field.eq(reject_field), error_word.op.eq(given.op),
                 cmd.eq(given), busy.eq(~rejected), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
