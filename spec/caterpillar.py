@@ -17,13 +17,15 @@ from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
-    "core_cmd_layout", "core_data_layout", "core_result_layout",
-    "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
+    "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
+    "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
+    "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout", "ring_error_layout", "ring_command_limits",
+    "ring_command_checks", "ring_command_violation",
     "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
     "params_with_defaults",
 ]
@@ -51,6 +53,18 @@ class CoreOp(enum.IntEnum, shape=3):
     UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
 
 
+class CommandField(enum.IntEnum, shape=3):
+    """Codes of ``cp_core``'s ``o_error`` word: the command field found out of its range
+    (:func:`core_command_limits`; the first in the order of :func:`core_command_checks`)."""
+    OP = 0  #: not a :class:`CoreOp`
+    MB = 1  #: ``mb`` outside ``1 .. max_blocks``
+    NB = 2  #: ``nb`` outside ``1 .. max_blocks``
+    QB = 3  #: GEMM, UPDATE: ``qb`` outside ``1 .. max_blocks``
+    BASE = 4  #: ``base`` outside ``0 .. sram_depth - 1`` (only a ``sram_depth`` that is not a power of two)
+    BATCH_MB = 5  #: UPDATE: ``qb * mb`` (the x words in the vector buffer) above ``max_blocks``
+    BATCH_NB = 6  #: UPDATE: ``qb * nb`` (the e words in the error buffer) above ``max_blocks``
+
+
 class RingOp(enum.IntEnum, shape=3):
     """Op codes of the ``cp_ring`` ``i_cmd`` stream."""
     GEMV_FORWARD = 0  #: Fig. 4(a, c): cores 0 and 1 reduce internally, core 0's result is added in core 1
@@ -60,6 +74,17 @@ class RingOp(enum.IntEnum, shape=3):
     READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
     ALL_GATHER = 5  #: chunk ``c`` (``words`` words at ``c * words``) of core ``c`` to every core
     REDUCE_SCATTER = 6  #: core ``c`` ends with chunk ``c`` summed over all cores
+
+
+class RingField(enum.IntEnum, shape=3):
+    """Codes of ``cp_ring``'s ``o_error`` word: the command field found out of its range
+    (:func:`ring_command_limits`; the first in the order of :func:`ring_command_checks`)."""
+    OP = 0  #: not a :class:`RingOp`
+    CORE = 1  #: LOAD: ``core`` not below ``cores``
+    MB = 2  #: GEMV, LOAD: ``mb`` outside ``1 .. max_blocks`` (the core's range)
+    NB = 3  #: GEMV, LOAD: ``nb`` outside ``1 .. max_blocks``
+    BASE = 4  #: GEMV, LOAD: ``base`` outside ``0 .. sram_depth - 1``
+    WORDS = 5  #: WRITE, READ: ``words`` outside ``1 .. cores * max_blocks``; collectives: ``1 .. max_blocks``
 
 
 def _check_acc_width(values):
@@ -222,6 +247,91 @@ def core_result_layout(params):
     return data.ArrayLayout(signed(params["acc_width"]), params["n_r"])
 
 
+def core_error_layout(params):
+    """Payload of ``cp_core``'s ``o_error``: the rejected command's ``field`` (a :class:`CommandField`) and ``op``.
+
+    ``op`` is the command's op field as given (3 bits; also when ``field`` is ``OP``).
+    """
+    return data.StructLayout({"field": CommandField, "op": unsigned(3)})
+
+
+#: ``cp_core``: cycles from the acceptance of a rejected command to its error word on ``o_error``: the
+#: cycle that registers the command (and the result of its range checks), then the error stream's stage.
+ERROR_OFFSET = COMMAND_LATENCY + stream_stage.LATENCY
+#: ``cp_core``: cycles a rejected command holds the core after its acceptance (the error word's hand-off to
+#: the error stream's stage); the next command is accepted ``COMMAND_LATENCY + REJECT_CYCLES`` cycles after it.
+REJECT_CYCLES = 1
+
+#: The fields a command of each :class:`CoreOp` reads and the core checks, in the order it checks them
+#: (``op`` first; the first out of range is the one reported).
+_CHECKED_FIELDS = {
+    CoreOp.GEMV_FORWARD: ("mb", "nb", "base"),
+    CoreOp.GEMV_BACKWARD: ("mb", "nb", "base"),
+    CoreOp.GEMM: ("mb", "nb", "qb", "base"),
+    CoreOp.LOAD: ("mb", "nb", "base"),
+    CoreOp.UPDATE: ("mb", "nb", "qb", "base", "qb * mb", "qb * nb"),
+}
+#: The :class:`CommandField` of each checked field (``shift`` and ``overlap`` have none: every value their
+#: bits can hold is allowed).
+_FIELD_CODES = {"op": CommandField.OP, "mb": CommandField.MB, "nb": CommandField.NB, "qb": CommandField.QB,
+                "base": CommandField.BASE, "qb * mb": CommandField.BATCH_MB, "qb * nb": CommandField.BATCH_NB}
+
+
+def core_command_limits(params):
+    """Allowed range ``(low, high)`` of every ``cp_core`` command field, from the core's parameters.
+
+    - ``op``: the :class:`CoreOp` codes;
+    - ``mb``, ``nb``, ``qb``: ``1 .. max_blocks`` (block counts; ``max_blocks`` is the depth of the vector and
+      error buffers, which hold a GEMV's vector and an UPDATE's ``x`` and ``e``; GEMM and LOAD keep the same
+      limit, the size of the counters);
+    - ``base``: ``0 .. sram_depth - 1`` (out of range only when ``sram_depth`` is not a power of two);
+    - ``qb * mb``, ``qb * nb`` (UPDATE: the batch's ``x`` and ``e`` words in the two buffers): ``1 .. max_blocks``;
+    - ``shift``: ``0 .. max_shift(acc_width)``, ``overlap``: ``0 .. 1`` (every value of their bits).
+
+    Not a field range, so not checked by the core: the extent ``base + mb * nb <= sram_depth`` (the
+    program builders check it, :func:`trainforge.golden.caterpillar.core.command`).
+    """
+    max_blocks = int(params["max_blocks"])
+    return {"op": (0, int(max(CoreOp))), "overlap": (0, 1), "mb": (1, max_blocks), "nb": (1, max_blocks),
+            "qb": (1, max_blocks), "base": (0, int(params["sram_depth"]) - 1),
+            "qb * mb": (1, max_blocks), "qb * nb": (1, max_blocks), "shift": (0, max_shift(params["acc_width"]))}
+
+
+def core_command_checks(op):
+    """The fields the core checks for a command of ``op``, in order (``op`` alone if it is not a :class:`CoreOp`)."""
+    try:
+        return ("op",) + _CHECKED_FIELDS[CoreOp(int(op))]
+    except ValueError:
+        return ("op",)
+
+
+def core_command_violation(params, command):
+    """The first field of ``command`` (a dict of the command's fields) out of its range, or ``None``.
+
+    Returns
+    -------
+    tuple or None
+        ``(code, name, value, low, high)``: the :class:`CommandField` (``None`` for ``shift`` and ``overlap``,
+        which the hardware cannot receive out of range), the field's name, its value and allowed range.
+        The checked fields (:func:`core_command_checks`) come first, in the core's order, then ``shift``
+        and ``overlap``.
+    """
+    limits = core_command_limits(params)
+    op = int(command["op"])
+    values = dict(command)
+    values["qb * mb"] = int(command.get("qb", 1)) * int(command["mb"])
+    values["qb * nb"] = int(command.get("qb", 1)) * int(command["nb"])
+    names = core_command_checks(op)
+    if names == ("op",) and not limits["op"][0] <= op <= limits["op"][1]:
+        return CommandField.OP, "op", op, *limits["op"]
+    for name in names + ("shift", "overlap"):
+        low, high = limits[name]
+        value = int(values.get(name, 0))
+        if not low <= value <= high:
+            return _FIELD_CODES.get(name), name, value, low, high
+    return None
+
+
 def ring_buffer_depth(params):
     """Words of each core's ring buffer: ``cores * max_blocks``."""
     return params["cores"] * params["max_blocks"]
@@ -242,6 +352,65 @@ def ring_cmd_layout(params):
         "base": unsigned(addr_width(params["sram_depth"])),
         "words": unsigned(ring_buffer_depth(params).bit_length()),
     })
+
+
+def ring_error_layout(params):
+    """Payload of ``cp_ring``'s ``o_error``: the rejected command's ``field`` (a :class:`RingField`) and ``op``."""
+    return data.StructLayout({"field": RingField, "op": unsigned(3)})
+
+
+#: The fields a ``cp_ring`` command of each :class:`RingOp` reads and the ring checks, in order.
+_RING_CHECKED_FIELDS = {
+    RingOp.GEMV_FORWARD: ("mb", "nb", "base"),
+    RingOp.GEMV_BACKWARD: ("mb", "nb", "base"),
+    RingOp.LOAD: ("core", "mb", "nb", "base"),
+    RingOp.WRITE: ("words",),
+    RingOp.READ: ("words",),
+    RingOp.ALL_GATHER: ("chunk words",),
+    RingOp.REDUCE_SCATTER: ("chunk words",),
+}
+_RING_FIELD_CODES = {"op": RingField.OP, "core": RingField.CORE, "mb": RingField.MB, "nb": RingField.NB,
+                     "base": RingField.BASE, "words": RingField.WORDS, "chunk words": RingField.WORDS}
+
+
+def ring_command_limits(params):
+    """Allowed range ``(low, high)`` of every ``cp_ring`` command field, from the ring's parameters.
+
+    ``mb``, ``nb`` and ``base`` are the core's (:func:`core_command_limits`: the ring forwards them to its
+    cores); ``core`` ``0 .. cores - 1``; ``words`` ``1 .. cores * max_blocks`` (WRITE, READ: words per core of
+    the ring buffers) and, as ``chunk words``, ``1 .. max_blocks`` (collectives: ``cores`` chunks in a buffer).
+    """
+    core = core_command_limits(params)
+    max_blocks = int(params["max_blocks"])
+    return {"op": (0, int(max(RingOp))), "core": (0, int(params["cores"]) - 1), "overlap": (0, 1),
+            "mb": core["mb"], "nb": core["nb"], "base": core["base"],
+            "words": (1, ring_buffer_depth(params)), "chunk words": (1, max_blocks)}
+
+
+def ring_command_checks(op):
+    """The fields the ring checks for a command of ``op``, in order (``op`` alone if it is not a :class:`RingOp`)."""
+    try:
+        return ("op",) + _RING_CHECKED_FIELDS[RingOp(int(op))]
+    except ValueError:
+        return ("op",)
+
+
+def ring_command_violation(params, command):
+    """The first field of ``command`` out of its range, or ``None``: ``(code, name, value, low, high)``.
+
+    ``code`` is the :class:`RingField` (``None`` for ``overlap``); ``chunk words`` is the ``words`` field of a
+    collective.
+    """
+    limits = ring_command_limits(params)
+    op = int(command["op"])
+    values = dict(command)
+    values["chunk words"] = command.get("words", 1)
+    for name in ring_command_checks(op) + (("overlap",) if op in set(RingOp) else ()):
+        low, high = limits[name]
+        value = int(values.get(name, 0))
+        if not low <= value <= high:
+            return _RING_FIELD_CODES.get(name), name, value, low, high
+    return None
 
 
 def ring_word_layout(params):

@@ -15,7 +15,13 @@ __all__ = ["attach", "queue", "reset_and_check_idle", "run_and_check"]
 
 
 def attach(bench, valid_probability, ready_probability):
-    """Drivers of ``i_cmd`` and ``i_data`` and a monitor of ``o_data``, with random valid gaps and ready."""
+    """Drivers of ``i_cmd`` and ``i_data`` and a monitor of ``o_data``, with random valid gaps and ready.
+
+    A block with an ``o_error`` stream (``cp_core``) gets it always ready: these programs hold no rejected
+    command (the scenario tables check ``o_error``).
+    """
+    if hasattr(bench.dut, "o_error__ready"):
+        bench.dut.o_error__ready.value = 1
     return (StreamSource(bench.dut, "i_cmd", bench.cycle, bench.rng, valid_probability),
             StreamSource(bench.dut, "i_data", bench.cycle, bench.rng, valid_probability),
             StreamSink(bench.dut, "o_data", bench.cycle, bench.rng, ready_probability))

@@ -164,8 +164,18 @@ def to_bits(shape, item):
     """The bits of ``item`` as a payload of ``shape`` (a plain shape or a ``lib.data`` layout), as a non-negative int."""
     from amaranth.hdl import Const, Shape, ShapeCastable
 
+    from amaranth.lib import data, enum
+
     width = Shape.cast(shape).width
-    if isinstance(shape, ShapeCastable):
+    if isinstance(shape, data.StructLayout) and isinstance(item, dict):
+        # Field by field at the layout's own offsets, so that a field can hold a value its shape's ``const``
+        # refuses (an op code that is no member of its enum: a command the block must reject).
+        value = 0
+        for name, member in shape:
+            value |= to_bits(member.shape, item[name]) << member.offset
+    elif isinstance(shape, enum.EnumType) and not isinstance(item, shape):
+        value = Const(int(item), Shape.cast(shape)).value
+    elif isinstance(shape, ShapeCastable):
         value = Const.cast(shape.const(item)).value
     else:
         value = Const(item, Shape.cast(shape)).value

@@ -35,8 +35,8 @@ class Program:
         self.commands, self.inputs, self.outputs, self.schedules, self.labels = [], [], [], [], []
 
     def _add(self, label, op, mb, nb, qb, base, overlap, inputs, outputs, shift=0):
-        self.commands.append({"op": op, "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base,
-                              "shift": shift})
+        # The golden builder: raises (ProgramError) for a command the core would reject.
+        self.commands.append(golden.command(op, mb, nb, qb, base, overlap, shift, **self.params))
         self.inputs.append(np.asarray(inputs, dtype=np.int64).reshape(-1, self.n_r))
         self.outputs.append(np.asarray(outputs, dtype=np.int64).reshape(-1, self.n_r))
         self.schedules.append(golden.schedule(op, mb, nb, qb, overlap=overlap, **self.params))

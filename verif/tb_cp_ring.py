@@ -37,8 +37,8 @@ class RingProgram:
         self.commands, self.inputs, self.outputs, self.schedules, self.labels = [], [], [], [], []
 
     def _add(self, label, op, inputs=(), outputs=(), core=0, overlap=False, mb=1, nb=1, base=0, words=1):
-        self.commands.append({"op": op, "core": core, "overlap": int(overlap), "mb": mb, "nb": nb,
-                              "base": base, "words": words})
+        # The golden builder: raises (ProgramError) for a command the ring would reject.
+        self.commands.append(golden.command(op, words, core, overlap, mb, nb, base, **self.params))
         self.inputs.append(np.asarray(inputs, dtype=np.int64).reshape(-1, self.n_r))
         self.outputs.append(np.asarray(outputs, dtype=np.int64).reshape(-1, self.n_r))
         self.schedules.append(golden.ring_schedule(op, mb=mb, nb=nb, words=words, overlap=overlap,

@@ -71,16 +71,63 @@ def test_derived_widths():
 @pytest.mark.parametrize("fields, name, value, allowed", [
     ((0, 1, 1, 0), "mb", 0, "1..8"),
     ((1, 9, 1, 0), "nb", 9, "1..8"),
-    ((3, 1, 3, 0), "batch * mb", 9, "1..8"),
-    ((1, 5, 2, 0), "batch * nb", 10, "1..8"),
+    ((3, 1, 3, 0), "qb * mb", 9, "1..8"),
+    ((1, 5, 2, 0), "qb * nb", 10, "1..8"),
     ((1, 1, 1, 32), "shift", 32, "0..31"),
 ])
 def test_update_fields_are_range_checked(fields, name, value, allowed):
     """An UPDATE field out of range raises :class:`ProgramError` naming the field, its value and the range."""
     with pytest.raises(ProgramError) as caught:
         golden_core.check_update(*fields, acc_width=32, max_blocks=8)
-    assert str(caught.value) == (f"UPDATE field {name!r} = {value} is out of range; allowed: {allowed} "
-                                 f"(max_blocks=8, acc_width=32)")
+    assert str(caught.value) == (f"UPDATE command field {name!r} = {value} is out of range; allowed: {allowed} "
+                                 f"(max_blocks=8, sram_depth=8192, acc_width=32)")
+
+
+# Each command field just out of range (limits written out by hand for max_blocks 8, sram_depth 48,
+# acc_width 32: 1..8 counts, 0..47 base, 0..31 shift), with the code the core sends on o_error.
+_SMALL = {"max_blocks": 8, "sram_depth": 48, "acc_width": 32}
+
+
+@pytest.mark.parametrize("op, fields, name, value, allowed, code", [
+    (5, {}, "op", 5, "0..4", "OP"),
+    (spec.CoreOp.GEMV_FORWARD, {"mb": 9}, "mb", 9, "1..8", "MB"),
+    (spec.CoreOp.GEMV_BACKWARD, {"mb": 0, "nb": 0}, "mb", 0, "1..8", "MB"),
+    (spec.CoreOp.LOAD, {"nb": 9}, "nb", 9, "1..8", "NB"),
+    (spec.CoreOp.GEMM, {"qb": 0}, "qb", 0, "1..8", "QB"),
+    (spec.CoreOp.GEMM, {"qb": 9}, "qb", 9, "1..8", "QB"),
+    (spec.CoreOp.LOAD, {"base": 48}, "base", 48, "0..47", "BASE"),
+    (spec.CoreOp.UPDATE, {"mb": 3, "qb": 3}, "qb * mb", 9, "1..8", "BATCH_MB"),
+    (spec.CoreOp.UPDATE, {"nb": 2, "qb": 5}, "qb * nb", 10, "1..8", "BATCH_NB"),
+])
+def test_command_fields_out_of_range(op, fields, name, value, allowed, code):
+    """The builder raises naming the field, value and range; the golden core rejects the command with the code."""
+    with pytest.raises(ProgramError) as caught:
+        golden_core.command(op, **fields, **_SMALL)
+    assert f"field {name!r} = {value} is out of range; allowed: {allowed} " in str(caught.value)
+    word = {"op": int(op), "overlap": 0, "mb": 1, "nb": 1, "qb": 1, "base": 0, "shift": 0, **fields}
+    assert golden_core.command_error(word, **_SMALL) == {"field": int(spec.CommandField[code]), "op": int(op)}
+    assert list(golden_core.command_schedule(word, **_SMALL).error_offsets) == [2]
+
+
+@pytest.mark.parametrize("op, fields", [
+    (spec.CoreOp.UPDATE, {"mb": 8, "nb": 1, "qb": 1}),
+    (spec.CoreOp.UPDATE, {"mb": 2, "nb": 2, "qb": 4, "base": 44}),
+    (spec.CoreOp.GEMM, {"mb": 1, "nb": 1, "qb": 8, "base": 47}),
+    (spec.CoreOp.GEMV_FORWARD, {"mb": 8, "nb": 6, "qb": 0}),  # qb is not a field of a GEMV
+    (spec.CoreOp.LOAD, {"mb": 1, "nb": 8, "shift": 31}),
+])
+def test_command_fields_just_in_range(op, fields):
+    word = golden_core.command(op, **fields, **_SMALL)
+    assert golden_core.command_error(word, **_SMALL) is None
+    assert len(golden_core.command_schedule(word, **_SMALL).error_offsets) == 0
+
+
+def test_command_extent_is_checked_by_the_builder_only():
+    """``base + mb * nb`` past the memory: the builder raises; the core's field checks let it through."""
+    with pytest.raises(ProgramError, match=r"'base' = 41 is out of range for mb \* nb = 8 words; allowed: 0..40"):
+        golden_core.command(spec.CoreOp.GEMV_FORWARD, mb=4, nb=2, base=41, **_SMALL)
+    word = {"op": 0, "overlap": 0, "mb": 4, "nb": 2, "qb": 1, "base": 41, "shift": 0}
+    assert golden_core.command_error(word, **_SMALL) is None
 
 
 def test_update_fields_accept_the_boundaries():

@@ -25,15 +25,16 @@ backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.cor
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, EXECUTE_LATENCY, OUTPUT_LATENCY, UPDATE_DRAIN, CoreOp,
-                                 max_shift, params_with_defaults, reduction_cycles, shift_bits)
+from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, ERROR_OFFSET, EXECUTE_LATENCY, OUTPUT_LATENCY,
+                                 REJECT_CYCLES, UPDATE_DRAIN, CommandField, CoreOp, core_command_violation,
+                                 params_with_defaults, reduction_cycles, shift_bits)
 from ..dense_pe import wrap
 
 __all__ = [
     "CoreOp", "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD", "OP_UPDATE",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "blocks", "pad", "distribute", "load_words", "reduction_cycles",
     "gemv_forward", "gemv_backward", "gemm", "shift_bits", "update_delta", "update", "check_update",
-    "Schedule", "schedule",
+    "CommandField", "command", "check_command", "command_error", "Schedule", "schedule", "command_schedule",
     "gemv_utilization",
 ]
 
@@ -173,23 +174,74 @@ def gemm(weights, b, **params):
     return inputs, outputs
 
 
+def _describe(params):
+    return ", ".join(f"{name}={params[name]}" for name in ("max_blocks", "sram_depth", "acc_width"))
+
+
+def check_command(command, **params):
+    """Raise :class:`~trainforge.errors.ProgramError` unless the core executes ``command`` (a dict of its fields).
+
+    The message names the first field out of its range
+    (:func:`~trainforge.spec.caterpillar.core_command_limits`, in the core's order), its value and the
+    allowed range: the command the core would reject (:func:`command_error`). ``params``: the core's
+    (default: the ``cp_core`` schema's).
+    """
+    values = params_with_defaults(CORE_PARAMS, params)
+    violation = core_command_violation(values, command)
+    if violation is not None:
+        _, name, value, low, high = violation
+        op = int(command["op"])
+        kind = CoreOp(op).name if op in set(CoreOp) else f"op {op}"
+        raise ProgramError(f"{kind} command field {name!r} = {value} is out of range; allowed: {low}..{high} "
+                           f"({_describe(values)})")
+
+
+def command(op, mb=1, nb=1, qb=1, base=0, overlap=False, shift=0, **params):
+    """A ``cp_core`` command word (a dict of its fields), checked.
+
+    Raises :class:`~trainforge.errors.ProgramError` naming the field, its value and the allowed range when a
+    field is out of its range (:func:`check_command`: the core would reject the command) or when the command's
+    words ``base .. base + mb * nb - 1`` run past the local memory (the core does not check this extent: its
+    addresses would wrap).
+    """
+    word = {"op": int(op), "overlap": int(overlap), "mb": int(mb), "nb": int(nb), "qb": int(qb), "base": int(base),
+            "shift": int(shift)}
+    check_command(word, **params)
+    values = params_with_defaults(CORE_PARAMS, params)
+    extent = word["base"] + word["mb"] * word["nb"]
+    if extent > values["sram_depth"]:
+        raise ProgramError(f"{CoreOp(word['op']).name} command field 'base' = {word['base']} is out of range for "
+                           f"mb * nb = {word['mb'] * word['nb']} words; allowed: "
+                           f"0..{values['sram_depth'] - word['mb'] * word['nb']} ({_describe(values)})")
+    return word
+
+
+def command_error(command, **params):
+    """The core's response to ``command``: ``None`` if it executes it, else its ``o_error`` word.
+
+    A rejected command is not executed: it takes no ``i_data`` word, writes no local memory or buffer and
+    produces no ``o_data`` word; the core sends ``{"field": code, "op": op}`` on ``o_error``
+    (``code``: the :class:`~trainforge.spec.caterpillar.CommandField` of the first field out of range, in the
+    order of :func:`~trainforge.spec.caterpillar.core_command_checks`; ``op``: the command's op field) at
+    :data:`~trainforge.spec.caterpillar.ERROR_OFFSET` cycles after acceptance (:func:`command_schedule`).
+    """
+    violation = core_command_violation(params_with_defaults(CORE_PARAMS, params), command)
+    if violation is None or violation[0] is None:
+        return None
+    return {"field": int(violation[0]), "op": int(command["op"]) & 7}
+
+
 def check_update(mb, nb, batch, shift, **params):
     """Raise :class:`~trainforge.errors.ProgramError` unless an UPDATE command with these fields fits the core.
 
     The core keeps the ``batch`` input vectors (``batch * Mb`` words) and error
     vectors (``batch * Nb`` words) in its two vector buffers of ``max_blocks``
     words each; ``shift`` fits the command's field
-    (:func:`~trainforge.spec.caterpillar.max_shift`). ``params``: ``acc_width``
-    and ``max_blocks`` (default: the ``cp_core`` schema's).
+    (:func:`~trainforge.spec.caterpillar.max_shift`). The UPDATE case of :func:`check_command`
+    (``qb`` is the batch).
     """
-    acc_width, max_blocks = _core_params(params, "acc_width", "max_blocks")
-    fields = (("mb", mb, 1, max_blocks), ("nb", nb, 1, max_blocks), ("batch", batch, 1, max_blocks),
-              ("batch * mb", batch * mb, 1, max_blocks), ("batch * nb", batch * nb, 1, max_blocks),
-              ("shift", shift, 0, max_shift(acc_width)))
-    for name, value, low, high in fields:
-        if not low <= value <= high:
-            raise ProgramError(f"UPDATE field {name!r} = {value} is out of range; allowed: {low}..{high} "
-                               f"(max_blocks={max_blocks}, acc_width={acc_width})")
+    check_command({"op": int(CoreOp.UPDATE), "overlap": 0, "mb": mb, "nb": nb, "qb": batch, "base": 0,
+                   "shift": shift}, **params)
 
 
 def update_delta(products, shift):
@@ -279,12 +331,16 @@ class Schedule:
         ``i_cmd`` to the word's transfer.
     mac_cycles : int
         Cycles in which every PE performs a MAC.
+    error_offsets : numpy.ndarray of int
+        For a rejected command (:func:`command_schedule`), the cycle of its ``o_error`` word after acceptance;
+        empty otherwise.
     """
 
-    def __init__(self, issue_cycles, output_offsets, mac_cycles):
+    def __init__(self, issue_cycles, output_offsets, mac_cycles, error_offsets=()):
         self.issue_cycles = int(issue_cycles)
         self.output_offsets = np.asarray(output_offsets, dtype=np.int64)
         self.mac_cycles = int(mac_cycles)
+        self.error_offsets = np.asarray(error_offsets, dtype=np.int64)
 
     @property
     def utilization(self):
@@ -360,6 +416,21 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
     offsets = (handoff[:, None] + first_output + 1 + OUTPUT_LATENCY + np.arange(outputs)[None, :]).reshape(-1)
     issue = (count - 1) * period + steps + drain
     return Schedule(issue, offsets, count * steps)
+
+
+def command_schedule(command, **params):
+    """Cycle schedule of one command word (a dict of its fields) on an unstalled core, rejected or not.
+
+    A rejected command (:func:`command_error`) holds the core
+    :data:`~trainforge.spec.caterpillar.REJECT_CYCLES` cycle after its acceptance (the next command is
+    accepted ``COMMAND_LATENCY + REJECT_CYCLES`` = 2 cycles after it) and its error word is on ``o_error``
+    :data:`~trainforge.spec.caterpillar.ERROR_OFFSET` = 2 cycles after its acceptance. Otherwise
+    :func:`schedule` of its fields.
+    """
+    if command_error(command, **params) is not None:
+        return Schedule(REJECT_CYCLES, [], 0, error_offsets=[ERROR_OFFSET])
+    return schedule(command["op"], command["mb"], command["nb"], command["qb"], overlap=bool(command["overlap"]),
+                    **params)
 
 
 def gemv_utilization(m, n, n_r, reduction="bus", overlap=False, passes=("forward",)):

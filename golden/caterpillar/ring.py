@@ -20,16 +20,19 @@ Without the hop latency and the rounding this is the paper's
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import HOP_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingOp, params_with_defaults
+from ...spec.caterpillar import (ERROR_OFFSET, HOP_CYCLES, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingField,
+                                 RingOp, params_with_defaults, ring_command_violation)
 from ..dense_pe import wrap
 from . import core
+from . import core as _core_model  # ``core`` is also a field of a ring command
 
 __all__ = ["HOP_CYCLES", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
            "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
            "reduce_scatter_buffers", "two_core_panels", "two_core_gemv_forward", "two_core_gemv_backward",
-           "two_core_backward_words", "ring_schedule"]
+           "two_core_backward_words", "ring_schedule", "RingField", "command", "check_command", "command_error",
+           "command_schedule"]
 
 #: Short names of the :class:`~trainforge.spec.caterpillar.RingOp` members.
 (RING_GEMV_FORWARD, RING_GEMV_BACKWARD, RING_LOAD, RING_WRITE, RING_READ,
@@ -285,3 +288,53 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
             offsets = np.stack([first, first + HOP_CYCLES], axis=1).reshape(-1)
         return core.Schedule(offsets[-1], offsets + RING_OUTPUT_LATENCY, 2 * single.mac_cycles)
     raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")
+
+
+def check_command(command, **params):
+    """Raise :class:`~trainforge.errors.ProgramError` unless the ring executes ``command`` (a dict of its fields).
+
+    The message names the first field out of its range
+    (:func:`~trainforge.spec.caterpillar.ring_command_limits`, in the ring's order), its value and the range.
+    """
+    values = params_with_defaults(RING_PARAMS, params)
+    violation = ring_command_violation(values, command)
+    if violation is not None:
+        _, name, value, low, high = violation
+        op = int(command["op"])
+        kind = RingOp(op).name if op in set(RingOp) else f"op {op}"
+        described = ", ".join(f"{key}={values[key]}" for key in ("cores", "max_blocks", "sram_depth"))
+        raise ProgramError(f"ring {kind} command field {name!r} = {value} is out of range; allowed: {low}..{high} "
+                           f"({described})")
+
+
+def command(op, words=1, core=0, overlap=False, mb=1, nb=1, base=0, **params):
+    """A ``cp_ring`` command word (a dict of its fields), checked (:func:`check_command`); for GEMV and LOAD also
+    the extent ``base + mb * nb <= sram_depth`` in the cores' memories, which the cores do not check."""
+    word = {"op": int(op), "core": int(core), "overlap": int(overlap), "mb": int(mb), "nb": int(nb),
+            "base": int(base), "words": int(words)}
+    check_command(word, **params)
+    if word["op"] in (RING_GEMV_FORWARD, RING_GEMV_BACKWARD, RING_LOAD):
+        core_op = {RING_GEMV_FORWARD: _core_model.OP_GEMV_FORWARD, RING_GEMV_BACKWARD: _core_model.OP_GEMV_BACKWARD,
+                   RING_LOAD: _core_model.OP_LOAD}[word["op"]]
+        _core_model.command(core_op, word["mb"], word["nb"], base=word["base"],
+                     **{name: value for name, value in params.items() if name != "cores"})
+    return word
+
+
+def command_error(command, **params):
+    """The ring's response to ``command``: ``None`` if it executes it, else its ``o_error`` word
+    ``{"field": code, "op": op}`` (as the core's, :func:`trainforge.golden.caterpillar.core.command_error`: the
+    command is not executed, takes no ``i_data`` word, writes no buffer and reaches no core)."""
+    violation = ring_command_violation(params_with_defaults(RING_PARAMS, params), command)
+    if violation is None or violation[0] is None:
+        return None
+    return {"field": int(violation[0]), "op": int(command["op"]) & 7}
+
+
+def command_schedule(command, **params):
+    """Cycle schedule of one ring command word, rejected (error word ``ERROR_OFFSET`` cycles after acceptance,
+    next command ``COMMAND_LATENCY + REJECT_CYCLES`` after it) or not (:func:`ring_schedule`)."""
+    if command_error(command, **params) is not None:
+        return core.Schedule(REJECT_CYCLES, [], 0, error_offsets=[ERROR_OFFSET])
+    return ring_schedule(command["op"], overlap=bool(command["overlap"]), mb=command["mb"], nb=command["nb"],
+                         words=command["words"], **params)

@@ -19,11 +19,17 @@ BLOCKS = (
         component=CPCore,
         testbench="tb_cp_core",
         summary="CATERPILLAR LAC core: n_r x n_r PEs, row/column buses, GEMV fwd/bwd, GEMM, microcoded sequencer",
+        # make test: a local memory of 48 words (not a power of two: the base field can exceed it, so the
+        # base check runs) and a tree of 3 PEs (not a power of two: a PE without a partner at distance 2).
         test_params=(
-            {"n_r": 2, "sram_depth": 64, "max_blocks": 8},
-            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8},
+            {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
         ),
+        # make regress: the shipped default (n_r 4, 8192 words, max_blocks 64) and n_r 16 too.
         regress_params=(
+            {},
+            {"n_r": 16, "sram_depth": 64, "max_blocks": 4, "reduction": "tree"},
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
             {"n_r": 4, "sram_depth": 64, "max_blocks": 8},
             {"n_r": 2, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "width": 8, "acc_width": 20},
             {"n_r": 3, "sram_depth": 128, "max_blocks": 8, "reduction": "tree"},
@@ -44,8 +50,9 @@ BLOCKS = (
         component=CPRing,
         testbench="tb_cp_ring",
         summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
+        # make test: 3 PEs per line (a tree that is not a power of two) and 24 words (base can be out of range).
         test_params=(
-            {"cores": 3, "n_r": 2, "sram_depth": 32, "max_blocks": 4, "reduction": "tree"},
+            {"cores": 3, "n_r": 3, "sram_depth": 24, "max_blocks": 4, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
         ),
         regress_params=(

@@ -3,9 +3,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CoreOp,
-                                 MacOp, addr_width, core_cmd_layout, core_data_layout, core_result_layout,
-                                 count_shape, reduction_cycles, shift_bits)
+from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CommandField,
+                                 CoreOp, MacOp, addr_width, core_cmd_layout, core_command_limits, core_data_layout,
+                                 core_error_layout, core_result_layout, count_shape, reduction_cycles, shift_bits)
+from ..stream_stage import StreamStage
 from .pe import CPPE
 
 __all__ = ["CoreOp", "CPCore"]
@@ -64,6 +65,17 @@ class CPCore(wiring.Component):
       Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
       buffers); ``overlap`` is ignored.
 
+    Out-of-range commands: when a command is accepted its fields are compared with their ranges
+    (:func:`~trainforge.spec.caterpillar.core_command_limits`, constants of the parameters: ``op`` a
+    :class:`CoreOp`; ``mb``, ``nb`` and, for GEMM and UPDATE, ``qb`` in ``1 .. max_blocks``; ``base`` below
+    ``sram_depth``; for UPDATE ``qb * mb`` and ``qb * nb`` at most ``max_blocks``, as ``mb <= max_blocks // qb``
+    from a table indexed by ``qb``) and the outcome is registered with the command. A rejected command is not
+    executed: it issues nothing, takes no ``i_data`` word, writes no memory and produces no ``o_data`` word;
+    in the cycle after its acceptance its error word (``field``, the
+    :class:`~trainforge.spec.caterpillar.CommandField` of the first field out of range, and ``op``) enters the
+    ``o_error`` stream's stage (on ``o_error`` one cycle later), and the next command is accepted the cycle
+    after that hand-off (``i_cmd.ready`` stays low while the stage is full).
+
     A command is accepted only when the previous one has issued and drained
     (its last block's gap; after an UPDATE the
     :data:`~trainforge.spec.caterpillar.UPDATE_DRAIN` cycles that let its
@@ -100,6 +112,8 @@ class CPCore(wiring.Component):
         ``n_r`` operands per word.
     o_data : Out(stream.Signature(result_layout))
         ``n_r`` results per word.
+    o_error : Out(stream.Signature(error_layout))
+        One word per rejected command: ``field`` (a :class:`~trainforge.spec.caterpillar.CommandField`), ``op``.
 
     Attributes
     ----------
@@ -107,6 +121,7 @@ class CPCore(wiring.Component):
         ``op`` (a :class:`CoreOp`), ``overlap``, ``mb``, ``nb``, ``qb`` (block counts, at least 1; UPDATE:
         ``qb`` is the batch), ``base``, ``shift`` (UPDATE only: ``0 .. 2**shift_bits - 1``).
     data_layout, result_layout : data.ArrayLayout
+    error_layout : data.StructLayout
     reduction_cycles : int
     shift_bits : int
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
@@ -129,11 +144,13 @@ class CPCore(wiring.Component):
         self.cmd_layout = core_cmd_layout(self.params)
         self.data_layout = core_data_layout(self.params)
         self.result_layout = core_result_layout(self.params)
+        self.error_layout = core_error_layout(self.params)
         self.output_depth = 2 * self.n_r + 2 * (self.reduction_cycles + 1) + 8
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.data_layout)),
             "o_data": Out(stream.Signature(self.result_layout)),
+            "o_error": Out(stream.Signature(self.error_layout)),
         })
 
     def elaborate(self, platform):
@@ -223,10 +240,19 @@ class CPCore(wiring.Component):
         room = ~starts_block | has_room
         input_present = ~needs_input | self.i_data.valid
         issue = Signal()
+        # ---- range checks of the offered command (constants of the parameters), registered at acceptance ----
+        rejected, reject_field = self._range_checks(m, self.i_cmd.payload)
+        error_pending = Signal()  # a rejected command's error word waits for the error stream's stage
+        error_word = Signal(self.error_layout)
+        m.submodules.error_stage = error_stage = StreamStage(self.error_layout)
+        wiring.connect(m, error_stage.o_stream, wiring.flipped(self.o_error))
+        m.d.comb += [error_stage.i_stream.valid.eq(error_pending), error_stage.i_stream.payload.eq(error_word)]
+        with m.If(error_stage.i_stream.ready):
+            m.d.sync += error_pending.eq(0)
         m.d.comb += [
             issue.eq(issuing & input_present & room),
             self.i_data.ready.eq(needs_input & room),
-            self.i_cmd.ready.eq(~busy),
+            self.i_cmd.ready.eq(~busy & ~error_pending),
             self.o_data.valid.eq(output_fifo.r_rdy),
             self.o_data.payload.eq(output_fifo.r_data),
             output_fifo.r_en.eq(self.o_data.ready),
@@ -255,9 +281,13 @@ class CPCore(wiring.Component):
             gemv_steps = Mux(given_forward, given.mb, given.nb)
             # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
             # overlap only for what they need beyond the next block's MACs.
-            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, reduction_cycles + 1 - gemv_steps)
+            overlapped = reduction_cycles + 1 - gemv_steps
+            if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
+                # Verilator's CMPCONST refuses a comparison that is always false)
+                overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
             m.d.sync += [
-                cmd.eq(given), busy.eq(1), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
+                error_pending.eq(rejected), error_word.field.eq(reject_field), error_word.op.eq(given.op),
+                cmd.eq(given), busy.eq(~rejected), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
                 block_a.eq(0), block_b.eq(0), lane.eq(0), inner.eq(0), outer.eq(0),
                 mb_last.eq(given.mb - 1),
                 nb_last.eq(given.nb - 1),
@@ -496,6 +526,49 @@ class CPCore(wiring.Component):
             m.d.comb += output_fifo.w_data[lane * self.acc_width:(lane + 1) * self.acc_width].eq(
                 Mux(reading_gemm, _select([pes[r][lane].red for r in range(n_r)], red_step), pes[lane][lane].red))
         return m
+
+    def _range_checks(self, m, given):
+        """Whether the command ``given`` has a field out of range, and the first such field's code.
+
+        Comparisons with constants only (each range from
+        :func:`~trainforge.spec.caterpillar.core_command_limits`; a bound the field's bits cannot pass is
+        left out), and the UPDATE's batch products as ``mb > max_blocks // qb`` from a constant table indexed
+        by ``qb``: no multiplier, a few LUT levels from the command payload to the registers loaded at
+        acceptance.
+        """
+        limits = core_command_limits(self.params)
+
+        def outside(value, name):
+            low, high = limits[name]
+            out = Const(0)
+            if low > 0:
+                out = out | (value < low)
+            if high < (1 << len(value)) - 1:
+                out = out | (value > high)
+            return out
+
+        op = given.op
+        uses_qb = (op == CoreOp.GEMM) | (op == CoreOp.UPDATE)
+        is_update = op == CoreOp.UPDATE
+        qb_width = len(given.qb)
+        batch_limit = Cat(*(Const(self.max_blocks // q if q else 0, qb_width)
+                            for q in range(1 << qb_width))).word_select(given.qb, qb_width)
+        checks = (  # in the order of core_command_checks: the first one out of range is reported
+            (CommandField.OP, outside(op, "op")),
+            (CommandField.MB, outside(given.mb, "mb")),
+            (CommandField.NB, outside(given.nb, "nb")),
+            (CommandField.QB, uses_qb & outside(given.qb, "qb")),
+            (CommandField.BASE, outside(given.base, "base")),
+            (CommandField.BATCH_MB, is_update & (given.mb > batch_limit)),
+            (CommandField.BATCH_NB, is_update & (given.nb > batch_limit)),
+        )
+        rejected = Signal(name="command_rejected")
+        field = Signal(CommandField, name="command_reject_field")
+        code = Const(int(checks[-1][0]), 3)
+        for name, bad in reversed(checks[:-1]):
+            code = Mux(bad, int(name), code)
+        m.d.comb += [rejected.eq(Cat(*(bad for _, bad in checks)).any()), field.eq(code)]
+        return rejected, field
 
     @staticmethod
     def _delay(m, values, enable, name, stages=1):

@@ -1,10 +1,10 @@
 """Ring of CATERPILLAR cores (Fig. 3(a)): ``cp_core`` instances on a unidirectional systolic ring."""
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingOp, ring_buffer_depth, ring_cmd_layout,
-                                 ring_word_layout)
+from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
+                                 ring_cmd_layout, ring_command_limits, ring_error_layout, ring_word_layout)
 from ..stream_stage import StreamStage
 from .core import CPCore
 
@@ -44,6 +44,15 @@ class CPRing(wiring.Component):
 
     Without stalls the cycles are :func:`trainforge.golden.caterpillar.ring.ring_schedule`.
 
+    Out-of-range commands (:func:`~trainforge.spec.caterpillar.ring_command_limits`: ``op`` a
+    :class:`RingOp`; LOAD's ``core`` below ``cores``; the ``mb``, ``nb`` and ``base`` it forwards to the cores
+    within the core's ranges; ``words`` in ``1 .. cores * max_blocks``, for a collective ``1 .. max_blocks``)
+    are rejected as by ``cp_core``: compared with constants when the command is accepted, not executed (no
+    ``i_data`` word taken, no buffer written, nothing sent to a core), an error word (``field``, a
+    :class:`~trainforge.spec.caterpillar.RingField`, and ``op``) handed to the ``o_error`` stage the cycle
+    after acceptance, the next command accepted one cycle later. The cores never receive an out-of-range
+    command, so their own ``o_error`` streams stay empty.
+
     Parameters
     ----------
     cores : int
@@ -58,6 +67,8 @@ class CPRing(wiring.Component):
         Vector words (``WRITE``), the core's operand words (``LOAD``, ``GEMV_BACKWARD``: the low
         ``width`` bits of each lane).
     o_data : Out(stream.Signature(word_layout))
+    o_error : Out(stream.Signature(error_layout))
+        One word per rejected command: ``field`` (a :class:`~trainforge.spec.caterpillar.RingField`), ``op``.
 
     Attributes
     ----------
@@ -77,10 +88,12 @@ class CPRing(wiring.Component):
         self.buffer_addr_width = max(1, (self.buffer_depth - 1).bit_length())
         self.cmd_layout = ring_cmd_layout(self.params)
         self.word_layout = ring_word_layout(self.params)
+        self.error_layout = ring_error_layout(self.params)
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.word_layout)),
             "o_data": Out(stream.Signature(self.word_layout)),
+            "o_error": Out(stream.Signature(self.error_layout)),
         })
 
     def elaborate(self, platform):
@@ -118,9 +131,21 @@ class CPRing(wiring.Component):
         is_scatter = op == RingOp.REDUCE_SCATTER
         is_collective = is_gather | is_scatter
         accept = self.i_cmd.valid & self.i_cmd.ready
-        m.d.comb += self.i_cmd.ready.eq(~busy)
+        # Range checks of the offered command, registered at acceptance; a rejected command leaves busy low.
+        rejected, reject_field = self._range_checks(m, self.i_cmd.payload)
+        error_pending = Signal()
+        error_word = Signal(self.error_layout)
+        m.submodules.error_stage = error_stage = StreamStage(self.error_layout)
+        wiring.connect(m, error_stage.o_stream, wiring.flipped(self.o_error))
+        m.d.comb += [error_stage.i_stream.valid.eq(error_pending), error_stage.i_stream.payload.eq(error_word)]
+        with m.If(error_stage.i_stream.ready):
+            m.d.sync += error_pending.eq(0)
+        m.d.comb += self.i_cmd.ready.eq(~busy & ~error_pending)
         with m.If(accept):
-            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(1)]
+            m.d.sync += [cmd.eq(self.i_cmd.payload), busy.eq(~rejected), error_pending.eq(rejected),
+                         error_word.field.eq(reject_field), error_word.op.eq(self.i_cmd.payload.op)]
+        for unit in core_units:
+            m.d.comb += unit.o_error.ready.eq(1)  # never valid: the ring forwards no out-of-range field
         out_transfer = result.valid & result.ready
         in_transfer = self.i_data.valid & self.i_data.ready
         words = cmd.words
@@ -342,6 +367,41 @@ class CPRing(wiring.Component):
             m.d.sync += [sent.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
                          read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
         return m
+
+    def _range_checks(self, m, given):
+        """Whether the ring command ``given`` has a field out of range, and the first such field's code
+        (comparisons with constants of the parameters, in the order of ``ring_command_checks``)."""
+        limits = ring_command_limits(self.params)
+
+        def outside(value, name):
+            low, high = limits[name]
+            out = Const(0)
+            if low > 0:
+                out = out | (value < low)
+            if high < (1 << len(value)) - 1:
+                out = out | (value > high)
+            return out
+
+        op = given.op
+        uses_blocks = (op == RingOp.GEMV_FORWARD) | (op == RingOp.GEMV_BACKWARD) | (op == RingOp.LOAD)
+        collective = (op == RingOp.ALL_GATHER) | (op == RingOp.REDUCE_SCATTER)
+        buffer_io = (op == RingOp.WRITE) | (op == RingOp.READ)
+        checks = (
+            (RingField.OP, outside(op, "op")),
+            (RingField.CORE, (op == RingOp.LOAD) & outside(given.core, "core")),
+            (RingField.MB, uses_blocks & outside(given.mb, "mb")),
+            (RingField.NB, uses_blocks & outside(given.nb, "nb")),
+            (RingField.BASE, uses_blocks & outside(given.base, "base")),
+            (RingField.WORDS, (buffer_io & outside(given.words, "words"))
+             | (collective & outside(given.words, "chunk words"))),
+        )
+        rejected = Signal(name="command_rejected")
+        field = Signal(RingField, name="command_reject_field")
+        code = Const(int(checks[-1][0]), 3)
+        for name, bad in reversed(checks[:-1]):
+            code = Mux(bad, int(name), code)
+        m.d.comb += [rejected.eq(Cat(*(bad for _, bad in checks)).any()), field.eq(code)]
+        return rejected, field
 
 
 def _operands(word, n_r, width):

@@ -18,11 +18,16 @@ matrices are zero-padded to whole ``n_r x n_r`` blocks (``Mb``, ``Nb``,
   ``jb * b + s`` bring ``e_s``; ``W[i, j] -= floor(P / 2**shift + 1/2)`` with ``P = sum_s x_s[i] e_s[j]``
   wrapped to ``acc_width`` bits, the difference saturated to ``width`` bits; no output. The table reads the
   updated weights back with a GEMM by the identity (``C = W I``).
+
+Out-of-range commands (``spec.caterpillar.core_command_limits``): the table writes the expected ``o_error`` word
+of each rejected command by hand (the :class:`CommandField` the row puts out of range, and the command's ``op``);
+a rejected command has no ``i_data`` words and no ``o_data`` words, and changes nothing (the next commands' results,
+computed as if it had not been sent, show it). Every scenario expects its ``o_error`` words (none in most).
 """
 import numpy as np
 
 from trainforge.golden.caterpillar import core as golden_core
-from trainforge.spec.caterpillar import COMMAND_LATENCY, CoreOp, max_shift
+from trainforge.spec.caterpillar import COMMAND_LATENCY, CommandField, CoreOp, count_shape, max_shift
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
@@ -50,7 +55,12 @@ class _Program:
 
     def __init__(self, params):
         self.n_r, self.acc_width = params["n_r"], params["acc_width"]
-        self.commands, self.inputs, self.outputs = [], [], []
+        self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
+
+    def reject(self, field, op, mb=1, nb=1, qb=1, base=0, overlap=0, shift=0):
+        """A command the core must reject with ``field`` (a :class:`CommandField`): no operands, no result."""
+        self.commands.append(_command(op, mb, nb, qb, base, overlap, shift))
+        self.errors.append({"field": int(field), "op": int(op)})
 
     def load(self, weights, base):
         n_r = self.n_r
@@ -165,9 +175,16 @@ def _random_vector(rng, params, size):
     return [rng.randint(low, high) for _ in range(size)]
 
 
+#: Largest side, in blocks, of a random matrix: the read-back (GEMM by the identity) of an ``Mb x Kb`` matrix takes
+#: ``Mb * Kb**2 * n_r`` words, 1 M at the shipped default's 64 x 64 blocks (the edge shapes and the out-of-range
+#: rows reach ``max_blocks`` itself).
+RANDOM_SIDE_BLOCKS = 16
+
+
 def _random_shape(rng, params, most_words):
-    """Rows and columns up to ``max_blocks * n_r`` whose block grid fits ``most_words`` local words."""
-    n_r, largest = params["n_r"], params["max_blocks"] * params["n_r"]
+    """Rows and columns up to ``min(max_blocks, RANDOM_SIDE_BLOCKS) * n_r`` whose block grid fits ``most_words``
+    local words."""
+    n_r, largest = params["n_r"], min(params["max_blocks"], RANDOM_SIDE_BLOCKS) * params["n_r"]
     while True:
         rows, cols = rng.randint(1, largest), rng.randint(1, largest)
         if _blocks(rows, n_r) * _blocks(cols, n_r) <= most_words:
@@ -313,18 +330,86 @@ def _update_hazards(params, rng):
     return program
 
 
+def _out_of_range(params, rng):
+    """Each checked command field just in range (the command runs) and just out of range (rejected, with the
+    field's code), each rejection followed by a command that runs normally. The read-backs after the rejected
+    UPDATEs show the weights unchanged; a rejected GEMV or LOAD takes no ``i_data`` word (the next command's
+    operands follow at once)."""
+    n_r, width, max_blocks, depth = params["n_r"], params["width"], params["max_blocks"], params["sram_depth"]
+    low, high = _operand_range(params)
+    count_limit = (1 << count_shape(max_blocks).width) - 1  # the largest value a count field holds
+    too_many = max_blocks + 1 if max_blocks + 1 <= count_limit else None  # just above: only if the field holds it
+    program = _Program(params)
+    # mb: LOAD and GEMV forward at mb = max_blocks run; mb = max_blocks + 1 and mb = 0 are rejected.
+    tall = _matrix(rng, max_blocks * n_r, n_r - 1, low, high)
+    mb, nb, tall_padded = program.load(tall, 0)
+    program.gemv(tall_padded, mb, nb, _random_vector(rng, params, max_blocks * n_r), 0, True, 0)
+    if too_many:
+        program.reject(CommandField.MB, CoreOp.GEMV_FORWARD, mb=too_many, nb=1)
+    program.gemv(tall_padded, mb, nb, _random_vector(rng, params, n_r - 1), 0, False, 1)
+    program.reject(CommandField.MB, CoreOp.LOAD, mb=0, nb=1, base=max_blocks)
+    program.reject(CommandField.MB, CoreOp.GEMV_BACKWARD, mb=0, nb=0)  # both out: mb is checked first
+    # nb: a 1 x max_blocks block matrix at base max_blocks; GEMV backward at nb = max_blocks runs.
+    wide_base = max_blocks
+    wide = _matrix(rng, 1, max_blocks * n_r, low, high)
+    if too_many:
+        program.reject(CommandField.NB, CoreOp.LOAD, mb=1, nb=too_many, base=wide_base)
+    mb_w, nb_w, wide_padded = program.load(wide, wide_base)
+    program.reject(CommandField.NB, CoreOp.GEMV_FORWARD, mb=1, nb=0, base=wide_base)
+    program.gemv(wide_padded, mb_w, nb_w, _random_vector(rng, params, max_blocks * n_r), wide_base, False, 0)
+    # qb: GEMM at qb = max_blocks runs; qb = 0 and max_blocks + 1 are rejected; a GEMV ignores its qb.
+    program.gemm(tall_padded[:n_r], 1, 1, _matrix(rng, n_r, max_blocks * n_r, low, high), 0)
+    program.reject(CommandField.QB, CoreOp.GEMM, mb=1, nb=1, qb=0)
+    if too_many:
+        program.reject(CommandField.QB, CoreOp.GEMM, mb=1, nb=1, qb=too_many)
+    program.commands.append(_command(CoreOp.GEMV_FORWARD, 1, 1, qb=0, base=0))  # qb unused: runs
+    vector = _random_vector(rng, params, n_r)
+    program.inputs.append(vector)
+    program.outputs.append([_signed(sum(vector[i] * tall_padded[i][j] for i in range(n_r)), params["acc_width"])
+                            for j in range(n_r)])
+    # op: 4 (UPDATE) is the largest op; 5 and 7 are rejected (op before every other field).
+    program.reject(CommandField.OP, 5)
+    program.reject(CommandField.OP, 7, mb=0, nb=0, qb=0)
+    # base: sram_depth - 1 runs; sram_depth is rejected (a base field holds it only if sram_depth is not a power
+    # of two).
+    if depth < (1 << max(1, (depth - 1).bit_length())):
+        program.reject(CommandField.BASE, CoreOp.LOAD, base=depth)
+    last = _matrix(rng, 1, 1, low, high)
+    mb_l, nb_l, last_padded = program.load(last, depth - 1)
+    program.gemv(last_padded, mb_l, nb_l, _random_vector(rng, params, 1), depth - 1, True, 1)
+    # UPDATE: qb * mb and qb * nb at max_blocks run; just above, with mb, nb and qb each in range, rejected, and
+    # the read-back shows the weights unchanged.
+    if max_blocks >= 2:
+        batch = max_blocks // 2
+        square = _matrix(rng, 2 * n_r, 2 * n_r, low, high)
+        base = 2 * max_blocks
+        mb_s, nb_s, square_padded = program.load(square, base)
+        program.reject(CommandField.BATCH_MB, CoreOp.UPDATE, mb=2, nb=1, qb=batch + 1, base=base, shift=1)
+        program.reject(CommandField.BATCH_NB, CoreOp.UPDATE, mb=1, nb=2, qb=batch + 1, base=base, shift=1)
+        program.read_back(square_padded, mb_s, nb_s, base)
+        xs = [_random_vector(rng, params, 2 * n_r) for _ in range(batch)]
+        es = [_random_vector(rng, params, 2 * n_r) for _ in range(batch)]
+        shift = min(width, max_shift(params["acc_width"]))
+        square_padded = program.update(square_padded, mb_s, nb_s, xs, es, shift, base, width, read_back=False)
+        program.reject(CommandField.BATCH_MB, CoreOp.UPDATE, mb=2, nb=2, qb=batch + 1, base=base, shift=shift)
+        program.read_back(square_padded, mb_s, nb_s, base)
+    return program
+
+
 def _scenario(name, program, rng=None, valid=None, ready=None):
     handshake = {}
     if valid is not None:
         handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
-                     "ready": {"o_data": random_pattern(rng, ready)}}
-    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs}, {"o_data": program.outputs},
-                    **handshake)
+                     "ready": {"o_data": random_pattern(rng, ready), "o_error": random_pattern(rng, ready)}}
+    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                    {"o_data": program.outputs, "o_error": program.errors}, **handshake)
 
 
 def scenarios(params, seed):
     table = []
-    for name, build, valid, ready in (("update read-after-write hazards, cycle exact", _update_hazards, None, None),
+    for name, build, valid, ready in (("out-of-range command fields, cycle exact", _out_of_range, None, None),
+                                      ("out-of-range command fields with backpressure", _out_of_range, 0.6, 0.4),
+                                      ("update read-after-write hazards, cycle exact", _update_hazards, None, None),
                                       ("random matrices with backpressure", _random_matrices, 0.7, 0.6),
                                       ("edge shapes, cycle exact", _edge_shapes, None, None),
                                       ("directed corners", _directed_corners, 0.8, 0.7),
@@ -342,7 +427,7 @@ def scenarios(params, seed):
             handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
                          "ready": {"o_data": random_pattern(rng, ready)}}
         table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
-                              {"o_data": program.outputs}, **handshake))
+                              {"o_data": program.outputs, "o_error": program.errors}, **handshake))
     return table
 
 
@@ -352,13 +437,19 @@ def golden(params, scenario):
     image = np.zeros((n_r, n_r, params["sram_depth"]), dtype=np.int64)
     words = iter(scenario.stimulus["i_data"])
     outputs, cycles, accepted = [], [], 0
+    errors, error_cycles = [], []
 
     def take(count):
         return np.array([next(words) for _ in range(count)], dtype=np.int64).reshape(count, n_r)
 
     for command in scenario.stimulus["i_cmd"]:
         op, mb, nb, qb, base = command["op"], command["mb"], command["nb"], command["qb"], command["base"]
-        if op == CoreOp.LOAD:
+        schedule = golden_core.command_schedule(command, **params)
+        error = golden_core.command_error(command, **params)
+        if error is not None:  # rejected: no operand, no result, nothing written
+            errors.append(error)
+            error_cycles += [accepted + int(offset) for offset in schedule.error_offsets]
+        elif op == CoreOp.LOAD:
             loaded = take(mb * nb * n_r).reshape(mb * nb, n_r, n_r)
             image[:, :, base:base + mb * nb] = loaded.transpose(1, 2, 0)
         else:
@@ -380,8 +471,8 @@ def golden(params, scenario):
                 panels = take(qb * mb * nb * n_r).reshape(qb, mb, nb * n_r, n_r)[:, 0]
                 b = panels.transpose(1, 0, 2).reshape(nb * n_r, qb * n_r)
                 outputs += golden_core.gemm(weights, b, **params)[1].tolist()
-        schedule = golden_core.schedule(op, mb, nb, qb, overlap=bool(command["overlap"]), **params)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
         accepted += schedule.issue_cycles + COMMAND_LATENCY
     timed = not scenario.valid and not scenario.ready
-    return Transactions({"o_data": outputs}, {"o_data": cycles} if timed else {})
+    return Transactions({"o_data": outputs, "o_error": errors},
+                        {"o_data": cycles, "o_error": error_cycles} if timed else {})

@@ -20,11 +20,15 @@ wrapped to ``acc_width`` bits:
   ``o_data`` carries the ``nb`` words of ``y = x^T W``; backward, ``e`` comes as ``nb`` ``i_data`` words and
   ``o_data`` alternates word ``b`` of core 0's part of ``d = W e`` and word ``b`` of core 1's. Sums wrap to
   ``acc_width`` bits.
+
+Out-of-range commands (``spec.caterpillar.ring_command_limits``): the expected ``o_error`` word of each rejected
+command is written by hand (the :class:`RingField` the row puts out of range, and the ``op``); a rejected command
+has no ``i_data`` and no ``o_data`` words and changes nothing. Every scenario expects its ``o_error`` words.
 """
 import numpy as np
 
 from trainforge.golden.caterpillar import ring as golden_ring
-from trainforge.spec.caterpillar import COMMAND_LATENCY, RingOp
+from trainforge.spec.caterpillar import COMMAND_LATENCY, RingField, RingOp, count_shape
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
@@ -48,7 +52,12 @@ class _Program:
         self.width = params["width"]
         depth = params["cores"] * params["max_blocks"]
         self.buffers = [[[0] * self.n_r for _ in range(depth)] for _ in range(self.cores)]
-        self.commands, self.inputs, self.outputs = [], [], []
+        self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
+
+    def reject(self, field, op, **fields):
+        """A command the ring must reject with ``field`` (a :class:`RingField`): no words in or out."""
+        self.commands.append(_command(op, **fields))
+        self.errors.append({"field": int(field), "op": int(op)})
 
     def write(self, words):
         """``words[k]``: the words of core ``k``, at buffer word 0."""
@@ -218,13 +227,58 @@ def _program(params, rng, extreme):
     return program
 
 
+def _out_of_range(params, rng):
+    """Each checked field just in range (the command runs) and just out of range (rejected with the field's code),
+    each rejection followed by a command that runs normally; the read-backs and the GEMVs after the rejections
+    show that nothing changed and that no rejected command took an ``i_data`` word."""
+    cores, n_r, acc = params["cores"], params["n_r"], params["acc_width"]
+    max_blocks, depth = params["max_blocks"], params["sram_depth"]
+    buffer = cores * max_blocks
+    words_most = (1 << buffer.bit_length()) - 1  # the largest value the words field holds
+    count_most = (1 << count_shape(max_blocks).width) - 1
+    program = _Program(params)
+    # words: WRITE and READ of whole buffers run; 0 and one word more are rejected.
+    program.write([[_random_vector(params, rng, n_r, acc) for _ in range(buffer)] for _ in range(cores)])
+    program.reject(RingField.WORDS, RingOp.WRITE, words=0)
+    if buffer + 1 <= words_most:
+        program.reject(RingField.WORDS, RingOp.WRITE, words=buffer + 1)
+    program.read(buffer)
+    program.reject(RingField.WORDS, RingOp.READ, words=0)
+    # chunk words (collectives): max_blocks runs; max_blocks + 1 and 0 are rejected.
+    program.all_gather(max_blocks)
+    program.reject(RingField.WORDS, RingOp.REDUCE_SCATTER, words=max_blocks + 1)
+    program.reject(RingField.WORDS, RingOp.ALL_GATHER, words=0)
+    program.reduce_scatter(max_blocks)
+    program.read(buffer)
+    # op 7 (6 is the largest op).
+    program.reject(RingField.OP, 7, words=0)
+    # core, mb, nb, base of LOAD: core cores - 1 at base sram_depth - 1 runs (its words are taken: the GEMVs
+    # below get theirs); core = cores, mb and nb at 0 and max_blocks + 1, base = sram_depth are rejected.
+    if cores <= (1 << max(1, (cores - 1).bit_length())) - 1:
+        program.reject(RingField.CORE, RingOp.LOAD, core=cores)
+    program.load(cores - 1, [_random_vector(params, rng, n_r) for _ in range(n_r)], 1, 1, depth - 1)
+    program.reject(RingField.MB, RingOp.LOAD, core=cores - 1, mb=0)
+    if max_blocks + 1 <= count_most:
+        program.reject(RingField.MB, RingOp.GEMV_FORWARD, mb=max_blocks + 1)
+        program.reject(RingField.NB, RingOp.LOAD, nb=max_blocks + 1)
+    program.reject(RingField.NB, RingOp.GEMV_BACKWARD, nb=0)
+    if depth <= (1 << max(1, (depth - 1).bit_length())) - 1:
+        program.reject(RingField.BASE, RingOp.LOAD, base=depth)
+    # GEMVs at mb = nb = max_blocks (as far as the memory holds them) run.
+    nb = max(1, min(max_blocks, depth // max_blocks))
+    weights = [_random_vector(params, rng, nb * n_r) for _ in range(2 * max_blocks * n_r)]
+    program.two_core_gemv(weights, 0, _random_vector(params, rng, len(weights)),
+                          _random_vector(params, rng, nb * n_r), rng.randrange(2))
+    return program
+
+
 def _scenario(name, program, rng, valid=None, ready=None):
     handshake = {}
     if valid is not None:
         handshake = {"valid": {"i_cmd": random_pattern(rng, valid), "i_data": random_pattern(rng, valid)},
-                     "ready": {"o_data": random_pattern(rng, ready)}}
-    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs}, {"o_data": program.outputs},
-                    **handshake)
+                     "ready": {"o_data": random_pattern(rng, ready), "o_error": random_pattern(rng, ready)}}
+    return Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                    {"o_data": program.outputs, "o_error": program.errors}, **handshake)
 
 
 def scenarios(params, seed):
@@ -234,7 +288,9 @@ def scenarios(params, seed):
                                         ("most negative words (sums wrap)", 0.8, 0.7, True)):
         rng = rng_for(seed, "cp_ring", name)
         table.append(_scenario(name, _program(params, rng, extreme), rng, valid, ready))
-    for name, build, valid, ready in (("random vectors with backpressure", _random_vectors, 0.7, 0.6),
+    for name, build, valid, ready in (("out-of-range command fields, cycle exact", _out_of_range, None, None),
+                                      ("out-of-range command fields with backpressure", _out_of_range, 0.6, 0.4),
+                                      ("random vectors with backpressure", _random_vectors, 0.7, 0.6),
                                       ("random vectors, cycle exact", _random_vectors, None, None),
                                       ("directed corners", _directed_corners, 0.8, 0.7)):
         rng = rng_for(seed, "cp_ring", name)
@@ -256,6 +312,7 @@ def golden(params, scenario):
     image = np.zeros((cores, n_r, n_r, params["sram_depth"]), dtype=np.int64)
     words = iter(scenario.stimulus["i_data"])
     outputs, cycles, accepted = [], [], 0
+    errors, error_cycles = [], []
 
     def take(count):
         return np.array([next(words) for _ in range(count)], dtype=np.int64).reshape(count, n_r)
@@ -268,7 +325,12 @@ def golden(params, scenario):
     for command in scenario.stimulus["i_cmd"]:
         op, count = command["op"], command["words"]
         mb, nb, base, overlap = command["mb"], command["nb"], command["base"], bool(command["overlap"])
-        if op == RingOp.WRITE:
+        schedule = golden_ring.command_schedule(command, **params)
+        error = golden_ring.command_error(command, **params)
+        if error is not None:  # rejected: no words in or out, nothing changed
+            errors.append(error)
+            error_cycles += [accepted + int(offset) for offset in schedule.error_offsets]
+        elif op == RingOp.WRITE:
             buffers[:, :count] = take(cores * count).reshape(cores, count, n_r)
         elif op == RingOp.READ:
             outputs += buffers[:, :count].reshape(-1, n_r).tolist()
@@ -290,8 +352,8 @@ def golden(params, scenario):
                 e = _low_bits(take(nb), width).reshape(-1)
                 d, _ = golden_ring.two_core_gemv_backward(weights, e, overlap=overlap, **params)
                 outputs += golden_ring.two_core_backward_words(d, mb, n_r).tolist()
-        schedule = golden_ring.ring_schedule(op, words=count, mb=mb, nb=nb, overlap=overlap, **params)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
         accepted += schedule.issue_cycles + COMMAND_LATENCY
     timed = not scenario.valid and not scenario.ready
-    return Transactions({"o_data": outputs}, {"o_data": cycles} if timed else {})
+    return Transactions({"o_data": outputs, "o_error": errors},
+                        {"o_data": cycles, "o_error": error_cycles} if timed else {})
