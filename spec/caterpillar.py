@@ -17,7 +17,7 @@ from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp",
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
@@ -49,6 +49,31 @@ class CoreOp(enum.IntEnum, shape=3):
     GEMM = 2  #: ``C = W B`` by rank-1 updates; B streamed on the column buses
     LOAD = 3  #: write W into the local memories, one row of PEs per ``i_data`` word
     UPDATE = 4  #: in place ``W -= round(sum_s x_s e_s^T / 2**shift)``: x on the row buses, e on the column buses
+
+
+class CoreEvent(enum.IntEnum, shape=3):
+    """Events of ``cp_core`` that cost energy, counted by the golden model (``golden.caterpillar.core.counts``)
+    and by the RTL's testbench (a monitor on the enables): the units Table 1 of the paper prices.
+
+    Each event is one operation of one unit in one cycle:
+
+    - ``MAC``: a PE's FPU multiply-accumulate (the PE's accumulate stage with a MAC in it);
+    - ``ADD``: a PE's FPU addition without a multiply: a reduction step (``red_add`` not overruled by a
+      handoff) or the UPDATE write-back's subtraction ``W - round(P / 2**shift)``;
+    - ``LOCAL_READ``, ``LOCAL_WRITE``: a word read from or written into a PE's local SRAM (one per PE);
+    - ``BUFFER_READ``, ``BUFFER_WRITE``: an operand read from or written into the core's vector and error
+      buffers (``n_r`` per buffer word: the vector elements the paper keeps in the PEs' local memories);
+    - ``OFFCORE_READ``, ``OFFCORE_WRITE``: an operand in on ``i_data`` or a result out on ``o_data`` (``n_r``
+      per stream word: the core's traffic with its off-core SRAM).
+    """
+    MAC = 0
+    ADD = 1
+    LOCAL_READ = 2
+    LOCAL_WRITE = 3
+    BUFFER_READ = 4
+    BUFFER_WRITE = 5
+    OFFCORE_READ = 6
+    OFFCORE_WRITE = 7
 
 
 class RingOp(enum.IntEnum, shape=3):

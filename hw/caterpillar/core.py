@@ -345,11 +345,26 @@ class CPCore(wiring.Component):
             shape=self.data_layout, depth=self.max_blocks, init=[])
         vector_write = vector_buffer.write_port()
         vector_read = vector_buffer.read_port()
+        # Buffer reads only where the word is used (energy events, named for the testbench's monitor): a GEMV
+        # MAC after the first output block (x or e from the buffer), every UPDATE MAC (x_s), and an UPDATE MAC
+        # after the first row block (e_s). A read port that is not enabled holds its word, which the operand
+        # stage's registers then take again unused.
+        vector_read_enable = Signal()
+        vector_write_enable = Signal()
+        error_read_enable = Signal()
+        error_write_enable = Signal()
+        issue_mac = issue & ~is_load & (~is_update | update_macs)
         m.d.comb += [
-            vector_write.en.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
+            vector_read_enable.eq(issue_mac & ((is_gemv & ~first_pass) | is_update)),
+            vector_write_enable.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
+            error_read_enable.eq(issue_mac & is_update & ~first_pass),
+            error_write_enable.eq(transfer & first_pass & update_macs),
+        ]
+        m.d.comb += [
+            vector_write.en.eq(vector_write_enable),
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
-            vector_read.en.eq(1),
+            vector_read.en.eq(vector_read_enable),
             vector_read.addr.eq(Mux(is_update, vector_row + inner, step)),
         ]
         # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
@@ -359,10 +374,10 @@ class CPCore(wiring.Component):
         error_write = error_buffer.write_port()
         error_read = error_buffer.read_port()
         m.d.comb += [
-            error_write.en.eq(transfer & first_pass & update_macs),
+            error_write.en.eq(error_write_enable),
             error_write.addr.eq(step),
             error_write.data.eq(self.i_data.payload),
-            error_read.en.eq(1),
+            error_read.en.eq(error_read_enable),
             error_read.addr.eq(step),
         ]
 
@@ -379,7 +394,6 @@ class CPCore(wiring.Component):
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
         exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
         write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
-        issue_mac = issue & ~is_load & (~is_update | update_macs)
         m.d.sync += [
             exec_op.eq(Mux(~issue_mac, MacOp.NONE,
                            Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
@@ -457,12 +471,19 @@ class CPCore(wiring.Component):
         write_back_flag, write_back_addr = self._delay(
             m, [operand_write_back, operand_addr], None, "write_back_stage",
             stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
-        write_back = write_back_flag
+        write_back = Signal()  # in every PE: the write-back's subtraction (an energy event) and SRAM write
+        m.d.comb += write_back.eq(write_back_flag)
+        # Local reads only where the word is used: every PE in a GEMV MAC; in a GEMM, the PEs of the PE column
+        # that broadcasts W[:, p] (column ``lane``); in an UPDATE, once per weight word, with the batch's last
+        # MAC (its word is the W of the write-back); none in a LOAD or a bubble.
+        reads_all = issue_mac & (is_gemv | (is_update & inner_wraps))
+        reads_owner = issue & is_gemm
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
                     pe.en.eq(1),
+                    pe.rd_en.eq(reads_all | (reads_owner & (lane == c))),
                     pe.rd_addr.eq(read_addr),
                     pe.wr_en.eq(load_rows[r] | write_back),
                     pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, load_addr)),
