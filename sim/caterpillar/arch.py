@@ -437,11 +437,22 @@ def epoch_cycles(widths, method, samples, config, batch=1):
     return {"cycles": int(cycles), "utilization": utilization, "seconds": cycles / config.frequency_hz, **extra}
 
 
-def section34_energy(widths, method, samples, config, batch=1):
+def section34_energy(widths, method, samples, config, batch=1, partly_resident=False, gradient_in_sram=False,
+                     offcore_when_no_fit=False, update_write=False):
     """Energy of one epoch (J) from the paper's Section 3.4 counts alone (the former model, for comparison).
 
     ``3 K sum m n`` MACs (DFA: fewer) and the weight accesses of :func:`epoch_counts`, read from the local
-    SRAM when the network fits or the method is minibatched, else from the off-core SRAM; nothing else.
+    SRAM when the network fits or the method is minibatched (``offcore_when_no_fit``: only when the network
+    fits), else from the off-core SRAM; nothing else.
+
+    Three hypotheses about the paper's Table 2 (tested, not fitted; see the README):
+
+    - ``update_write``: the in-place update writes every weight once per update, one more access per
+      weight per update than Section 3.4 counts;
+    - ``partly_resident``: when the network does not fit, the share of the weights that the local SRAMs
+      hold (``pes * local_words / weights``) is accessed locally, the rest off-core;
+    - ``gradient_in_sram``: a minibatch method accumulates each sample's gradient into a ``dW`` kept in
+      the local SRAMs, one read and one write of every ``dW`` word per sample.
 
     Returns
     -------
@@ -449,10 +460,17 @@ def section34_energy(widths, method, samples, config, batch=1):
         ``fpu_j``, ``memory_j``, ``total_j``, ``gflops_per_w`` (one operation per MAC), ``gflops_per_w_2``.
     """
     counts = epoch_counts(widths, method, samples, batch)
-    local = fits(widths, config) or (batch > 1 and method != "CP")
+    local = fits(widths, config) or (batch > 1 and method != "CP" and not offcore_when_no_fit)
     per_word = TABLE1["local_sram_pj_per_word" if local else "offcore_sram_pj_per_word"]
+    weights = sum(m * n for m, n in layer_shapes(widths))
+    if partly_resident and not local:
+        share = min(1.0, config.pes * config.local_words / weights)
+        per_word = share * TABLE1["local_sram_pj_per_word"] + (1 - share) * TABLE1["offcore_sram_pj_per_word"]
     fpu = counts["macs"] * TABLE1["fpu_pj"] * 1e-12
-    memory = counts["weight_accesses"] * per_word * 1e-12
+    accesses = counts["weight_accesses"] + (samples / batch * weights if update_write else 0)
+    memory = accesses * per_word * 1e-12
+    if gradient_in_sram and batch > 1:
+        memory += 2 * samples * weights * TABLE1["local_sram_pj_per_word"] * 1e-12
     total = fpu + memory
     return {"fpu_j": fpu, "memory_j": memory, "total_j": total,
             "gflops_per_w": counts["macs"] / total / 1e9, "gflops_per_w_2": 2 * counts["macs"] / total / 1e9}
