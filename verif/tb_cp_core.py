@@ -9,7 +9,10 @@ schedule. The reset tests queue a program built with the golden model
 it and check a fresh program word by word. The in-place weight update
 (UPDATE) has no output of its own: a program checks it through the commands
 that follow it, a GEMV forward on the updated weights and a read-back of
-every weight (GEMM by the identity, ``C = W I``).
+every weight (GEMM by the identity, ``C = W I``). After each program of the
+table, the energy events counted on the RTL's enables (:class:`EventMonitor`)
+must equal the golden model's counts of its commands
+(:func:`trainforge.golden.caterpillar.core.program_counts`).
 """
 import cocotb
 import numpy as np

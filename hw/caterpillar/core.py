@@ -64,6 +64,14 @@ class CPCore(wiring.Component):
       Needs ``b * Mb <= max_blocks`` and ``b * Nb <= max_blocks`` (the two
       buffers); ``overlap`` is ignored.
 
+    Local SRAM and buffer reads are enabled only where their word is used (the energy events of
+    :class:`~trainforge.spec.caterpillar.CoreEvent`, counted by
+    :func:`trainforge.golden.caterpillar.core.counts`): every PE in a GEMV MAC, the broadcasting PE
+    column in a GEMM step, every PE once per weight word in an UPDATE (with the batch's last MAC).
+    The events are named one-bit signals of the Verilog (``pe_R_C_read_enable``, ``pe_R_C_write_enable``,
+    ``pe_R_C_mac_enable``, ``pe_R_C_add_enable``, ``write_back``, ``vector_read_enable``,
+    ``vector_write_enable``, ``error_read_enable``, ``error_write_enable``) that the testbench counts.
+
     A command is accepted only when the previous one has issued and drained
     (its last block's gap; after an UPDATE the
     :data:`~trainforge.spec.caterpillar.UPDATE_DRAIN` cycles that let its

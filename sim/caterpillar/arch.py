@@ -1,9 +1,12 @@
 """Architecture model of CATERPILLAR: memory fit, MAC and weight-access counts, cycles, energy, area.
 
-Everything is derived from the paper's Section 3.4 counts, its Table 1
-energies and areas, and the cycle schedules of the mapped microprograms
-(:mod:`trainforge.golden.caterpillar.core` and ``.ring``); no utilization is
-a constant.
+Cycles come from the schedules of the mapped microprograms
+(:mod:`trainforge.golden.caterpillar.core` and ``.ring``); energy from the
+events those microprograms count (:func:`trainforge.golden.caterpillar.core.counts`,
+the same events the RTL's testbench counts on its enables), priced with the
+paper's Table 1; area from Table 1. No utilization and no energy per MAC is a
+constant. The paper's Section 3.4 counts are kept for comparison
+(:func:`epoch_counts`, :func:`section34_energy`).
 """
 import functools
 import math
