@@ -20,7 +20,7 @@ __all__ = [
     "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
-    "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
+    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout",
@@ -163,14 +163,19 @@ PE_READ_LATENCY = 2
 #: ``cp_pe``: cycles from the operand stage (``mac_op``, the buses and ``mem_data``) to the accumulate stage,
 #: whose end writes the sum into the accumulator: the multiplier's input registers, then its output register.
 PE_MAC_LATENCY = 2
+#: ``cp_core``: cycles from the issue of a micro-operation to its local SRAM and buffer reads: the core
+#: registers each read's enable and address, so that no combinational path runs from the issue decision
+#: to the enables of the SRAMs across the chip (the reads are enabled only where their word is used).
+READ_STAGE_LATENCY = 1
 #: ``cp_core``: cycles from the issue of a micro-operation to its accumulate stage (1 before pipelining).
-EXECUTE_LATENCY = PE_READ_LATENCY + PE_MAC_LATENCY
+EXECUTE_LATENCY = READ_STAGE_LATENCY + PE_READ_LATENCY + PE_MAC_LATENCY
 #: ``cp_core``: stages of the UPDATE write-back after the accumulate stage: ``2 P >> shift`` from the
 #: registered accumulator, then the rounding and the subtraction, then the saturation with the SRAM write.
 UPDATE_WRITE_BACK_STAGES = 3
 #: ``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall): the
-#: next command's first read is issued in the cycle after the last write-back, so it reads the new weights.
-UPDATE_DRAIN = EXECUTE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
+#: next command's first read comes in the cycle after the last write-back, so it reads the new weights (the
+#: reads and the write-backs both come ``READ_STAGE_LATENCY`` after their issue, so that stage cancels out).
+UPDATE_DRAIN = EXECUTE_LATENCY - READ_STAGE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
 #: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle
