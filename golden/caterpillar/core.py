@@ -315,7 +315,8 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
       cycles (the read-after-write stall: the next command's first read follows the last write-back).
 
     Every micro-operation reaches the PEs' accumulate stage ``EXECUTE_LATENCY`` cycles after its
-    issue (the SRAM read with its output register, the multiplier's input and output registers);
+    issue (the read stage, the SRAM read with its output register, the multiplier's input and output
+    registers);
     the reduction, the read-out and the outputs follow that stage, so the issue schedule of GEMV,
     GEMM and LOAD does not depend on the pipeline depth, only their output offsets do.
 
