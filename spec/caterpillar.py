@@ -17,10 +17,10 @@ from . import stream_stage
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField",
+    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
-    "PE_READ_LATENCY", "PE_MAC_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
+    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
     "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
@@ -63,6 +63,31 @@ class CommandField(enum.IntEnum, shape=3):
     BASE = 4  #: ``base`` outside ``0 .. sram_depth - 1`` (only a ``sram_depth`` that is not a power of two)
     BATCH_MB = 5  #: UPDATE: ``qb * mb`` (the x words in the vector buffer) above ``max_blocks``
     BATCH_NB = 6  #: UPDATE: ``qb * nb`` (the e words in the error buffer) above ``max_blocks``
+
+
+class CoreEvent(enum.IntEnum, shape=3):
+    """Events of ``cp_core`` that cost energy, counted by the golden model (``golden.caterpillar.core.counts``)
+    and by the RTL's testbench (a monitor on the enables): the units Table 1 of the paper prices.
+
+    Each event is one operation of one unit in one cycle:
+
+    - ``MAC``: a PE's FPU multiply-accumulate (the PE's accumulate stage with a MAC in it);
+    - ``ADD``: a PE's FPU addition without a multiply: a reduction step (``red_add`` not overruled by a
+      handoff) or the UPDATE write-back's subtraction ``W - round(P / 2**shift)``;
+    - ``LOCAL_READ``, ``LOCAL_WRITE``: a word read from or written into a PE's local SRAM (one per PE);
+    - ``BUFFER_READ``, ``BUFFER_WRITE``: an operand read from or written into the core's vector and error
+      buffers (``n_r`` per buffer word: the vector elements the paper keeps in the PEs' local memories);
+    - ``OFFCORE_READ``, ``OFFCORE_WRITE``: an operand in on ``i_data`` or a result out on ``o_data`` (``n_r``
+      per stream word: the core's traffic with its off-core SRAM).
+    """
+    MAC = 0
+    ADD = 1
+    LOCAL_READ = 2
+    LOCAL_WRITE = 3
+    BUFFER_READ = 4
+    BUFFER_WRITE = 5
+    OFFCORE_READ = 6
+    OFFCORE_WRITE = 7
 
 
 class RingOp(enum.IntEnum, shape=3):
@@ -163,14 +188,19 @@ PE_READ_LATENCY = 2
 #: ``cp_pe``: cycles from the operand stage (``mac_op``, the buses and ``mem_data``) to the accumulate stage,
 #: whose end writes the sum into the accumulator: the multiplier's input registers, then its output register.
 PE_MAC_LATENCY = 2
+#: ``cp_core``: cycles from the issue of a micro-operation to its local SRAM and buffer reads: the core
+#: registers each read's enable and address, so that no combinational path runs from the issue decision
+#: to the enables of the SRAMs across the chip (the reads are enabled only where their word is used).
+READ_STAGE_LATENCY = 1
 #: ``cp_core``: cycles from the issue of a micro-operation to its accumulate stage (1 before pipelining).
-EXECUTE_LATENCY = PE_READ_LATENCY + PE_MAC_LATENCY
+EXECUTE_LATENCY = READ_STAGE_LATENCY + PE_READ_LATENCY + PE_MAC_LATENCY
 #: ``cp_core``: stages of the UPDATE write-back after the accumulate stage: ``2 P >> shift`` from the
 #: registered accumulator, then the rounding and the subtraction, then the saturation with the SRAM write.
 UPDATE_WRITE_BACK_STAGES = 3
 #: ``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall): the
-#: next command's first read is issued in the cycle after the last write-back, so it reads the new weights.
-UPDATE_DRAIN = EXECUTE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
+#: next command's first read comes in the cycle after the last write-back, so it reads the new weights (the
+#: reads and the write-backs both come ``READ_STAGE_LATENCY`` after their issue, so that stage cancels out).
+UPDATE_DRAIN = EXECUTE_LATENCY - READ_STAGE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
 #: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle

@@ -182,13 +182,15 @@ def to_bits(shape, item):
     return value & ((1 << width) - 1)
 
 
-async def run_table(bench, module, golden_cycles=True):
+async def run_table(bench, module, golden_cycles=True, after_scenario=None):
     """Run every scenario of a block's table (``verif/scenarios/<block>.py``) on the RTL, in order.
 
     Each scenario starts from an idle block (the previous one has drained),
     and the RTL is reset between scenarios. Payloads are compared as bits
     packed through the port's own layout. Where the table's ``golden`` returns
     cycles (a golden cycle model), the RTL's output cycles must equal them.
+    ``after_scenario``, an async callable, is awaited with each scenario once
+    its transactions are checked, before the reset (a testbench's own checks).
     """
     from trainforge.cocotb_streams import StreamSink, StreamSource
 
@@ -214,6 +216,8 @@ async def run_table(bench, module, golden_cycles=True):
         if index:
             await bench.reset()
         await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits), encode=encode)
+        if after_scenario is not None:
+            await after_scenario(scenario)
 
 
 def table_test(table, doc):

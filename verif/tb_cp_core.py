@@ -9,19 +9,23 @@ schedule. The reset tests queue a program built with the golden model
 it and check a fresh program word by word. The in-place weight update
 (UPDATE) has no output of its own: a program checks it through the commands
 that follow it, a GEMV forward on the updated weights and a read-back of
-every weight (GEMM by the identity, ``C = W I``).
+every weight (GEMM by the identity, ``C = W I``). After each program of the
+table, the energy events counted on the RTL's enables (:class:`EventMonitor`)
+must equal the golden model's counts of its commands
+(:func:`trainforge.golden.caterpillar.core.program_counts`).
 """
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from trainforge.golden.caterpillar import core as golden
 from trainforge.cocotb_streams import check_no_ready_path
+from trainforge.spec.caterpillar import CoreEvent
 
 import cp_programs
 import scenarios.cp_core as table
 from cp_programs import attach
-from scenario import table_test
+from scenario import run_table
 from tbutil import start
 
 
@@ -136,10 +140,72 @@ async def run_and_check(bench, program, ports):
     await cp_programs.run_and_check(bench, program, ports, bench.component.data_layout, bench.component.result_layout)
 
 
-scenario_table = table_test(table, (
-    "Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and "
-    "stalled."
-))
+class EventMonitor:
+    """Counts the core's energy events (:class:`~trainforge.spec.caterpillar.CoreEvent`) on its enables.
+
+    Every cycle (after the drivers have set the inputs) it adds up the named
+    one-bit signals of the generated Verilog: each PE's ``pe_R_C_mac_enable``,
+    ``pe_R_C_add_enable``, ``pe_R_C_read_enable`` and ``pe_R_C_write_enable``;
+    ``write_back`` (the UPDATE's subtraction, in every PE); the vector and
+    error buffers' ``*_read_enable`` and ``*_write_enable`` (``n_r`` operands
+    each); the ``i_data`` and ``o_data`` transfers (``n_r`` operands each).
+    """
+
+    def __init__(self, bench):
+        dut, n_r = bench.dut, bench.params["n_r"]
+        pes = [(r, c) for r in range(n_r) for c in range(n_r)]
+
+        def each_pe(name):
+            return [(getattr(dut, f"pe_{r}_{c}_{name}"), 1) for r, c in pes]
+
+        self.bench = bench
+        self.sources = {
+            CoreEvent.MAC: each_pe("mac_enable"),
+            CoreEvent.ADD: each_pe("add_enable") + [(dut.write_back, n_r * n_r)],
+            CoreEvent.LOCAL_READ: each_pe("read_enable"),
+            CoreEvent.LOCAL_WRITE: each_pe("write_enable"),
+            CoreEvent.BUFFER_READ: [(dut.vector_read_enable, n_r), (dut.error_read_enable, n_r)],
+            CoreEvent.BUFFER_WRITE: [(dut.vector_write_enable, n_r), (dut.error_write_enable, n_r)],
+        }
+        self.transfers = {CoreEvent.OFFCORE_READ: (dut.i_data__valid, dut.i_data__ready, n_r),
+                          CoreEvent.OFFCORE_WRITE: (dut.o_data__valid, dut.o_data__ready, n_r)}
+        self.counts = dict.fromkeys(CoreEvent, 0)
+        cocotb.start_soon(self._monitor())
+
+    async def _monitor(self):
+        clock = self.bench.dut.clk
+        while True:
+            await RisingEdge(clock)
+            await ReadOnly()
+            for event, signals in self.sources.items():
+                self.counts[event] += sum(weight * handle.value.integer for handle, weight in signals)
+            for event, (valid, ready, weight) in self.transfers.items():
+                self.counts[event] += weight * (valid.value.integer & ready.value.integer)
+
+    def take(self):
+        """The counts since the last call (and start again from zero)."""
+        counts, self.counts = self.counts, dict.fromkeys(CoreEvent, 0)
+        return counts
+
+
+@cocotb.test()
+async def scenario_table(dut):
+    """Every scenario of the table (LOAD, GEMV forward and backward, GEMM, UPDATE), at full rate and stalled;
+    after each, the events counted on the RTL's enables equal the golden model's counts of its commands."""
+    bench = await start(dut)
+    monitor = EventMonitor(bench)
+
+    async def check_counts(scenario):
+        await bench.wait_until(lambda: dut.i_cmd__ready.value == 1, timeout=1000, what="the core to go idle")
+        for _ in range(4):
+            await RisingEdge(dut.clk)
+        counted = monitor.take()
+        expected = golden.program_counts(scenario.stimulus["i_cmd"], **bench.params)
+        wrong = [f"{event.name} {counted[event]} (golden {expected[event]})"
+                 for event in CoreEvent if counted[event] != expected[event]]
+        assert not wrong, f"scenario '{scenario.name}': RTL event counts differ: {', '.join(wrong)} {bench.where()}"
+
+    await run_table(bench, table, after_scenario=check_counts)
 
 
 @cocotb.test()

@@ -44,6 +44,7 @@ def random_controls(bench, generator, cycles, zeros=False):
     params = bench.params
     acc_half = 1 << (params["acc_width"] - 1)
     controls = {
+        "rd_en": (generator.random(cycles) < 0.75) | (np.arange(cycles) < 2),
         "rd_addr": generator.integers(0, params["sram_depth"], cycles),
         "mac_op": generator.integers(0, 4, cycles),
         "mac_clear": generator.random(cycles) < 0.2,
@@ -71,7 +72,7 @@ async def drive_and_check(bench, memory, controls, enable_probability, label):
         await FallingEdge(dut.clk)
         enabled = bench.rng.random() < enable_probability
         dut.en.value = int(enabled)
-        for name in ("rd_addr", "mac_op"):
+        for name in ("rd_en", "rd_addr", "mac_op"):
             getattr(dut, name).value = int(controls[name][index])
         for name in ("mac_clear", "handoff", "red_add"):
             getattr(dut, name).value = int(controls[name][index])

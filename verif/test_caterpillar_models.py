@@ -215,8 +215,9 @@ def test_dfa_backward_uses_the_fixed_random_matrices(seed):
     assert all(np.array_equal(a, b) for a, b in zip(feedback, network.feedback)), f"seed={seed}: training changed B_i"
 
 
-def test_energy_equals_an_independent_count():
-    """A 4-3-2 network, K = 6 samples: MACs and weight accesses enumerated layer by layer, pass by pass."""
+def test_section34_energy_equals_an_independent_count():
+    """The paper's Section 3.4 counts (the former energy model, kept for comparison): a 4-3-2 network, K = 6
+    samples, MACs and weight accesses enumerated layer by layer, pass by pass."""
     widths, samples = (4, 3, 2), 6
     config = arch.CONFIGS["2x16-cores-4x4"]
     layer_weights = [4 * 3, 3 * 2]
@@ -233,13 +234,13 @@ def test_energy_equals_an_independent_count():
                      samples * (sum(2 * w for w in layer_weights) + 2 * 3)),
     }
     for (method, batch), (macs, accesses) in expected.items():
-        energy = arch.epoch_energy(widths, method, samples, config, batch)
+        energy = arch.section34_energy(widths, method, samples, config, batch)
         assert energy["fpu_j"] == pytest.approx(macs * fpu_pj), f"{method}: FPU {energy['fpu_j']} != {macs} MACs"
         assert energy["memory_j"] == pytest.approx(accesses * local_pj), \
             f"{method}: memory {energy['memory_j']} != {accesses} local accesses"
     large = arch.NETWORKS["2500-2000-1500-1000-500-10"]
     weights = sum(m * n for m, n in arch.layer_shapes(large))
-    no_fit = arch.epoch_energy(large, "SGD", 1, config)
+    no_fit = arch.section34_energy(large, "SGD", 1, config)
     assert no_fit["memory_j"] == pytest.approx(2 * weights * 16e-12), "a network that does not fit reads off-core"
 
 

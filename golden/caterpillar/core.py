@@ -26,8 +26,9 @@ import numpy as np
 
 from ...errors import ProgramError
 from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, ERROR_OFFSET, EXECUTE_LATENCY, OUTPUT_LATENCY,
-                                 REJECT_CYCLES, UPDATE_DRAIN, CommandField, CoreOp, core_command_violation,
-                                 params_with_defaults, reduction_cycles, shift_bits)
+                                 REJECT_CYCLES, UPDATE_DRAIN, CommandField, CoreEvent, CoreOp,
+                                 core_command_violation, max_shift, params_with_defaults, reduction_cycles,
+                                 shift_bits)
 from ..dense_pe import wrap
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "blocks", "pad", "distribute", "load_words", "reduction_cycles",
     "gemv_forward", "gemv_backward", "gemm", "shift_bits", "update_delta", "update", "check_update",
     "CommandField", "command", "check_command", "command_error", "Schedule", "schedule", "command_schedule",
+    "CoreEvent", "counts", "program_counts",
     "gemv_utilization",
 ]
 
@@ -371,7 +373,8 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
       cycles (the read-after-write stall: the next command's first read follows the last write-back).
 
     Every micro-operation reaches the PEs' accumulate stage ``EXECUTE_LATENCY`` cycles after its
-    issue (the SRAM read with its output register, the multiplier's input and output registers);
+    issue (the read stage, the SRAM read with its output register, the multiplier's input and output
+    registers);
     the reduction, the read-out and the outputs follow that stage, so the issue schedule of GEMV,
     GEMM and LOAD does not depend on the pipeline depth, only their output offsets do.
 
@@ -431,6 +434,95 @@ def command_schedule(command, **params):
         return Schedule(REJECT_CYCLES, [], 0, error_offsets=[ERROR_OFFSET])
     return schedule(command["op"], command["mb"], command["nb"], command["qb"], overlap=bool(command["overlap"]),
                     **params)
+
+
+def counts(op, mb, nb, qb=1, **params):
+    """Events of one command (:class:`~trainforge.spec.caterpillar.CoreEvent`), as the core runs it.
+
+    Counted per unit and cycle, whatever the stalls (an idle issue cycle reads
+    nothing). With ``P = n_r ** 2`` PEs and ``S`` the micro-operations of the
+    command:
+
+    - GEMV forward (``S = Mb Nb``): ``P S`` MACs and local reads (every PE
+      reads its weight word once per MAC); per output block ``n_r (n_r - 1)``
+      reduction adds (each of the ``n_r`` lines sums ``n_r`` partial sums, on
+      the bus or over the tree alike); ``x`` written into the vector buffer in
+      the first output block (``Mb`` words) and read back in each other one
+      (``(Nb - 1) Mb`` words); ``Mb`` words in, ``Nb`` out. Backward: the same
+      with ``Mb`` and ``Nb`` swapped.
+    - GEMM (``mb``, ``nb`` = ``Kb``, ``qb``; ``S = Qb Mb Kb n_r``): ``P S``
+      MACs; only the ``n_r`` PEs of the broadcasting PE column read, ``n_r S``
+      local reads: ``W`` is read once per output block column ``qb``, ``Qb``
+      times in all; ``S`` words of ``B`` in, ``n_r Qb Mb`` words of ``C`` out.
+    - LOAD: ``n_r Mb Nb`` words in, each written into one row of ``n_r`` PEs.
+    - UPDATE (``qb`` = the batch ``b``): ``b Mb`` words of ``x`` in (into the
+      vector buffer), ``b Nb`` words of ``e`` in during the first row block
+      (into the error buffer), ``P b Mb Nb`` MACs, each taking ``x_s`` from the
+      vector buffer (``b Mb Nb`` words) and, after the first row block, ``e_s``
+      from the error buffer (``(Mb - 1) b Nb`` words); each weight word is read
+      once (with the batch's last MAC) and written back once: ``P Mb Nb``
+      local reads, writes and write-back subtractions (ADD).
+
+    A buffer or stream word is ``n_r`` operands: BUFFER and OFFCORE counts are in operands.
+
+    Parameters
+    ----------
+    op : CoreOp
+    mb, nb, qb : int
+        The command's block counts (as for :func:`schedule`).
+    n_r : int
+        PEs per row and column (default: the ``cp_core`` schema's).
+
+    Returns
+    -------
+    dict
+        ``{CoreEvent: int}`` with every event kind.
+    """
+    n_r, = _core_params(params, "n_r")
+    pes = n_r * n_r
+    events = dict.fromkeys(CoreEvent, 0)
+    if op in (OP_GEMV_FORWARD, OP_GEMV_BACKWARD):
+        inputs, outputs = (mb, nb) if op == OP_GEMV_FORWARD else (nb, mb)
+        events.update({CoreEvent.MAC: pes * mb * nb, CoreEvent.LOCAL_READ: pes * mb * nb,
+                       CoreEvent.ADD: outputs * n_r * (n_r - 1),
+                       CoreEvent.BUFFER_WRITE: n_r * inputs, CoreEvent.BUFFER_READ: n_r * inputs * (outputs - 1),
+                       CoreEvent.OFFCORE_READ: n_r * inputs, CoreEvent.OFFCORE_WRITE: n_r * outputs})
+    elif op == OP_GEMM:
+        steps = qb * mb * nb * n_r
+        events.update({CoreEvent.MAC: pes * steps, CoreEvent.LOCAL_READ: n_r * steps,
+                       CoreEvent.OFFCORE_READ: n_r * steps, CoreEvent.OFFCORE_WRITE: n_r * n_r * qb * mb})
+    elif op == OP_LOAD:
+        events.update({CoreEvent.LOCAL_WRITE: pes * mb * nb, CoreEvent.OFFCORE_READ: pes * mb * nb})
+    elif op == OP_UPDATE:
+        words = mb * nb
+        events.update({CoreEvent.MAC: pes * qb * words, CoreEvent.LOCAL_READ: pes * words,
+                       CoreEvent.LOCAL_WRITE: pes * words, CoreEvent.ADD: pes * words,
+                       CoreEvent.BUFFER_WRITE: n_r * qb * (mb + nb),
+                       CoreEvent.BUFFER_READ: n_r * qb * words + n_r * (mb - 1) * qb * nb,
+                       CoreEvent.OFFCORE_READ: n_r * qb * (mb + nb)})
+    else:
+        raise ProgramError(f"unknown op {op!r}; allowed: {', '.join(member.name for member in CoreOp)}")
+    return events
+
+
+def program_counts(commands, **params):
+    """Events of a program: the sum of :func:`counts` over ``commands`` (dicts with ``op``, ``mb``, ``nb`` and
+    the other fields of a command word, those missing taken as ``qb`` 1, ``base``, ``overlap``, ``shift`` 0).
+    A command the core rejects (:func:`command_error`) is not executed and costs no event.
+
+    Returns
+    -------
+    dict
+        ``{CoreEvent: int}``.
+    """
+    total = dict.fromkeys(CoreEvent, 0)
+    for command in commands:
+        if command_error({"qb": 1, "base": 0, "overlap": 0, "shift": 0, **command}, **params) is not None:
+            continue
+        for event, count in counts(command["op"], command["mb"], command["nb"], command.get("qb", 1),
+                                   **params).items():
+            total[event] += count
+    return total
 
 
 def gemv_utilization(m, n, n_r, reduction="bus", overlap=False, passes=("forward",)):

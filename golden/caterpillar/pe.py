@@ -34,14 +34,16 @@ def _delayed(values, cycles, fill=0):
     return np.concatenate((np.full(cycles, fill, dtype=values.dtype), values[:len(values) - cycles]))
 
 
-def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in,
+def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en=None,
           **params):
     """Accumulator and reduction register of a PE after each enabled cycle.
 
     The stimulus is given per enabled cycle (cycles with ``en`` low change
     nothing and are left out). ``rd_addr[t]`` is the issue-stage read of cycle
-    ``t``; its word is ``mem_data`` in cycle ``t + PE_READ_LATENCY`` (zero
-    before: the output register's reset value; the word of the read port
+    ``t`` when ``rd_en[t]`` (default: every cycle); its word is ``mem_data`` in
+    cycle ``t + PE_READ_LATENCY``; a cycle without ``rd_en`` reads nothing and
+    its ``mem_data`` two cycles later is the last word read (zero before any
+    read and before cycle ``PE_READ_LATENCY``: the registers' reset value; the word of the read port
     itself in cycle ``PE_READ_LATENCY - 1`` is not modelled, no MAC may take
     it). The operand stage of cycle ``t`` (``mac_op``, the buses,
     ``mem_data``) reaches the accumulate stage in cycle
@@ -53,6 +55,7 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     memory : array_like of int
         The SRAM contents (written before the sequence).
     rd_addr : array_like of int, shape (T,)
+    rd_en : array_like of bool, shape (T,), optional
     mac_op : array_like of int, shape (T,)
         :class:`~trainforge.spec.caterpillar.MacOp` values.
     mac_clear, handoff, red_add : array_like of bool, shape (T,)
@@ -69,7 +72,11 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
-    mem_data = _delayed(memory[rd_addr], PE_READ_LATENCY).astype(np.int64)
+    read = np.ones(len(rd_addr), dtype=bool) if rd_en is None else np.asarray(rd_en, dtype=bool)
+    # The read port holds the word of the last enabled read (zero before the first).
+    last_read = np.maximum.accumulate(np.where(read, np.arange(len(rd_addr)), -1))
+    port = np.where(last_read >= 0, memory[rd_addr[np.maximum(last_read, 0)]], 0)
+    mem_data = _delayed(port, PE_READ_LATENCY).astype(np.int64)
     row_operand = wrap(np.asarray(row_bus, dtype=np.int64).astype(np.uint64), width, True)
     col_operand = wrap(np.asarray(col_bus, dtype=np.int64).astype(np.uint64), width, True)
     first = np.where((mac_op == MacOp.ROW_MEM) | (mac_op == MacOp.ROW_COL), row_operand, col_operand)

@@ -3,9 +3,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, UPDATE_DRAIN, UPDATE_WRITE_BACK_STAGES, CommandField,
-                                 CoreOp, MacOp, addr_width, core_cmd_layout, core_command_limits, core_data_layout,
-                                 core_error_layout, core_result_layout, count_shape, reduction_cycles, shift_bits)
+from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY, UPDATE_DRAIN,
+                                 UPDATE_WRITE_BACK_STAGES, CommandField, CoreOp, MacOp, addr_width,
+                                 core_cmd_layout, core_command_limits, core_data_layout, core_error_layout,
+                                 core_result_layout, count_shape, reduction_cycles, shift_bits)
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -22,9 +23,10 @@ class CPCore(wiring.Component):
 
     Each command on ``i_cmd`` names a microprogram and its block counts. The
     sequencer issues one micro-operation per cycle into the execute pipeline
-    (issue: local SRAM and vector buffer reads; then the buffers' words and
-    the registered bus drivers, with the PEs' SRAM output registers; the
-    multiplier's input and output registers; the accumulate stage,
+    (issue; the read stage: local SRAM and buffer reads from registered
+    enables and addresses; then the buffers' words and the registered bus
+    drivers, with the PEs' SRAM output registers; the multiplier's input and
+    output registers; the accumulate stage,
     :data:`~trainforge.spec.caterpillar.EXECUTE_LATENCY` cycles after issue,
     after which the reduction, the read-out and the UPDATE write-back run):
 
@@ -75,6 +77,14 @@ class CPCore(wiring.Component):
     :class:`~trainforge.spec.caterpillar.CommandField` of the first field out of range, and ``op``) enters the
     ``o_error`` stream's stage (on ``o_error`` one cycle later), and the next command is accepted the cycle
     after that hand-off (``i_cmd.ready`` stays low while the stage is full).
+
+    Local SRAM and buffer reads are enabled only where their word is used (the energy events of
+    :class:`~trainforge.spec.caterpillar.CoreEvent`, counted by
+    :func:`trainforge.golden.caterpillar.core.counts`): every PE in a GEMV MAC, the broadcasting PE
+    column in a GEMM step, every PE once per weight word in an UPDATE (with the batch's last MAC).
+    The events are named one-bit signals of the Verilog (``pe_R_C_read_enable``, ``pe_R_C_write_enable``,
+    ``pe_R_C_mac_enable``, ``pe_R_C_add_enable``, ``write_back``, ``vector_read_enable``,
+    ``vector_write_enable``, ``error_read_enable``, ``error_write_enable``) that the testbench counts.
 
     A command is accepted only when the previous one has issued and drained
     (its last block's gap; after an UPDATE the
@@ -375,12 +385,35 @@ class CPCore(wiring.Component):
             shape=self.data_layout, depth=self.max_blocks, init=[])
         vector_write = vector_buffer.write_port()
         vector_read = vector_buffer.read_port()
+        # Buffer reads only where the word is used (energy events, named for the testbench's monitor): a GEMV
+        # MAC after the first output block (x or e from the buffer), every UPDATE MAC (x_s), and an UPDATE MAC
+        # after the first row block (e_s). A read port that is not enabled holds its word, which the operand
+        # stage's registers then take again unused. Reads come READ_STAGE_LATENCY after the issue, from
+        # registered enables and addresses (the read stage); writes come with the transfer.
+        vector_read_enable = Signal()
+        vector_read_address = Signal.like(vector_read.addr)
+        vector_write_enable = Signal()
+        error_read_enable = Signal()
+        error_read_address = Signal.like(vector_read.addr)
+        error_write_enable = Signal()
+        issue_mac = issue & ~is_load & (~is_update | update_macs)
+        assert READ_STAGE_LATENCY == 1, "the read stage below is one register"
+        m.d.sync += [
+            vector_read_enable.eq(issue_mac & ((is_gemv & ~first_pass) | is_update)),
+            vector_read_address.eq(Mux(is_update, vector_row + inner, step)),
+            error_read_enable.eq(issue_mac & is_update & ~first_pass),
+            error_read_address.eq(step),
+        ]
         m.d.comb += [
-            vector_write.en.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
+            vector_write_enable.eq(transfer & first_pass & (is_gemv | (is_update & ~update_macs))),
+            error_write_enable.eq(transfer & first_pass & update_macs),
+        ]
+        m.d.comb += [
+            vector_write.en.eq(vector_write_enable),
             vector_write.addr.eq(step),
             vector_write.data.eq(self.i_data.payload),
-            vector_read.en.eq(1),
-            vector_read.addr.eq(Mux(is_update, vector_row + inner, step)),
+            vector_read.en.eq(vector_read_enable),
+            vector_read.addr.eq(vector_read_address),
         ]
         # Error buffer (UPDATE): the b scaled error vectors (word jb * b + s = step), written in the
         # first row block of the MAC phase, read in the others.
@@ -389,15 +422,17 @@ class CPCore(wiring.Component):
         error_write = error_buffer.write_port()
         error_read = error_buffer.read_port()
         m.d.comb += [
-            error_write.en.eq(transfer & first_pass & update_macs),
+            error_write.en.eq(error_write_enable),
             error_write.addr.eq(step),
             error_write.data.eq(self.i_data.payload),
-            error_read.en.eq(1),
-            error_read.addr.eq(step),
+            error_read.en.eq(error_read_enable),
+            error_read.addr.eq(error_read_address),
         ]
 
         # ---- the execute pipeline: every stage advances every cycle (a bubble is a NONE micro-operation) ----
-        # Stage 1 (the cycle after issue): the buffers' words; the micro-operation's controls.
+        # Stage 1, the read stage (the cycle after issue): the micro-operation's controls, its local address and
+        # which PEs read it (all of them in a GEMV MAC and once per word in an UPDATE; the PE column that
+        # broadcasts W[:, p] in a GEMM step), registered; the PE SRAMs and the buffers are read.
         exec_op = Signal(2)  # MacOp
         exec_clear = Signal()
         exec_handoff = Signal()
@@ -407,9 +442,10 @@ class CPCore(wiring.Component):
         exec_word = Signal(self.data_layout)
         exec_update = Signal()  # an UPDATE MAC: x (vector buffer) on the row buses, e on the column buses
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
-        exec_addr = Signal(self.addr_width)  # the local address read in the issue stage
+        exec_addr = Signal(self.addr_width)  # the local address, read in the read stage
+        exec_read_all = Signal()  # every PE reads
+        exec_read_owner = Signal()  # the PEs of PE column exec_owner read
         write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
-        issue_mac = issue & ~is_load & (~is_update | update_macs)
         m.d.sync += [
             exec_op.eq(Mux(~issue_mac, MacOp.NONE,
                            Mux(is_forward, MacOp.ROW_MEM, Mux(is_backward, MacOp.COL_MEM, MacOp.ROW_COL)))),
@@ -421,33 +457,39 @@ class CPCore(wiring.Component):
             exec_update.eq(issue_mac & is_update),
             exec_write_back.eq(issue_mac & is_update & inner_wraps),
             exec_addr.eq(read_addr),
+            exec_read_all.eq(issue_mac & (is_gemv | (is_update & inner_wraps))),
+            exec_read_owner.eq(issue & is_gemm),
         ]
         with m.If(issue_mac & is_update):
             m.d.sync += write_back_shift.eq(cmd.shift)
         with m.If(transfer):  # only a transferred word, never an idle (undriven) payload
             m.d.sync += exec_word.eq(self.i_data.payload)
-        # Stage 2, the PEs' operand stage (PE_READ_LATENCY after issue, with the SRAM output registers). The bus
-        # drivers are registers: the stream word and the vector and error buffers' words, each registered
-        # straight out of its source (the buffers' output registers), and which of them each bus takes
-        # (0: the stream word, 1: the vector buffer, 2: the error buffer). Row bus: x (forward MACs), x_s
-        # (UPDATE) or, for the GEMM, W[:, p] from the owner PE's SRAM output register; column bus: e (backward
-        # MACs), e_s (UPDATE), B (GEMM).
-        stage2 = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner,
-                                 exec_write_back, exec_addr], None, "operand_stage")
+        # Stage 2, the buffer stage: the buffers' words arrive, the PEs' SRAM output registers take theirs.
+        buffer_stage = self._delay(m, [exec_op, exec_clear, exec_handoff, exec_kind, exec_owner, exec_write_back,
+                                       exec_addr, exec_update, exec_from_stream], None, "buffer_stage")
+        buffer_update, buffer_from_stream = buffer_stage[7:]
+        buffer_word = Signal(self.data_layout)
+        m.d.sync += buffer_word.eq(exec_word)
+        # Stage 3, the PEs' operand stage (READ_STAGE_LATENCY + PE_READ_LATENCY after issue). The bus drivers
+        # are registers: the stream word and the vector and error buffers' words, each registered straight out
+        # of its source (the buffers' output registers), and which of them each bus takes (0: the stream word,
+        # 1: the vector buffer, 2: the error buffer). Row bus: x (forward MACs), x_s (UPDATE) or, for the GEMM,
+        # W[:, p] from the owner PE's SRAM output register; column bus: e (backward MACs), e_s (UPDATE), B (GEMM).
+        operand_stage = self._delay(m, buffer_stage[:7], None, "operand_stage")
         operand_op, operand_clear, operand_handoff, operand_kind, operand_owner, operand_write_back, \
-            operand_addr = stage2
+            operand_addr = operand_stage
         stream_word = Signal(self.data_layout)
         vector_word = Signal(self.data_layout)
         error_word = Signal(self.data_layout)
         row_source = Signal(2)
         col_source = Signal(2)
-        buffered = Mux(exec_from_stream, 0, 1)  # the stream word in the first pass, else the vector buffer
+        buffered = Mux(buffer_from_stream, 0, 1)  # the stream word in the first pass, else the vector buffer
         m.d.sync += [
-            stream_word.eq(exec_word),
+            stream_word.eq(buffer_word),
             vector_word.eq(vector_read.data),
             error_word.eq(error_read.data),
-            row_source.eq(Mux(exec_update, 1, buffered)),
-            col_source.eq(Mux(exec_update, Mux(exec_from_stream, 0, 2), buffered)),
+            row_source.eq(Mux(buffer_update, 1, buffered)),
+            col_source.eq(Mux(buffer_update, Mux(buffer_from_stream, 0, 2), buffered)),
         ]
         row_bus = [Signal(signed(self.acc_width), name=f"row_bus_{r}") for r in range(n_r)]
         col_bus = [Signal(signed(self.acc_width), name=f"col_bus_{c}") for c in range(n_r)]
@@ -460,7 +502,7 @@ class CPCore(wiring.Component):
                                                                     row_source))),
                 col_bus[index].eq(_select([word[index] for word in sources], col_source)),
             ]
-        # Stage 4, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
+        # Stage 5, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
         accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], None, "accumulate_stage",
                                                           stages=PE_MAC_LATENCY)
 
@@ -487,13 +529,18 @@ class CPCore(wiring.Component):
         write_back_flag, write_back_addr = self._delay(
             m, [operand_write_back, operand_addr], None, "write_back_stage",
             stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
-        write_back = write_back_flag
+        write_back = Signal()  # in every PE: the write-back's subtraction (an energy event) and SRAM write
+        m.d.comb += write_back.eq(write_back_flag)
+        # Local reads only where the word is used, in the read stage, from registers: every PE in a GEMV MAC; in
+        # a GEMM, the PEs of the PE column that broadcasts W[:, p]; in an UPDATE, once per weight word, with the
+        # batch's last MAC (its word is the W of the write-back); none in a LOAD or a bubble.
         for r in range(n_r):
             for c in range(n_r):
                 pe = pes[r][c]
                 m.d.comb += [
                     pe.en.eq(1),
-                    pe.rd_addr.eq(read_addr),
+                    pe.rd_en.eq(exec_read_all | (exec_read_owner & (exec_owner == c))),
+                    pe.rd_addr.eq(exec_addr),
                     pe.wr_en.eq(load_rows[r] | write_back),
                     pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, load_addr)),
                     pe.wr_data.eq(Mux(write_back_flag,

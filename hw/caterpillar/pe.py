@@ -19,9 +19,11 @@ class CPPE(wiring.Component):
     The PE is a pipelined slice of the core's pipeline; every register
     advances only in a cycle with ``en`` high (a low cycle changes nothing):
 
-    - **issue** (cycle ``t``): ``rd_addr`` is read from the local SRAM
-      (synchronous read); ``wr_en`` writes ``wr_data`` at ``wr_addr`` in the
-      same cycle;
+    - **issue** (cycle ``t``): with ``rd_en``, ``rd_addr`` is read from the
+      local SRAM (synchronous read; without it the SRAM is not read and its
+      read port holds the last word read, which the output register then
+      takes again); ``wr_en`` writes ``wr_data`` at ``wr_addr`` in the same
+      cycle;
     - **SRAM output register** (``t + 1``): the read word is registered (the
       DP16KD output register), so ``mem_data`` carries it in cycle
       ``t + PE_READ_LATENCY``;
@@ -60,6 +62,8 @@ class CPPE(wiring.Component):
     -------
     en : In(1)
         Advance the pipeline this cycle.
+    rd_en : In(1)
+        Issue stage: read the SRAM this cycle (the core raises it only when the word is used).
     rd_addr : In(unsigned(addr_width))
         Issue stage.
     wr_en : In(1)
@@ -79,6 +83,11 @@ class CPPE(wiring.Component):
         (held while ``en`` is low).
     acc, red : Out(signed(acc_width))
         The accumulator and the reduction register.
+
+    Energy events (:class:`~trainforge.spec.caterpillar.CoreEvent`) are named one-bit signals of the
+    generated Verilog, ``<prefix>_read_enable`` and ``<prefix>_write_enable`` (the SRAM's read and write),
+    ``<prefix>_mac_enable`` (a MAC in the accumulate stage) and ``<prefix>_add_enable`` (a reduction add),
+    where the testbenches count them.
     """
 
     PARAMS = PE_PARAMS
@@ -88,6 +97,7 @@ class CPPE(wiring.Component):
         self.addr_width = addr_width(self.sram_depth)
         super().__init__({
             "en": In(1),
+            "rd_en": In(1),
             "rd_addr": In(unsigned(self.addr_width)),
             "wr_en": In(1),
             "wr_addr": In(unsigned(self.addr_width)),
@@ -126,11 +136,14 @@ class CPPE(wiring.Component):
         write = sram.write_port()
         read = sram.read_port()
         sram_output = Signal(signed(self.width), name=f"{prefix}_sram_output")
+        read_enable = Signal(name=f"{prefix}_read_enable")
+        write_enable = Signal(name=f"{prefix}_write_enable")
+        m.d.comb += [read_enable.eq(self.en & self.rd_en), write_enable.eq(self.wr_en)]
         m.d.comb += [
-            write.en.eq(self.wr_en),
+            write.en.eq(write_enable),
             write.addr.eq(self.wr_addr),
             write.data.eq(self.wr_data),
-            read.en.eq(self.en),
+            read.en.eq(read_enable),
             read.addr.eq(self.rd_addr),
             self.mem_data.eq(sram_output),
         ]
@@ -150,7 +163,11 @@ class CPPE(wiring.Component):
         reduction = Signal(signed(self.acc_width), name=f"{prefix}_reduction")
         active, clear, handoff = accumulate_controls[0], accumulate_controls[1], accumulate_controls[2]
         total = Signal(signed(self.acc_width), name=f"{prefix}_sum")
+        mac_enable = Signal(name=f"{prefix}_mac_enable")
+        add_enable = Signal(name=f"{prefix}_add_enable")
         m.d.comb += [
+            mac_enable.eq(self.en & active),
+            add_enable.eq(self.en & ~handoff & self.red_add),
             total.eq(mac_unit.add(Mux(clear, 0, accumulator), product)),
             self.acc.eq(accumulator),
             self.red.eq(reduction),

@@ -1,19 +1,26 @@
 """Architecture model of CATERPILLAR: memory fit, MAC and weight-access counts, cycles, energy, area.
 
-Everything is derived from the paper's Section 3.4 counts, its Table 1
-energies and areas, and the cycle schedules of the mapped microprograms
-(:mod:`trainforge.golden.caterpillar.core` and ``.ring``); no utilization is
-a constant.
+Cycles come from the schedules of the mapped microprograms
+(:mod:`trainforge.golden.caterpillar.core` and ``.ring``); energy from the
+events those microprograms count (:func:`trainforge.golden.caterpillar.core.counts`,
+the same events the RTL's testbench counts on its enables), priced with the
+paper's Table 1; area from Table 1. No utilization and no energy per MAC is a
+constant. The paper's Section 3.4 counts are kept for comparison
+(:func:`epoch_counts`, :func:`section34_energy`).
 """
+import functools
 import math
 from dataclasses import dataclass
 
 from trainforge.errors import ConfigError
 from trainforge.golden.caterpillar import core, ring
+from trainforge.spec.caterpillar import CoreEvent
 from trainforge.spec import network as network_format
 
 __all__ = ["TABLE1", "Config", "CONFIGS", "BUILTIN_NETWORKS", "NETWORKS", "widths_from_network", "layer_shapes", "memory_per_pe", "fits",
-           "epoch_counts", "epoch_cycles", "epoch_energy", "area_mm2", "gflops_per_mm2", "cp_allocation",
+           "epoch_counts", "epoch_cycles", "epoch_energy", "section34_energy", "EVENT_PJ", "store_events",
+           "PROGRAMS", "step_events", "step_events_by_program", "epoch_events", "price", "COUNTERFACTUALS",
+           "counterfactual_energy", "area_mm2", "gflops_per_mm2", "cp_allocation",
            "METHODS"]
 
 #: Table 1: energy per operation (pJ) and area (mm^2).
@@ -433,26 +440,313 @@ def epoch_cycles(widths, method, samples, config, batch=1):
     return {"cycles": int(cycles), "utilization": utilization, "seconds": cycles / config.frequency_hz, **extra}
 
 
-def epoch_energy(widths, method, samples, config, batch=1):
-    """Energy of one epoch (J): FPU and weight-access energy (broadcasts and activations neglected, as in the paper).
+def section34_energy(widths, method, samples, config, batch=1, partly_resident=False, gradient_in_sram=False,
+                     offcore_when_no_fit=False, update_write=False):
+    """Energy of one epoch (J) from the paper's Section 3.4 counts alone (the former model, for comparison).
 
-    Weights are read from the local SRAM when the network fits or the method
-    is minibatched with weights staged locally per GEMM, else from the off-core SRAM.
+    ``3 K sum m n`` MACs (DFA: fewer) and the weight accesses of :func:`epoch_counts`, read from the local
+    SRAM when the network fits or the method is minibatched (``offcore_when_no_fit``: only when the network
+    fits), else from the off-core SRAM; nothing else.
+
+    Three hypotheses about the paper's Table 2 (tested, not fitted; see the README):
+
+    - ``update_write``: the in-place update writes every weight once per update, one more access per
+      weight per update than Section 3.4 counts;
+    - ``partly_resident``: when the network does not fit, the share of the weights that the local SRAMs
+      hold (``pes * local_words / weights``) is accessed locally, the rest off-core;
+    - ``gradient_in_sram``: a minibatch method accumulates each sample's gradient into a ``dW`` kept in
+      the local SRAMs, one read and one write of every ``dW`` word per sample.
 
     Returns
     -------
     dict
-        ``fpu_j``, ``memory_j``, ``total_j``; ``gflops_per_w`` counts one operation per FPU
-        operation (a MAC), the unit of Table 1's energy per op; ``gflops_per_w_2`` counts two.
+        ``fpu_j``, ``memory_j``, ``total_j``, ``gflops_per_w`` (one operation per MAC), ``gflops_per_w_2``.
     """
     counts = epoch_counts(widths, method, samples, batch)
-    local = fits(widths, config) or (batch > 1 and method != "CP")
+    local = fits(widths, config) or (batch > 1 and method != "CP" and not offcore_when_no_fit)
     per_word = TABLE1["local_sram_pj_per_word" if local else "offcore_sram_pj_per_word"]
+    weights = sum(m * n for m, n in layer_shapes(widths))
+    if partly_resident and not local:
+        share = min(1.0, config.pes * config.local_words / weights)
+        per_word = share * TABLE1["local_sram_pj_per_word"] + (1 - share) * TABLE1["offcore_sram_pj_per_word"]
     fpu = counts["macs"] * TABLE1["fpu_pj"] * 1e-12
-    memory = counts["weight_accesses"] * per_word * 1e-12
+    accesses = counts["weight_accesses"] + (samples / batch * weights if update_write else 0)
+    memory = accesses * per_word * 1e-12
+    if gradient_in_sram and batch > 1:
+        memory += 2 * samples * weights * TABLE1["local_sram_pj_per_word"] * 1e-12
     total = fpu + memory
     return {"fpu_j": fpu, "memory_j": memory, "total_j": total,
             "gflops_per_w": counts["macs"] / total / 1e9, "gflops_per_w_2": 2 * counts["macs"] / total / 1e9}
+
+
+#: Table 1's energy of each counted event (pJ): an FPU operation (a MAC, or an addition: a reduction step
+#: or the UPDATE's subtraction) for ``fpu_pj``; a 16-bit word of a PE's local SRAM, or of the vector and
+#: error buffers (the vector elements the paper keeps in the PEs' 16 KB memories), for
+#: ``local_sram_pj_per_word``; a 16-bit word in or out of the core (its off-core SRAM) for
+#: ``offcore_sram_pj_per_word`` (a result is one half-precision word, as on the paper's FPU).
+EVENT_PJ = {
+    CoreEvent.MAC: TABLE1["fpu_pj"], CoreEvent.ADD: TABLE1["fpu_pj"],
+    CoreEvent.LOCAL_READ: TABLE1["local_sram_pj_per_word"], CoreEvent.LOCAL_WRITE: TABLE1["local_sram_pj_per_word"],
+    CoreEvent.BUFFER_READ: TABLE1["local_sram_pj_per_word"], CoreEvent.BUFFER_WRITE: TABLE1["local_sram_pj_per_word"],
+    CoreEvent.OFFCORE_READ: TABLE1["offcore_sram_pj_per_word"], CoreEvent.OFFCORE_WRITE: TABLE1["offcore_sram_pj_per_word"],
+}
+
+
+def _panels(size, cores):
+    """The sizes of ``size`` rows (or columns) cut into ``cores`` near-equal panels (the non-empty ones)."""
+    return [size // cores + (1 if k < size % cores else 0) for k in range(cores) if size // cores + (k < size % cores)]
+
+
+def store_events(mb, nb, n_r):
+    """Events of writing ``Mb x Nb`` blocks of resident weights back to the off-core SRAM.
+
+    ``cp_core`` has no STORE microprogram; this is its mirror of LOAD (each
+    word read from its PE's SRAM and sent out of the core), used only where
+    updated weights that do not fit must go back off-core.
+    """
+    events = dict.fromkeys(CoreEvent, 0)
+    events[CoreEvent.LOCAL_READ] = events[CoreEvent.OFFCORE_WRITE] = n_r * n_r * mb * nb
+    return events
+
+
+def _accumulate(total, events, times=1):
+    for event, count in events.items():
+        total[event] += times * count
+
+
+def _layer_step_programs(m, n, method, config, batch, staged, outputs, hidden, pieces_rows=None, padded=True):
+    """The microprograms one layer's step (a sample, or a minibatch) runs on the cores, as
+    ``(op, mb, nb, qb)`` tuples and the stored blocks ``(mb, nb)`` (weights sent back off-core)."""
+    n_r, cores = config.n_r, config.cores
+    blocks = core.blocks if padded else (lambda size, n_r: size / n_r)
+    programs, stores = [], []
+    rows = pieces_rows if pieces_rows is not None else _panels(m, cores)
+    if batch == 1 and method != "MBGD":
+        for panel in rows:
+            mb, nb = blocks(panel, n_r), blocks(n, n_r)
+            programs.append((core.OP_GEMV_FORWARD, mb, nb, 1))
+            if method != "DFA":
+                programs.append((core.OP_GEMV_BACKWARD, mb, nb, 1))
+            programs.append((core.OP_UPDATE, mb, nb, 1))
+            if staged:  # the weights in for the forward pass, in again for the backward pass and update, out
+                programs += [(core.OP_LOAD, mb, nb, 1)] * 2
+                stores.append((mb, nb))
+        if method == "DFA" and hidden:  # B_i^T e: the n_L output errors in, B_i (n_L x n) in column panels
+            for panel in _panels(n, cores):
+                programs.append((core.OP_GEMV_FORWARD, blocks(outputs, n_r), blocks(panel, n_r), 1))
+                if staged:
+                    programs.append((core.OP_LOAD, blocks(outputs, n_r), blocks(panel, n_r), 1))
+        return programs, stores
+    qb = blocks(batch, n_r)
+    for panel in _panels(n, cores):  # forward GEMM: W^T in row panels of its n rows, times the m x b inputs
+        programs.append((core.OP_GEMM, blocks(panel, n_r), blocks(m, n_r), qb))
+        if staged:
+            programs.append((core.OP_LOAD, blocks(panel, n_r), blocks(m, n_r), 1))
+    for panel in rows:
+        mb, nb = blocks(panel, n_r), blocks(n, n_r)
+        if method != "DFA":  # backward GEMM: W in row panels times the n x b errors
+            programs.append((core.OP_GEMM, mb, nb, qb))
+        programs.append((core.OP_UPDATE, mb, nb, batch))
+        if staged:
+            programs.append((core.OP_LOAD, mb, nb, 1))
+            stores.append((mb, nb))
+    if method == "DFA" and hidden:
+        for panel in _panels(n, cores):
+            programs.append((core.OP_GEMM, blocks(panel, n_r), blocks(outputs, n_r), qb))
+            if staged:
+                programs.append((core.OP_LOAD, blocks(panel, n_r), blocks(outputs, n_r), 1))
+    return programs, stores
+
+
+def step_events(widths, method, config, batch=1):
+    """Events of one step of training on the array: a sample (``batch == 1``) or a minibatch.
+
+    The sum over the layers, and over the cores, of the counts of the
+    ``cp_core`` microprograms each core runs (:func:`trainforge.golden.caterpillar.core.counts`,
+    checked against the RTL's enables), in the mapping of :func:`epoch_cycles`:
+
+    - SGD, FA (``batch == 1``): per layer and core, on the core's row panel, a forward and a
+      backward GEMV and a rank-1 UPDATE (its read-modify-write of every weight counted);
+    - DFA (``batch == 1``): the forward GEMV and the UPDATE, and per hidden layer the GEMV
+      ``B_i^T e`` on ``B_i`` in column panels, instead of the backward GEMV;
+    - CP: the same three commands as SGD on each core's pieces of :func:`cp_allocation` (the
+      built core runs no fused pass: each weight is read by the forward GEMV, by the backward
+      GEMV and by the UPDATE, and written by the UPDATE);
+    - MBGD (and FA, DFA with ``batch > 1``): per layer a forward GEMM (``W^T`` in row panels),
+      a backward GEMM (``W`` in row panels; DFA: ``B_i^T`` instead), a rank-``b`` UPDATE; a
+      GEMM re-reads ``W`` once per block of ``n_r`` columns of its ``b``-column operand and
+      streams that operand in once per row block of its result, as its schedule does.
+
+    When the network does not fit (:func:`fits`), every method's weights live off-core: each
+    pass that reads them is preceded by a LOAD (off-core reads, local writes), and updated
+    weights go back off-core (:func:`store_events`).
+
+    Returns
+    -------
+    dict
+        ``{CoreEvent: int}``.
+    """
+    total = dict.fromkeys(CoreEvent, 0)
+    for events in step_events_by_program(widths, method, config, batch).values():
+        _accumulate(total, events)
+    return total
+
+
+#: The microprograms of :func:`step_events_by_program` (``STORE``: :func:`store_events`, not a ``cp_core`` command).
+PROGRAMS = tuple(op.name for op in core.CoreOp) + ("STORE",)
+
+
+@functools.lru_cache(maxsize=256)
+def step_events_by_program(widths, method, config, batch=1, padded=True):
+    """:func:`step_events` per microprogram: ``{name: {CoreEvent: int}}`` over :data:`PROGRAMS`.
+
+    ``padded=False`` (a counterfactual): block counts are the exact fractions ``size / n_r``, so that the
+    counts (polynomials in the block counts) leave out the zero padding.
+    """
+    shapes = layer_shapes(widths)
+    staged = not fits(widths, config)
+    outputs = widths[-1]
+    by_program = {name: dict.fromkeys(CoreEvent, 0) for name in PROGRAMS}
+    pieces = None
+    if method == "CP":
+        pieces = cp_allocation(shapes, config, streamed=staged)["pieces"]
+    for index, (m, n) in enumerate(shapes):
+        rows = None if pieces is None else [r for core_pieces in pieces for layer, r in core_pieces if layer == index]
+        programs, stores = _layer_step_programs(m, n, method, config, batch, staged, outputs,
+                                                hidden=index < len(shapes) - 1, pieces_rows=rows, padded=padded)
+        for op, mb, nb, qb in programs:
+            _accumulate(by_program[core.CoreOp(op).name], core.counts(op, mb, nb, qb, n_r=config.n_r))
+        for mb, nb in stores:
+            _accumulate(by_program["STORE"], store_events(mb, nb, config.n_r))
+    return by_program
+
+
+def epoch_events(widths, method, samples, config, batch=1):
+    """Events of one epoch: :func:`step_events` times the steps (``ceil(samples / batch)``), ``{CoreEvent: int}``."""
+    steps = math.ceil(samples / batch)
+    return {event: steps * count for event, count in step_events(tuple(widths), method, config, batch).items()}
+
+
+def price(events, macs, energies=None):
+    """Energy of counted events with Table 1's energies (:data:`EVENT_PJ`, or ``energies``).
+
+    Parameters
+    ----------
+    events : dict
+        ``{CoreEvent: count}``.
+    macs : int
+        The useful MACs done (the numerator of GFLOPS/W).
+
+    Returns
+    -------
+    dict
+        ``fpu_j``, ``local_j`` (local SRAMs), ``buffer_j`` (vector and error buffers), ``offcore_j``,
+        ``memory_j`` (the three memories), ``total_j``, ``gflops_per_w`` (one operation per useful MAC,
+        Table 2's unit), ``gflops_per_w_2`` (two), ``pj_per_mac`` (per event kind, per useful MAC).
+    """
+    energies = EVENT_PJ if energies is None else energies
+    joules = {event: events[event] * energies[event] * 1e-12 for event in CoreEvent}
+    fpu = joules[CoreEvent.MAC] + joules[CoreEvent.ADD]
+    local = joules[CoreEvent.LOCAL_READ] + joules[CoreEvent.LOCAL_WRITE]
+    buffer = joules[CoreEvent.BUFFER_READ] + joules[CoreEvent.BUFFER_WRITE]
+    offcore = joules[CoreEvent.OFFCORE_READ] + joules[CoreEvent.OFFCORE_WRITE]
+    total = fpu + local + buffer + offcore
+    return {"fpu_j": fpu, "local_j": local, "buffer_j": buffer, "offcore_j": offcore,
+            "memory_j": local + buffer + offcore, "total_j": total,
+            "gflops_per_w": macs / total / 1e9, "gflops_per_w_2": 2 * macs / total / 1e9,
+            "pj_per_mac": {event.name: joules[event] / macs * 1e12 for event in CoreEvent}}
+
+
+def epoch_energy(widths, method, samples, config, batch=1):
+    """Energy of one epoch (J), priced from the counted events of the microprograms (:func:`epoch_events`).
+
+    Every MAC, addition, local-SRAM and buffer access and off-core word of the
+    ``cp_core`` microprograms that train the network, at Table 1's energies
+    (:data:`EVENT_PJ`); GFLOPS/W over the useful MACs of :func:`epoch_counts`
+    (padding MACs cost energy but do no useful work). The ring's transfers
+    are not priced (the paper: "the energy of broadcasts was found to be negligible").
+
+    Returns
+    -------
+    dict
+        As :func:`price`, with ``events`` (``{event name: count}``) and ``macs`` (useful).
+    """
+    events = epoch_events(widths, method, samples, config, batch)
+    macs = epoch_counts(widths, method, samples, batch)["macs"]
+    return {**price(events, macs), "events": {event.name: count for event, count in events.items()}, "macs": macs}
+
+
+#: The counterfactuals of the deviations from Table 2, applied cumulatively in this order: each removes
+#: from the counted events something the paper's Section 3.4 count leaves out (the explanation it tests);
+#: with all of them the counts are Section 3.4's (weights priced off-core when the network does not fit,
+#: for MBGD too).
+COUNTERFACTUALS = (
+    ("no UPDATE subtraction", "the write-back's subtraction W - round(P / 2**shift), one FPU addition per "
+                              "weight per update, is not among the 3 K sum m n FPU operations"),
+    ("no reduction adds", "the reduction's n_r (n_r - 1) additions per GEMV output block are not counted"),
+    ("no UPDATE read-modify-write", "Section 3.4 counts the weight accesses of the forward and backward "
+                                    "passes only, not the update's read and write of every weight"),
+    ("no vector re-reads", "the vector and error buffers (x or e read again for every output block, x_s "
+                           "for every UPDATE MAC) are taken as negligible"),
+    ("no activation traffic", "the operands streamed into and the results out of the core (activations, "
+                              "errors, a GEMM's B and C) are taken as negligible"),
+    ("no padding", "the MACs and weight accesses on the zero padding of partial n_r x n_r blocks (and of the "
+                   "minibatch to whole blocks of n_r columns) are not counted"),
+    ("one W read per GEMM", "a GEMM reads each weight once, not once per block of n_r columns of B (Qb "
+                            "times) as its schedule does"),
+    ("no weight staging", "weights that do not fit are accessed off-core in place: no LOAD into the local "
+                          "SRAMs before a pass and no STORE after the update, one off-core read per pass"),
+    ("fused CP pass", "CP reads each weight once for its forward and backward pass (Section 3.4), which "
+                      "the built core does not (its backward GEMV reads the weight again)"),
+)
+
+
+def counterfactual_energy(widths, method, samples, config, batch=1, upto=len(COUNTERFACTUALS)):
+    """:func:`epoch_energy` with the first ``upto`` :data:`COUNTERFACTUALS` applied (the runs that test them).
+
+    Returns
+    -------
+    dict
+        As :func:`price`.
+    """
+    applied = {name for name, _ in COUNTERFACTUALS[:upto]}
+    steps = math.ceil(samples / batch)
+    by_program = {name: dict(events) for name, events in step_events_by_program(
+        tuple(widths), method, config, batch, padded="no padding" not in applied).items()}
+    macs = epoch_counts(widths, method, samples, batch)["macs"]
+
+    def drop(programs, *events):
+        for name in programs:
+            for event in events:
+                by_program[name][event] = 0
+
+    if "no UPDATE subtraction" in applied:
+        drop(["UPDATE"], CoreEvent.ADD)
+    if "no reduction adds" in applied:
+        drop(PROGRAMS, CoreEvent.ADD)
+    if "no UPDATE read-modify-write" in applied:
+        drop(["UPDATE"], CoreEvent.LOCAL_READ, CoreEvent.LOCAL_WRITE)
+    if "no vector re-reads" in applied:
+        drop(PROGRAMS, CoreEvent.BUFFER_READ, CoreEvent.BUFFER_WRITE)
+    if "no activation traffic" in applied:
+        drop(["GEMV_FORWARD", "GEMV_BACKWARD", "GEMM", "UPDATE"], CoreEvent.OFFCORE_READ, CoreEvent.OFFCORE_WRITE)
+    if "one W read per GEMM" in applied and by_program["GEMM"][CoreEvent.LOCAL_READ]:
+        # Qb reads of every weight per GEMM: each GEMM's own Qb (the same for all GEMMs of a step)
+        qb = core.blocks(batch, config.n_r) if "no padding" not in applied else batch / config.n_r
+        by_program["GEMM"][CoreEvent.LOCAL_READ] /= qb
+    staged = by_program["LOAD"][CoreEvent.OFFCORE_READ] > 0
+    if "no weight staging" in applied and staged:
+        drop(["LOAD"], CoreEvent.LOCAL_WRITE)
+        drop(["STORE"], CoreEvent.LOCAL_READ, CoreEvent.OFFCORE_WRITE)
+        drop(["GEMV_FORWARD", "GEMV_BACKWARD", "GEMM"], CoreEvent.LOCAL_READ)
+    if "fused CP pass" in applied and method == "CP":
+        drop(["GEMV_BACKWARD"], CoreEvent.LOCAL_READ)
+        for event in (CoreEvent.OFFCORE_READ, CoreEvent.LOCAL_WRITE):
+            by_program["LOAD"][event] /= 2  # one LOAD per sample for both passes, not two
+    total = dict.fromkeys(CoreEvent, 0)
+    for events in by_program.values():
+        _accumulate(total, events, steps)
+    return price(total, macs)
 
 
 def area_mm2(config):

@@ -3,7 +3,7 @@
 The PE has no streams (the core's sequencer drives its controls every cycle),
 so a scenario's stimulus is the local memory image (``"memory"``, written
 before the sequence) and the controls of each *enabled* cycle
-(``"controls"``: dicts of ``rd_addr``, ``mac_op``, ``mac_clear``, ``handoff``,
+(``"controls"``: dicts of ``rd_en``, ``rd_addr``, ``mac_op``, ``mac_clear``, ``handoff``,
 ``red_add``, ``row_bus``, ``col_bus``, ``red_in``); ``valid["en"]`` is the
 per-cycle pattern of ``en`` (a low cycle changes nothing). The expected
 transactions are the accumulator (``"acc"``) and the reduction register
@@ -11,8 +11,8 @@ transactions are the accumulator (``"acc"``) and the reduction register
 
 Reference (independent of the vectorised golden model): the PE written out
 cycle by cycle on Python ints, its pipeline registers named. In enabled cycle
-``t`` the SRAM reads ``rd_addr``; the word enters the SRAM output register in
-``t + 1`` and is ``mem_data`` in ``t + 2`` (zero before, the register's reset
+``t`` with ``rd_en`` the SRAM reads ``rd_addr`` (without it the read port keeps its last word); the
+word enters the SRAM output register in ``t + 1`` and is ``mem_data`` in ``t + 2`` (zero before, the register's reset
 value; no MAC takes ``mem_data`` in the first two cycles). The operand stage
 of cycle ``t`` takes its bus operands (the bus's low ``width`` bits,
 sign-extended) and ``mem_data`` into the multiplier's input registers with
@@ -27,7 +27,7 @@ from trainforge.spec.caterpillar import MacOp
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
-CONTROL_NAMES = ("rd_addr", "mac_op", "mac_clear", "handoff", "red_add", "row_bus", "col_bus", "red_in")
+CONTROL_NAMES = ("rd_en", "rd_addr", "mac_op", "mac_clear", "handoff", "red_add", "row_bus", "col_bus", "red_in")
 
 
 def _signed(value, bits):
@@ -66,27 +66,29 @@ def reference(memory, controls, *, width, acc_width, **_):
         second = col if op == MacOp.ROW_COL else output_register
         operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
         # SRAM output register and read
-        output_register, read = read, memory[control["rd_addr"]]
+        output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
         acc, red = new_acc, new_red
         accs.append(acc)
         reds.append(red)
     return accs, reds
 
 
-def _control(rd_addr=0, mac_op=MacOp.NONE, mac_clear=0, handoff=0, red_add=0, row_bus=0, col_bus=0, red_in=0):
-    return {"rd_addr": rd_addr, "mac_op": int(mac_op), "mac_clear": mac_clear, "handoff": handoff,
+def _control(rd_addr=0, mac_op=MacOp.NONE, mac_clear=0, handoff=0, red_add=0, row_bus=0, col_bus=0, red_in=0,
+             rd_en=1):
+    return {"rd_en": rd_en, "rd_addr": rd_addr, "mac_op": int(mac_op), "mac_clear": mac_clear, "handoff": handoff,
             "red_add": red_add, "row_bus": row_bus, "col_bus": col_bus, "red_in": red_in}
 
 
 def _random_controls(rng, params, depth, cycles, bus=None):
     """Random controls as the core issues them: no MAC in the first two cycles (no word read yet), a handoff only
-    with a MAC."""
+    with a MAC; the read skipped a quarter of the time (the MAC then takes the last word read)."""
     half = 1 << (params["acc_width"] - 1)
     controls = []
     for index in range(cycles):
         op = MacOp.NONE if index < 2 else rng.randrange(4)
         controls.append(_control(
-            rd_addr=rng.randrange(depth), mac_op=op, mac_clear=int(rng.random() < 0.2),
+            rd_en=int(index < 2 or rng.random() < 0.75), rd_addr=rng.randrange(depth), mac_op=op,
+            mac_clear=int(rng.random() < 0.2),
             handoff=int(op != MacOp.NONE and rng.random() < 0.15), red_add=int(rng.random() < 0.4),
             row_bus=rng.randrange(-half, half) if bus is None else bus,
             col_bus=rng.randrange(-half, half) if bus is None else bus,
