@@ -14,10 +14,11 @@ from amaranth.lib import data, enum
 
 from ..errors import ParameterError
 from . import stream_stage
+from .fp import FP16, FP32
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
+    "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
@@ -30,8 +31,19 @@ __all__ = [
     "params_with_defaults",
 ]
 
-#: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``).
-MAC_UNIT_NAMES = ("fixed",)
+#: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``): ``fixed`` (two's
+#: complement, wrapping accumulator) and ``fp16`` (the paper's half-precision FPU: :data:`FP16_MAC`).
+MAC_UNIT_NAMES = ("fixed", "fp16")
+#: The MAC units that ``cp_core``, ``cp_ring`` and ``cp_reciprocal`` are built for so far: their reduction
+#: adds, UPDATE write-back and reciprocal are fixed point only (``fp16`` runs in ``cp_pe`` alone).
+SYSTEM_MAC_UNIT_NAMES = ("fixed",)
+#: ``mac="fp16"``: the formats of the PE's FPU. The operands (local SRAM words, the low 16 bits of a bus) are
+#: IEEE half precision; the product of two of them is exact in FP32 (22-bit significand, no rounding); the
+#: accumulator, the reduction register and the buses hold FP32, and every addition (the MAC's and the
+#: reduction's) rounds to nearest even once (:mod:`trainforge.spec.fp`: subnormals flushed to zero on input
+#: and output, canonical quiet NaN). The MAC is therefore a fused multiply-add with an FP32 addend:
+#: ``acc = round32(acc + a * b)``. Why FP32 and not FP16 accumulation: hw/caterpillar/README.md.
+FP16_MAC = {"operand": FP16, "accumulator": FP32}
 #: GEMV reduction kinds: over the column/row bus, or a tree over the neighbour links.
 REDUCTIONS = ("bus", "tree")
 
@@ -120,6 +132,16 @@ def _check_acc_width(values):
                              f"allowed: an integer in {2 * values['width']}..64")
 
 
+def _check_fp16_widths(values):
+    """The FPU's operands are FP16 (16 bits) and its accumulator and buses FP32 (32 bits)."""
+    if values["mac"] != "fp16":
+        return
+    for name, bits in (("width", FP16.width), ("acc_width", FP32.width)):
+        if values[name] != bits:
+            raise ParameterError(f"parameter '{name}' = {values[name]} is invalid with mac 'fp16' (FP16 operands, "
+                                 f"an FP32 accumulator); allowed: {bits}")
+
+
 def _check_table_bits(values):
     """The lookup table indexes the bits after the leading one of the fraction."""
     if values["table_bits"] > values["frac"] - 2:
@@ -138,10 +160,13 @@ _MAX_BLOCKS = Param("max_blocks", int, 64, "largest block count of a command (ve
                     minimum=1, maximum=4096)
 _REDUCTION = Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r-1 cycles) or neighbour-link tree",
                    choices=REDUCTIONS)
-_MAC = Param("mac", str, "fixed", "MAC unit of the PEs", choices=MAC_UNIT_NAMES)
+_PE_MAC = Param("mac", str, "fixed", "MAC unit: 'fixed' (width-bit operands), or 'fp16' (FP16 operands, FP32 "
+                "accumulation; width 16, acc_width 32)", choices=MAC_UNIT_NAMES)
+_MAC = replace(_PE_MAC, doc="MAC unit of the PEs ('fp16' is built for cp_pe only so far)",
+               choices=SYSTEM_MAC_UNIT_NAMES)
 
 #: The parameters of ``cp_pe``.
-PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAC), constraints=(_check_acc_width,))
+PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC), constraints=(_check_acc_width, _check_fp16_widths))
 
 
 def _check_pe_params(values):
@@ -179,7 +204,7 @@ RECIPROCAL_PARAMS = ParamSchema((
     Param("frac", int, 16, "fraction bits of inputs and results", minimum=4, maximum=28),
     Param("table_bits", int, 3, "lookup-table index bits", minimum=1, maximum=8),
     Param("iterations", int, 2, "Goldschmidt iterations (two MACs each)", minimum=0, maximum=6),
-    Param("mac", str, "fixed", "MAC unit", choices=MAC_UNIT_NAMES),
+    Param("mac", str, "fixed", "MAC unit", choices=SYSTEM_MAC_UNIT_NAMES),
 ), constraints=(_check_table_bits,))
 
 #: ``cp_pe``: cycles from an issue-stage read (``rd_addr``) to its word on ``mem_data``: the synchronous

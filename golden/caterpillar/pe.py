@@ -1,10 +1,51 @@
-"""Golden model of :class:`trainforge.hw.caterpillar.pe.CPPE`: vectorised numpy, bit-exact, per cycle."""
+"""Golden model of :class:`trainforge.hw.caterpillar.pe.CPPE`: numpy, bit-exact, per cycle.
+
+Both MAC units (the ``mac`` parameter) share the pipeline; they differ in
+the arithmetic of the multiply stage and of the two adders:
+
+``fixed``
+    Exact two's complement products, sums wrapping to ``acc_width`` bits
+    (vectorised: segmented running sums modulo ``2**64``).
+``fp16``
+    The operands are FP16 bit patterns (a local SRAM word, the low 16 bits of
+    a bus), their product the exact FP32 product of
+    :func:`trainforge.golden.fp.fp_mul_exact`; the accumulator, the
+    reduction register and ``red_in`` are FP32 bit patterns. Each addition is
+    one :func:`trainforge.golden.fp.fp32_add` (one rounding to nearest even,
+    subnormals flushed), in the hardware's order: the accumulate stage adds
+    the product to the accumulator (to ``+0`` with ``mac_clear``); the
+    reduction register adds ``red_in`` to itself. ``acc`` and ``red`` are
+    returned as the signed 32-bit integers of those bit patterns (the ports'
+    view). The additions are sequential, so this path loops over the cycles.
+"""
 import numpy as np
 
-from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults
+from ...spec.caterpillar import FP16_MAC, PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults
 from ..dense_pe import wrap
+from ..fp import fp32_add, fp_mul_exact
 
-__all__ = ["segmented_sum", "cp_pe"]
+__all__ = ["segmented_sum", "fp16_multiply_accumulate", "cp_pe"]
+
+
+def fp16_multiply_accumulate(addend_bits, a_bits, b_bits):
+    """The ``fp16`` MAC's accumulate step: ``addend + a * b``, FP32 bits.
+
+    ``a * b`` is the exact FP32 product of two FP16 operands (no rounding),
+    then one FP32 addition rounds the sum to nearest even: one rounding in
+    all, a fused multiply-add with an FP32 addend.
+
+    Parameters
+    ----------
+    addend_bits : array_like of int
+        FP32 bit patterns (the accumulator, or ``+0`` after a clear).
+    a_bits, b_bits : array_like of int
+        FP16 bit patterns (broadcast with ``addend_bits``).
+
+    Returns
+    -------
+    numpy.ndarray of uint32
+    """
+    return fp32_add(addend_bits, fp_mul_exact(a_bits, b_bits, FP16_MAC["operand"]))
 
 
 def segmented_sum(starts, start_values, increments):
@@ -69,6 +110,8 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     """
     resolved = params_with_defaults(PE_PARAMS, params)
     width, acc_width = resolved["width"], resolved["acc_width"]
+    if resolved["mac"] == "fp16":
+        return _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en)
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
@@ -92,3 +135,48 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     red = segmented_sum(handoff, acc, np.where(adds, np.asarray(red_in, dtype=np.int64).astype(np.uint64),
                                                np.uint64(0)))
     return wrap(acc, acc_width, True), wrap(red, acc_width, True), mem_data
+
+
+def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en):
+    """:func:`cp_pe` with ``mac="fp16"`` (``width`` 16, ``acc_width`` 32): same pipeline, FP arithmetic."""
+    operand, accumulator = FP16_MAC["operand"], FP16_MAC["accumulator"]
+    operand_mask, accumulator_mask = (1 << operand.width) - 1, (1 << accumulator.width) - 1
+    memory = np.asarray(memory, dtype=np.int64) & operand_mask
+    rd_addr = np.asarray(rd_addr, dtype=np.int64)
+    mac_op = np.asarray(mac_op, dtype=np.int64)
+    cycles = len(rd_addr)
+    read = np.ones(cycles, dtype=bool) if rd_en is None else np.asarray(rd_en, dtype=bool)
+    last_read = np.maximum.accumulate(np.where(read, np.arange(cycles), -1))
+    port = np.where(last_read >= 0, memory[rd_addr[np.maximum(last_read, 0)]], 0)
+    mem_data = _delayed(port, PE_READ_LATENCY).astype(np.int64)
+    row_operand = np.asarray(row_bus, dtype=np.int64) & operand_mask
+    col_operand = np.asarray(col_bus, dtype=np.int64) & operand_mask
+    first = np.where((mac_op == MacOp.ROW_MEM) | (mac_op == MacOp.ROW_COL), row_operand, col_operand)
+    second = np.where(mac_op == MacOp.ROW_COL, col_operand, mem_data)
+    active = mac_op != MacOp.NONE
+    # Multiply stage: exact FP32 products; they reach the accumulate stage PE_MAC_LATENCY cycles later.
+    product = _delayed(fp_mul_exact(first, second, operand), PE_MAC_LATENCY)
+    active = _delayed(active, PE_MAC_LATENCY, False)
+    clear = _delayed(np.asarray(mac_clear, dtype=bool), PE_MAC_LATENCY, False)
+    landing = _delayed(np.asarray(handoff, dtype=bool), PE_MAC_LATENCY, False)
+    red_add = np.asarray(red_add, dtype=bool)
+    red_in = np.asarray(red_in, dtype=np.int64) & accumulator_mask
+    acc_trace = np.zeros(cycles, dtype=np.uint32)
+    red_trace = np.zeros(cycles, dtype=np.uint32)
+    acc = red = np.uint32(0)  # the registers' reset value: FP32 +0
+    for cycle in range(cycles):
+        if active[cycle] or landing[cycle]:  # a handoff comes only with a MAC
+            total = fp32_add(np.uint32(0) if clear[cycle] else acc, product[cycle])
+        if landing[cycle]:
+            red_next = total
+        elif red_add[cycle]:
+            red_next = fp32_add(red, red_in[cycle])
+        else:
+            red_next = red
+        if active[cycle]:
+            acc = total
+        red = red_next
+        acc_trace[cycle], red_trace[cycle] = acc, red
+    return (wrap(acc_trace.astype(np.uint64), accumulator.width, True),
+            wrap(red_trace.astype(np.uint64), accumulator.width, True),
+            wrap(mem_data.astype(np.uint64), operand.width, True))
