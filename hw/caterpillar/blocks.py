@@ -11,8 +11,8 @@ BLOCKS = (
         component=CPPE,
         testbench="tb_cp_pe",
         summary="CATERPILLAR LAC PE: swappable MAC unit, local SRAM, accumulator and reduction register",
-        test_params=({"sram_depth": 32},),
-        regress_params=({"width": 8, "acc_width": 16, "sram_depth": 8192},),
+        test_params=({"sram_depth": 32}, {"sram_depth": 32, "mac": "fp16"}),
+        regress_params=({"width": 8, "acc_width": 16, "sram_depth": 8192}, {"mac": "fp16"}),
     ),
     Block(
         name="cp_core",

@@ -47,10 +47,17 @@ class CPPE(wiring.Component):
     The buses are ``acc_width`` wide; a multiplier operand taken from a bus is
     its low ``width`` bits (a sign-extended operand).
 
+    With ``mac="fp16"`` (the paper's half-precision FPU, ``width`` 16 and
+    ``acc_width`` 32) the same pipeline carries bit patterns: the SRAM words
+    and the operands taken from the buses (their low 16 bits) are FP16, the
+    multiply stage makes their exact FP32 product, and the accumulator, the
+    reduction register, ``red_in`` and the buses are FP32; both adders round
+    to nearest even (:class:`~trainforge.hw.caterpillar.mac.CPHalfPrecisionMAC`).
+
     Parameters
     ----------
     width : int
-        Operand (weight and activation) width, two's complement fixed point.
+        Operand (weight and activation) width, two's complement fixed point (16 with ``fp16``).
     acc_width : int
         Accumulator, reduction and bus width; sums wrap around.
     sram_depth : int
@@ -148,7 +155,7 @@ class CPPE(wiring.Component):
             self.mem_data.eq(sram_output),
         ]
 
-        mac_unit = MAC_UNITS[self.mac](self.width, self.acc_width)
+        mac_unit = MAC_UNITS[self.mac](self.width, self.acc_width, m, f"{prefix}_fpu")
         row_operand = self.row_bus[:self.width].as_signed()
         col_operand = self.col_bus[:self.width].as_signed()
         first_is_row = (self.mac_op == MacOp.ROW_MEM) | (self.mac_op == MacOp.ROW_COL)
@@ -165,6 +172,9 @@ class CPPE(wiring.Component):
         total = Signal(signed(self.acc_width), name=f"{prefix}_sum")
         mac_enable = Signal(name=f"{prefix}_mac_enable")
         add_enable = Signal(name=f"{prefix}_add_enable")
+        # The MAC unit's datapaths, outside the enable's conditions (an FP unit adds named nets to ``m``).
+        next_product = mac_unit.multiply(multiplicand, multiplier)
+        reduction_sum = mac_unit.add(reduction, self.red_in)
         m.d.comb += [
             mac_enable.eq(self.en & active),
             add_enable.eq(self.en & ~handoff & self.red_add),
@@ -178,7 +188,7 @@ class CPPE(wiring.Component):
                 multiplicand.eq(Mux(first_is_row, row_operand, col_operand)),
                 multiplier.eq(Mux(second_is_col, col_operand, sram_output)),
                 multiply_controls.eq(Cat(self.mac_op != MacOp.NONE, self.mac_clear, self.handoff)),
-                product.eq(mac_unit.multiply(multiplicand, multiplier)),
+                product.eq(next_product),
                 accumulate_controls.eq(multiply_controls),
             ]
             with m.If(active):
@@ -186,4 +196,4 @@ class CPPE(wiring.Component):
             with m.If(handoff):
                 m.d.sync += reduction.eq(total)
             with m.Elif(self.red_add):
-                m.d.sync += reduction.eq(mac_unit.add(reduction, self.red_in))
+                m.d.sync += reduction.eq(reduction_sum)

@@ -21,10 +21,27 @@ sign-extended) and ``mem_data`` into the multiplier's input registers with
 wrapping to ``acc_width`` bits, and ``handoff`` copies that sum into ``red``;
 ``red_add`` of cycle ``t`` adds ``red_in`` to ``red`` (wrapping) unless a
 handoff lands in ``t``.
+
+With ``mac="fp16"`` the same cycle model runs on numpy's IEEE arithmetic
+(``verif/fp_oracle.py``) in the hardware's order: the operands (SRAM words,
+the low 16 bits of the buses) are float16, the product is the float32
+product of the two widened to float32 (exact), the accumulate stage adds it
+to the float32 accumulator (or to +0 with ``mac_clear``), ``red_add`` adds
+``red_in`` (float32 bits) to ``red``; subnormals are flushed on input and
+output and a NaN is the canonical 0x7FC00000. The expected ``acc`` and
+``red`` are the float32 bit patterns as signed 32-bit integers (the ports'
+view). The FP rows: the hand-worked sequence on exact small integers (its
+expected values written by hand as float32 bits), random normal operands,
+random bit patterns (every special), and a row of infinities, NaNs,
+subnormals and overflows.
 """
+import numpy as np
+
 from trainforge.golden.caterpillar.pe import cp_pe
 from trainforge.spec.caterpillar import MacOp
+from trainforge.spec.fp import FP16
 
+from fp_oracle import QUIET_NAN32, oracle_add, oracle_mul
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
 CONTROL_NAMES = ("rd_en", "rd_addr", "mac_op", "mac_clear", "handoff", "red_add", "row_bus", "col_bus", "red_in")
@@ -35,8 +52,44 @@ def _signed(value, bits):
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def reference(memory, controls, *, width, acc_width, **_):
+class FixedArithmetic:
+    """Two's complement: exact products, sums wrapping to ``acc_width`` bits."""
+
+    def __init__(self, width, acc_width):
+        self.width, self.acc_width = width, acc_width
+
+    def operand(self, value):
+        return _signed(value, self.width)
+
+    def multiply(self, first, second):
+        return first * second
+
+    def add(self, x, y):
+        return _signed(x + y, self.acc_width)
+
+
+class HalfPrecisionArithmetic:
+    """numpy float16 operands, exact float32 products, float32 sums (flushed, canonical NaN); values are bits."""
+    width, acc_width = 16, 32
+
+    @staticmethod
+    def _bits(result):
+        value = int(np.asarray(result, dtype=np.float32).view(np.uint32))
+        return QUIET_NAN32 if np.isnan(result) else value
+
+    def operand(self, value):
+        return value & 0xFFFF
+
+    def multiply(self, first, second):
+        return self._bits(oracle_mul(first, second, FP16))
+
+    def add(self, x, y):
+        return self._bits(oracle_add(x & 0xFFFFFFFF, y & 0xFFFFFFFF))
+
+
+def reference(memory, controls, *, width, acc_width, mac="fixed", **_):
     """``(acc, red)`` after each enabled cycle, computed one cycle at a time."""
+    arithmetic = HalfPrecisionArithmetic() if mac == "fp16" else FixedArithmetic(width, acc_width)
     acc = red = 0
     read = output_register = 0  # the SRAM read port's word and the SRAM output register
     operands = None  # (MAC?, clear, handoff, multiplicand, multiplier): the multiplier's input registers
@@ -47,29 +100,29 @@ def reference(memory, controls, *, width, acc_width, **_):
         landing = False
         new_acc, new_red = acc, red
         if multiplied is not None:
-            mac, clear, landing, product = multiplied
-            total = _signed((0 if clear else acc) + product, acc_width)
-            if mac:
+            mac_active, clear, landing, product = multiplied
+            total = arithmetic.add(0 if clear else acc, product)
+            if mac_active:
                 new_acc = total
             if landing:
                 new_red = total
         if not landing and control["red_add"]:
-            new_red = _signed(red + control["red_in"], acc_width)
+            new_red = arithmetic.add(red, control["red_in"])
         # multiply stage
         if operands is not None:
-            mac, clear, handoff, first, second = operands
-            multiplied = (mac, clear, handoff, first * second)
+            mac_active, clear, handoff, first, second = operands
+            multiplied = (mac_active, clear, handoff, arithmetic.multiply(first, second))
         # operand stage
         op = control["mac_op"]
-        row, col = _signed(control["row_bus"], width), _signed(control["col_bus"], width)
+        row, col = arithmetic.operand(control["row_bus"]), arithmetic.operand(control["col_bus"])
         first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
-        second = col if op == MacOp.ROW_COL else output_register
+        second = col if op == MacOp.ROW_COL else arithmetic.operand(output_register)
         operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
         # SRAM output register and read
         output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
         acc, red = new_acc, new_red
-        accs.append(acc)
-        reds.append(red)
+        accs.append(_signed(acc, arithmetic.acc_width))
+        reds.append(_signed(red, arithmetic.acc_width))
     return accs, reds
 
 
@@ -103,6 +156,8 @@ def _scenario(name, params, memory, controls, en=(1,)):
 
 
 def scenarios(params, seed):
+    if params.get("mac", "fixed") == "fp16":
+        return _fp16_scenarios(params, seed)
     width = params["width"]
     depth = min(params["sram_depth"], 64)
     half = 1 << (width - 1)
@@ -142,6 +197,85 @@ def scenarios(params, seed):
         control.update(mac_clear=0, row_bus=-half, col_bus=-half, red_in=-(1 << (params["acc_width"] - 1)))
     table.append(_scenario("most negative operands (products and sums wrap)", params, [-half] * small, controls,
                            random_pattern(rng, 0.9)))
+    return table
+
+
+# FP16 operand corners: signed zeros, subnormals (flushed), smallest and largest normals, infinities, NaNs.
+_FP16_SPECIALS = (0x0000, 0x8000, 0x0001, 0x83FF, 0x0400, 0x8400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01,
+                  0x3C00, 0xBC00, 0x3C01)
+# FP32 red_in corners: zeros, a subnormal, the largest finite values, infinities, NaNs, one.
+_FP32_SPECIALS = (0x00000000, 0x80000000, 0x00000001, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+                  0x7FC00000, 0x7F800001, 0x3F800000, 0xBF800000)
+
+
+def _fp16_normal(rng, low, high):
+    """Bits of a random FP16 normal number of exponent field in ``[low, high]``, random sign."""
+    return (rng.randrange(2) << 15) | (rng.randint(low, high) << 10) | rng.randrange(1 << 10)
+
+
+def _fp32_normal(rng, low, high):
+    """Bits of a random FP32 normal number of exponent field in ``[low, high]``, random sign."""
+    return (rng.randrange(2) << 31) | (rng.randint(low, high) << 23) | rng.randrange(1 << 23)
+
+
+def _fp16_scenarios(params, seed):
+    """The ``mac="fp16"`` rows: operands are FP16 bits, ``acc``/``red``/``red_in`` FP32 bits (see the docstring)."""
+    depth = min(params["sram_depth"], 64)
+    small = min(16, params["sram_depth"])
+    table = []
+    # The hand-worked sequence of the fixed unit on FP16 encodings of the same small integers: every product
+    # and sum is exact, so the expected values are the same integers, written here as FP32 bits by hand.
+    # FP16: 3 0x4200, -2 0xC000, 5 0x4500, 7 0x4700, 4 0x4400, -5 0xC500, 2 0x4000, 6 0x4600, -3 0xC200.
+    # FP32: 12 0x41400000, 22 0x41B00000, 32 0x42000000, -18 0xC1900000, 100 0x42C80000, 132 0x43040000,
+    # 7 0x40E00000, -32 0xC2000000.
+    controls = [
+        _control(rd_addr=0),
+        _control(rd_addr=1),
+        _control(rd_addr=2, mac_op=MacOp.ROW_MEM, mac_clear=1, row_bus=0x4400),
+        _control(rd_addr=3, mac_op=MacOp.ROW_MEM, row_bus=0xC500),
+        _control(rd_addr=0, mac_op=MacOp.COL_MEM, col_bus=0x4000, handoff=1),
+        _control(mac_op=MacOp.ROW_COL, mac_clear=1, row_bus=0x4600, col_bus=0xC200, red_add=1, red_in=0x42C80000),
+        _control(red_add=1, red_in=0x40E00000),
+        _control(red_add=1, red_in=0x42C80000),
+        _control(red_add=1, red_in=0xC2000000),
+    ]
+    acc = [0, 0, 0, 0, 0x41400000, 0x41B00000, 0x42000000, 0xC1900000, 0xC1900000]
+    red = [0, 0, 0, 0, 0, 0x42C80000, 0x42000000, 0x43040000, 0x42C80000]
+    if params["sram_depth"] >= 4:
+        table.append(Scenario("fp16: hand-worked sequence on exact small integers",
+                              {"memory": [0x4200, 0xC000, 0x4500, 0x4700], "controls": controls},
+                              {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
+                              valid={"en": (1, 1, 0)}))
+    # Random normal operands of moderate size (products 2**-10 .. 2**12): long sums round at every step.
+    rng = rng_for(seed, "cp_pe", "fp16 normals")
+    memory = [_fp16_normal(rng, 10, 20) for _ in range(depth)]
+    controls = _random_controls(rng, params, depth, 300)
+    for control in controls:
+        control.update(row_bus=_fp16_normal(rng, 10, 20), col_bus=_fp16_normal(rng, 10, 20),
+                       red_in=_fp32_normal(rng, 117, 137))
+    table.append(_scenario("fp16: random normal operands, en low a third of the time", params, memory, controls,
+                           random_pattern(rng, 0.67)))
+    # Random bit patterns everywhere: subnormals, infinities and NaNs arrive at random.
+    rng = rng_for(seed, "cp_pe", "fp16 bits")
+    memory = [rng.randrange(1 << 16) for _ in range(depth)]
+    table.append(_scenario("fp16: random bit patterns (every special)", params, memory,
+                           _random_controls(rng, params, depth, 300), random_pattern(rng, 0.8)))
+    # Corners: operands and red_in drawn from the special values; long sums of the largest normals overflow.
+    rng = rng_for(seed, "cp_pe", "fp16 specials")
+    memory = [rng.choice(_FP16_SPECIALS) for _ in range(small)]
+    controls = _random_controls(rng, params, small, 200)
+    for control in controls:
+        control.update(row_bus=rng.choice(_FP16_SPECIALS), col_bus=rng.choice(_FP16_SPECIALS),
+                       red_in=rng.choice(_FP32_SPECIALS))
+    table.append(_scenario("fp16: infinities, NaNs, subnormals, signed zeros, overflow", params, memory, controls,
+                           random_pattern(rng, 0.9)))
+    rng = rng_for(seed, "cp_pe", "fp16 zeros")
+    controls = _random_controls(rng, params, small, 80, bus=0)
+    for control in controls:
+        control.update(row_bus=rng.choice((0, 0x8000)), col_bus=rng.choice((0, 0x8000)),
+                       red_in=rng.choice((0, 0x80000000)))
+    table.append(_scenario("fp16: signed zeros", params, [rng.choice((0, 0x8000)) for _ in range(small)],
+                           controls))
     return table
 
 
