@@ -134,3 +134,12 @@ def test_update_fields_accept_the_boundaries():
     golden_core.check_update(8, 8, 1, 31, acc_width=32, max_blocks=8)
     golden_core.check_update(4, 2, 2, 0, acc_width=32, max_blocks=8)
     golden_core.check_update(1, 1, 1, 15, acc_width=16, max_blocks=1)
+
+
+def test_fp16_is_the_pe_only_so_far():
+    """``mac="fp16"`` is built for ``cp_pe``; the core, the ring and the reciprocal refuse it until theirs is."""
+    assert spec.PE_PARAMS.resolve(mac="fp16")["mac"] == "fp16"
+    for schema in (spec.CORE_PARAMS, spec.RING_PARAMS, spec.RECIPROCAL_PARAMS):
+        with pytest.raises(ParameterError) as caught:
+            schema.resolve(mac="fp16")
+        assert str(caught.value) == "parameter 'mac' = 'fp16' is invalid; allowed: one of fixed"

@@ -36,6 +36,12 @@ CASES = [
     ("cp_pe", {"width": 16, "acc_width": 31},
      "parameter 'acc_width' = 31 is invalid (narrower than the 32-bit products of width 16); allowed: an integer "
      "in 32..64", {"width": 16, "acc_width": 32}),
+    ("cp_pe", {"mac": "fp16", "width": 8, "acc_width": 32},
+     "parameter 'width' = 8 is invalid with mac 'fp16' (FP16 operands, an FP32 accumulator); allowed: 16",
+     {"mac": "fp16", "width": 16, "acc_width": 32}),
+    ("cp_pe", {"mac": "fp16", "width": 16, "acc_width": 40},
+     "parameter 'acc_width' = 40 is invalid with mac 'fp16' (FP16 operands, an FP32 accumulator); allowed: 32",
+     {"mac": "fp16"}),
     ("cp_core", {"width": 20, "acc_width": 39},
      "parameter 'acc_width' = 39 is invalid (narrower than the 40-bit products of width 20); allowed: an integer "
      "in 40..64", {"width": 20, "acc_width": 40}),
