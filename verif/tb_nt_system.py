@@ -9,6 +9,7 @@ images and SR layers). The SR-LO state carried from layer to layer is checked ag
 golden model (``golden/neurotrainer/integration.py``).
 """
 import json
+import os
 
 import cocotb
 import numpy as np
@@ -149,10 +150,13 @@ async def play(harness, scenario):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_system.py``, each from reset."""
+    """Every scenario of ``verif/scenarios/nt_system.py``, each from reset (with ``NT_SYSTEM_SCENARIO`` set:
+    only those whose name contains it, to iterate on one)."""
     bench = await start(dut)
     harness = Harness(bench)
-    for index, scenario in enumerate(table.scenarios(bench.params, bench.seed)):
+    only = os.environ.get("NT_SYSTEM_SCENARIO", "")
+    for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
+                                     if only in scenario.name):
         if index:
             await bench.reset()
         await play(harness, scenario)

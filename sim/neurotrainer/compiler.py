@@ -115,10 +115,14 @@ class Stream:
         Golden-model program dicts, in issue order.
     broadcast : bool
         The common vault's stream sent to every PE (one stream, shared by the PE jobs).
+    lut : str or None
+        A read stream's data words pass the vault controller's LUT: ``"f"`` (the activation
+        f(x)) or ``"df"`` (its derivative f'(x)); pad and END-MARK words do not.
     """
     vault: int
     programs: list
     broadcast: bool = False
+    lut: str = None
 
     def golden(self):
         """``nt_pmag`` of every program (address, write, pad, end; each closed by its END-MARK)."""
@@ -203,6 +207,8 @@ class CompiledLayer:
     copy_jobs : list of CopyJob
     ibuffer : bytes
         The iBuffer image (:func:`~trainforge.sim.neurotrainer.program.ibuffer_image`).
+    lut : dict
+        The LUTs' ``nt_lut`` parameters by ``"f"`` / ``"df"`` when a read stream has ``lut``, else empty.
     """
     kind: str
     dims: dict
@@ -216,6 +222,7 @@ class CompiledLayer:
     pe_jobs: list = field(default_factory=list)
     copy_jobs: list = field(default_factory=list)
     ibuffer: bytes = b""
+    lut: dict = field(default_factory=dict)
 
     def streams(self):
         """Every distinct stream with its role: ``(role, pe or None, Stream)``; a broadcast stream once."""
@@ -977,7 +984,32 @@ CONV_OPTIONS_KINDS = ("conv_ff", "conv_bp", "conv_up")
 TABLE4_BITS = {"conv_ff": 16, "conv_bp": 32, "conv_up": 32, "fc_ff": 16, "fc_bp": 32, "fc_up": 32}
 
 
-def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_limit=IBUFFER_BYTES):
+def _attach_luts(layer, lut, lut_params):
+    """Mark the read stream of every input tensor named in ``lut`` (``{tensor: "f" | "df"}``)."""
+    for name, function in lut.items():
+        if name not in layer.inputs:
+            raise ValueError(f"lut: {name!r} is not an input of {layer.kind}; inputs: {', '.join(layer.inputs)}")
+        if function not in lut_params:
+            raise ValueError(f"lut[{name!r}] = {function!r}; allowed: {', '.join(sorted(lut_params))}")
+        if layer.copy_jobs:
+            raise ProgramError(f"{layer.kind}: lut on {name!r} needs the direct lowering (the host gathers the "
+                               "tiled lowering's operand, with its zero padding, before the read path)")
+        vaults = {place.vault for place in layer.tensors[name][1]}
+        others = {other for other in layer.inputs if other != name
+                  and vaults & {place.vault for place in layer.tensors[other][1]}}
+        if others:
+            raise ProgramError(f"{layer.kind}: lut on {name!r}: its vaults also hold {', '.join(sorted(others))}")
+        streams = [stream for job in layer.pe_jobs for stream in (job.in1, job.in2)
+                   if stream is not None and stream.vault in vaults]
+        if not streams:
+            raise ProgramError(f"{layer.kind}: lut on {name!r}: no PE stream reads it")
+        for stream in streams:
+            stream.lut = function
+    layer.lut = {function: dict(params) for function, params in lut_params.items()}
+
+
+def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_limit=IBUFFER_BYTES, lut=None,
+                  lut_params=None):
     """Compile one layer.
 
     Parameters
@@ -1004,6 +1036,13 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         word) and a result row is ``lanes`` words; the reduction block of a matmul is even.
     ibuffer_limit : int
         iBuffer size in bytes.
+    lut : dict of str to str, optional
+        Input tensors read through the vault controllers' LUTs: ``{"x": "f"}`` gives the PEs
+        f(x) of every element of ``x`` (``"df"``: f'(x)); pad words stay 0. The tensor's vaults
+        must hold no other input, and the layer must take the direct lowering.
+    lut_params : dict, optional
+        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut``;
+        :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
 
     Returns
     -------
@@ -1067,5 +1106,9 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     for _, _, stream in layer.streams():
         for program in stream.programs:
             program["wide"] = int(bits == 32)
+    if lut:
+        if not lut_params:
+            raise ValueError("lut needs lut_params (the LUTs' nt_lut parameters by 'f' and 'df')")
+        _attach_luts(layer, lut, lut_params)
     layer.ibuffer = ibuffer_image(layer.pmag_programs(), [job.passes for job in layer.pe_jobs], ibuffer_limit)
     return layer

@@ -26,11 +26,12 @@ def _system(params):
     return spec.PARAMS.resolve(**{key: value for key, value in params.items() if key in spec.PARAMS.names})
 
 
-def compile_for_system(kind, dims, *, sr=False, bits=None, **params):
-    """``compile_layer(kind, dims)`` for the system's PEs (``params``: NTSystem parameters)."""
+def compile_for_system(kind, dims, *, sr=False, bits=None, lut=None, **params):
+    """``compile_layer(kind, dims)`` for the system's PEs and LUTs (``params``: NTSystem parameters;
+    ``lut``: ``{input tensor: "f" | "df"}``, the inputs read through the vault controllers' LUTs)."""
     system = _system(params)
     return compile_layer(kind, dims, pes=system["pes"], pe={key: system[key] for key in spec.PE_KEYS}, sr=sr,
-                         bits=bits)
+                         bits=bits, lut=lut, lut_params=spec.lut_functions(system) if lut else None)
 
 
 def _data_requests(program):
@@ -77,6 +78,9 @@ def layer_config(layer):
             raise ProgramError(f"{layer.kind}: a PE emits {blocks} result blocks into {programs} merged write "
                              "program(s); the merge order (one block per turn, PE 0, 1, ...) needs one per block")
     in1 = [size for job in jobs for size in job.in1_blocks]
+    reads = [stream for job in jobs for stream in (job.in1, job.in2) if stream is not None]
+    lut_common = _one([stream.lut for stream in reads if stream.vault == COMMON] or [None], "common LUT function")
+    lut_local = _one([stream.lut for stream in reads if stream.vault != COMMON] or [None], "local LUT function")
     return {
         "wide": int(layer.bits == 32),
         "broadcast_in1": int(broadcast_in1),
@@ -85,6 +89,8 @@ def layer_config(layer):
         "in1_block": _one(in1, "BUF Input 1 block size") if in1 else 1,
         "in2_block": _one((size for job in jobs for size in job.in2_blocks), "BUF Input 2 block size"),
         "out_rows": requests // elements,
+        "lut_common": spec.LUT_SELECT.get(lut_common, spec.LUT_OFF),
+        "lut_local": spec.LUT_SELECT.get(lut_local, spec.LUT_OFF),
     }
 
 
@@ -166,6 +172,8 @@ def run_layers(layers, inputs, **params):
     for layer in layers:
         if layer.pes != system["pes"] or layer.pe != {**layer.pe, **pe_params}:
             raise ProgramError(f"{layer.kind}: compiled for other PEs than the system's")
+        if layer.lut and layer.lut != spec.lut_functions(system):
+            raise ProgramError(f"{layer.kind}: compiled for other LUTs than the system's")
     outcome = nt_system([prepare_layer(layer, tensors) for layer, tensors in zip(layers, inputs)], **system)
     for layer, result in zip(layers, outcome):
         result["output"] = executor.unload(layer, {vault - 1: words for vault, words in result["final"].items()})
