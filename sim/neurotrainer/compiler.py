@@ -992,17 +992,17 @@ def _attach_luts(layer, lut, lut_params):
         if function not in lut_params:
             raise ValueError(f"lut[{name!r}] = {function!r}; allowed: {', '.join(sorted(lut_params))}")
         if layer.copy_jobs:
-            raise ProgramError(f"{layer.kind}: lut on {name!r} needs the direct lowering (the host gathers the "
+            raise ValueError(f"{layer.kind}: lut on {name!r} needs the direct lowering (the host gathers the "
                                "tiled lowering's operand, with its zero padding, before the read path)")
         vaults = {place.vault for place in layer.tensors[name][1]}
         others = {other for other in layer.inputs if other != name
                   and vaults & {place.vault for place in layer.tensors[other][1]}}
         if others:
-            raise ProgramError(f"{layer.kind}: lut on {name!r}: its vaults also hold {', '.join(sorted(others))}")
+            raise ValueError(f"{layer.kind}: lut on {name!r}: its vaults also hold {', '.join(sorted(others))}")
         streams = [stream for job in layer.pe_jobs for stream in (job.in1, job.in2)
                    if stream is not None and stream.vault in vaults]
         if not streams:
-            raise ProgramError(f"{layer.kind}: lut on {name!r}: no PE stream reads it")
+            raise ValueError(f"{layer.kind}: lut on {name!r}: no PE stream reads it")
         for stream in streams:
             stream.lut = function
     layer.lut = {function: dict(params) for function, params in lut_params.items()}
@@ -1054,7 +1054,9 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         The layer does not fit (a PMAG counter range beyond 16 bits, a PE range beyond 256, a
         buffer block beyond half a buffer, the iBuffer image beyond ``ibuffer_limit``).
     ValueError
-        An unknown kind, missing/unknown/non-positive dimensions, an invalid PE parameter.
+        An unknown kind, missing/unknown/non-positive dimensions, an invalid PE parameter, a
+        ``lut`` on a tensor that is not an input, shares its vaults with another input or is
+        gathered by the host (the tiled lowering).
     """
     if kind not in LAYERS:
         raise ValueError(f"layer kind {kind!r} is unknown; allowed: {', '.join(LAYERS)}")
