@@ -18,6 +18,10 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 - MAX: lane ``i`` of output row ``n`` is the maximum of the signed low 16 bits of lane ``i``
   of the window's BUF2 rows and the first position where it occurs (mod ``2**index_bits``);
   the result word is ``value & 0xFFFF | index << 16``.
+- MAX with ``transpose`` (route, the max-pooling backward pass): step 0's BUF2 row gives lane
+  ``i`` its index ``t_i`` (bits ``16 .. 16 + index_bits - 1`` of a MAX result word), step 1's
+  row its value ``v_i`` (32 bits); every further step ``s`` emits output row ``e = s - 2``,
+  lane ``i`` = ``v_i`` if ``t_i == e mod 2**index_bits`` else 0 (``N - 2`` output rows).
 - Timing, cycle 0 being the first cycle every stream offers data, no backpressure: block
   ``b`` of a fill stream is written one word per cycle from ``max(end of block b-1 + 1,
   release of block b-2)``, complete one cycle after its last word; pass ``p`` is accepted in
@@ -30,11 +34,11 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 import numpy as np
 
 from ...spec.neurotrainer.pe import PARAMS, ROW_DELAY
-from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, ROUTE_LOAD_STEPS, decode_pe_program
 from ...spec.neurotrainer.mac import LATENCY as MAC_ARRAY_LATENCY
 from .mac import rounding_offsets, round_shift
 
-__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]
+__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "is_route", "nt_pe"]
 
 #: Cycles from a row entering the MAC array / the comparators to its result.
 MAC_LATENCY = MAC_ARRAY_LATENCY
@@ -58,9 +62,16 @@ def pass_shape(fields):
     """
     steps = (fields["cnt2_outer"] + 1) * (fields["cnt2_inner"] + 1)
     per_output = fields["cnt1"] + 1
+    if is_route(fields):
+        return steps, per_output, max(steps - ROUTE_LOAD_STEPS, 0), steps
     outputs = -(-steps // per_output)
     preload = int(fields["op"] == OP_MAC and bool(fields["accumulate"]))
     return steps, per_output, outputs, steps + preload * outputs
+
+
+def is_route(fields):
+    """A route pass (max-pooling backward): ``op`` MAX with ``transpose``."""
+    return fields["op"] == OP_MAX and bool(fields["transpose"])
 
 
 def _addresses(fields):
@@ -195,12 +206,13 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         accepts.append(accept)
         address1, row2 = _addresses(fields)
         x_rows = fill2.read(block2)[row2 % half2]                               # (steps, lanes)
-        valid = np.zeros(outputs * per_output, dtype=bool)
+        windows = -(-steps // per_output)            # the output rows of a MAC or MAX pass
+        valid = np.zeros(windows * per_output, dtype=bool)
         valid[:steps] = True
-        valid = valid.reshape(outputs, per_output)
-        padded = np.zeros((outputs * per_output, lanes), dtype=np.int64)
+        valid = valid.reshape(windows, per_output)
+        padded = np.zeros((windows * per_output, lanes), dtype=np.int64)
         padded[:steps] = x_rows
-        x_grid = padded.reshape(outputs, per_output, lanes)
+        x_grid = padded.reshape(windows, per_output, lanes)
         if is_mac:
             a_flat = np.zeros(outputs * per_output, dtype=np.int64)
             a_flat[:steps] = fill1.read(block1)[address1 % half1, 0]
@@ -224,6 +236,14 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
             out[keep % out_depth] = y[keep]
             words = y
             latency = MAC_LATENCY
+        elif is_route(fields):
+            rows = x_rows
+            words = np.zeros((outputs, lanes), dtype=np.int64)
+            if outputs:
+                index, value = (rows[0] >> 16) & ((1 << index_bits) - 1), rows[1]
+                position = np.arange(outputs)[:, None] % (1 << index_bits)
+                words = np.where(position == index[None, :], value[None, :], 0)
+            latency = MAX_LATENCY
         else:
             values = np.where(valid[:, :, None], _signed(x_grid, 16), -(1 << 20))
             index = np.argmax(values, axis=1) % (1 << index_bits)
@@ -232,6 +252,8 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         if fields["emit"]:
             closing_row = np.arange(outputs) * (per_output + preload) + preload \
                 + np.minimum(per_output, steps - np.arange(outputs) * per_output) - 1
+            if is_route(fields):
+                closing_row = ROUTE_LOAD_STEPS + np.arange(outputs)
             results.append(words)
             cycles.append(accept + ROW_DELAY + closing_row + latency)
             last.append(np.arange(outputs) == outputs - 1)
