@@ -30,7 +30,7 @@ import numpy as np
 
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPE
-from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, RANGE_LIMIT, ROUTE_LOAD_STEPS
 from ...spec.neurotrainer.packing import elements_per_word, words_for
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
@@ -829,6 +829,50 @@ def _maxpool(dims, pes, pe):
     return builder, jobs, ("x",), "y"
 
 
+def _maxpool_bp(dims, pes, pe):
+    """Max-pooling backward: dX of every window is dY at the forward pass's argmax, 0 elsewhere.
+
+    Inputs ``pooled`` (the forward pass's result words ``max | argmax << 16``, as it stored them) and
+    ``dy`` (same shape and layout); output ``dx`` (the layout of the forward pass's ``x``). One route
+    pass per window group (one window per lane): its BUF2 block is the group's ``pooled`` row and
+    ``dy`` row; its ``r * r`` result rows are written back by the forward pass's window program
+    (the same addresses, as writes), so every position of every window gets its word.
+    """
+    n, c, h, w, radius = (dims[key] for key in ("n", "c", "h", "w", "r"))
+    lanes = pe["lanes"]
+    check_range("maxpool_bp h mod r", h % radius, 0, "the window must tile the height")
+    check_range("maxpool_bp w mod r", w % radius, 0, "the window must tile the width")
+    check_range("maxpool_bp window r*r - 1 (argmax index)", radius * radius - 1, (1 << pe["index_bits"]) - 1,
+                "2**index_bits - 1")
+    out_h, out_w = h // radius, w // radius
+    window = radius * radius
+    check_range("maxpool_bp route steps r*r + 2 - 1 (PE CNT2)", window + ROUTE_LOAD_STEPS - 1, RANGE_LIMIT - 1)
+    _check_buffers(pe, "maxpool_bp", in2_rows=ROUTE_LOAD_STEPS)
+    rounds = _ceil(n, lanes * pes)
+    builder = _Builder(pes)
+    pooled_shape = (n, c, out_h, out_w)
+    pooled_base = builder.place_all("pooled", pooled_shape,
+                                    lambda p: _batch_lane_index(pooled_shape, rounds, pes, lanes, p))
+    dy_base = builder.place_all("dy", pooled_shape, lambda p: _batch_lane_index(pooled_shape, rounds, pes, lanes, p))
+    dx_base = builder.place_all("dx", (n, c, h, w), lambda p: _batch_lane_index((n, c, h, w), rounds, pes, lanes, p))
+    passes_per_pe = rounds * c * out_h * out_w
+    word = _pe_word(op=OP_MAX, transpose=1, wide=1, emit=1, cnt2_outer=0,
+                    cnt2_inner=window + ROUTE_LOAD_STEPS - 1, cnt1=ROUTE_LOAD_STEPS - 1)
+    jobs = []
+    for p in range(pes):
+        in2 = Stream(p, [pmag_program("maxpool_bp argmax and dy rows", [("group", passes_per_pe), ("tensor", 2),
+                                                                        ("lane", lanes)],
+                                      [("group", lanes), ("tensor", dy_base - pooled_base), ("lane", 1)],
+                                      base=pooled_base)])
+        out = Stream(p, [pmag_program("maxpool_bp windows", [("cho", c * out_h), ("wo", out_w), ("hk", radius),
+                                                             ("wkl", radius * lanes)],
+                                      [("cho", radius * w * lanes), ("wo", radius * lanes), ("hk", w * lanes),
+                                       ("wkl", 1)], base=dx_base + g * c * h * w * lanes, write=True)
+                         for g in range(rounds)])
+        jobs.append(PeJob(p, [word] * passes_per_pe, None, [], in2, [ROUTE_LOAD_STEPS] * passes_per_pe, out))
+    return builder, jobs, ("pooled", "dy"), "dx"
+
+
 # ----------------------------------------------------------------------------------------------
 # Data preparation (Table 3): add pad, remove pad, partition, merge. No PE involved.
 
@@ -969,6 +1013,7 @@ LAYERS = {
     "fc_bp": ("h", "k", "n"),
     "fc_up": ("h", "k", "n"),
     "maxpool": ("n", "c", "h", "w", "r"),
+    "maxpool_bp": ("n", "c", "h", "w", "r"),
     "add_pad": ("d", "h", "w", "r"),
     "remove_pad": ("d", "h", "w", "r"),
     "partition": ("d", "h", "w", "th", "tw"),
@@ -1096,6 +1141,8 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         builder, jobs, inputs, output = _fc_up(dims, pes, pe, sr)
     elif kind == "maxpool":
         builder, jobs, inputs, output = _maxpool(dims, pes, pe)
+    elif kind == "maxpool_bp":
+        builder, jobs, inputs, output = _maxpool_bp(dims, pes, pe)
     else:
         builder, jobs, inputs, output = _data_prep(kind, dims, pes)
     layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, builder.words(), bits=bits)

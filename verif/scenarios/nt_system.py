@@ -37,7 +37,7 @@ from trainforge.sim.neurotrainer.integration_layers import compile_for_system, l
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
-KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool")
+KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool", "maxpool_bp")
 
 #: The layer kinds whose results the bus merges into the common vault.
 MERGED = ("conv_up", "fc_ff", "fc_bp")
@@ -144,7 +144,23 @@ def make_inputs(kind, dims, generator, frac_bits, values=None, tiled=False):
         return {"dy": dy, "x": x << frac_bits}, dy @ x.T
     n, c, h, w = (dims[k] for k in ("n", "c", "h", "w"))
     x = draw((n, c, h, w), -4, 4)
+    if kind == "maxpool_bp":
+        dy = draw((n, c, h // dims["r"], w // dims["r"]), -(1 << 20), 1 << 20)
+        return unpool_inputs(x, dy, dims["r"])
     return {"x": x}, x
+
+
+def unpool_inputs(x, dy, r):
+    """Inputs of a max-pooling backward layer over the forward input ``x`` (numpy's max and first argmax, as the
+    forward pass's words ``max | argmax << 16``) and numpy's dX: ``dy`` at each window's argmax, 0 elsewhere."""
+    x, dy = np.asarray(x, dtype=np.int64), np.asarray(dy, dtype=np.int64)
+    n, c, h, w = x.shape
+    windows = x.reshape(n, c, h // r, r, w // r, r).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h // r, w // r, r * r)
+    argmax = windows.argmax(-1)
+    words = (windows.max(-1) & 0xFFFF) | (argmax << 16)
+    scattered = np.where(np.arange(r * r) == argmax[..., None], dy[..., None], 0)
+    dx = scattered.reshape(n, c, h // r, w // r, r, r).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h, w)
+    return {"pooled": words, "dy": dy}, dx
 
 
 def pooled(x, r, pad_rows=False):
@@ -382,6 +398,9 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "fc_up", dict(h=2 * pes, k=lanes, n=40)),
         # Read pad requests: every second image row of the windows arrives as zeros.
         _integer_layer(params, generator, "maxpool", dict(n=2 * lanes, c=2, h=4, w=4, r=2), pad_rows=True),
+        # Max-pooling backward: all ties (argmax 0 everywhere), then 3 x 3 windows of an odd number of samples.
+        _integer_layer(params, generator, "maxpool_bp", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
+        _integer_layer(params, generator, "maxpool_bp", dict(n=lanes * pes + 1, c=1, h=3, w=6, r=3)),
     ]))
     rng = rng_for(seed, "nt_system", "lut")
     generator = np.random.default_rng(rng.randrange(1 << 32))
@@ -438,6 +457,7 @@ def timed_dims(params):
         ("fc_up", dict(h=16 * pes, k=lanes, n=8)),
         ("fc_up", dict(h=2 * pes, k=lanes, n=40)),
         ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
+        ("maxpool_bp", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
         ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
     ]
     fitting = []
