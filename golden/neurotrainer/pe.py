@@ -21,7 +21,8 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 - MAX with ``transpose`` (route, the max-pooling backward pass): step 0's BUF2 row gives lane
   ``i`` its index ``t_i`` (bits ``16 .. 16 + index_bits - 1`` of a MAX result word), step 1's
   row its value ``v_i`` (32 bits); every further step ``s`` emits output row ``e = s - 2``,
-  lane ``i`` = ``v_i`` if ``t_i == e mod 2**index_bits`` else 0 (``N - 2`` output rows).
+  lane ``i`` = ``v_i`` if ``t_i == e mod 2**index_bits`` else 0 (``N - 2`` output rows; a route
+  pass of fewer than 3 steps is refused: it would have no output row).
 - Timing, cycle 0 being the first cycle every stream offers data, no backpressure: block
   ``b`` of a fill stream is written one word per cycle from ``max(end of block b-1 + 1,
   release of block b-2)``, complete one cycle after its last word; pass ``p`` is accepted in
@@ -170,8 +171,9 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
     Raises
     ------
     ValueError
-        A block longer than its half, a pass needing a block not given, or an
-        ``accumulate`` pass with more output rows than ``out_depth``.
+        A block longer than its half, a pass needing a block not given, an
+        ``accumulate`` pass with more output rows than ``out_depth``, or a route pass of fewer
+        than 3 steps.
     """
     fields_list = [decode_pe_program(word) for word in programs]
     half1, half2 = in1_depth // 2, in2_depth // 2
@@ -202,6 +204,9 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         preload = rows_sent > steps
         if preload and outputs > out_depth:
             raise ValueError(f"an accumulate pass has {outputs} output rows; BUF Output holds {out_depth}")
+        if is_route(fields) and not outputs:
+            raise ValueError(f"a route pass of {steps} steps has no output row; it needs at least "
+                             f"{ROUTE_LOAD_STEPS + 1} steps")
         accept = max(idle, fill2.complete(block2), fill1.complete(block1) if is_mac else 0)
         accepts.append(accept)
         address1, row2 = _addresses(fields)

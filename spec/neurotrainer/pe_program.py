@@ -30,7 +30,7 @@ comparator "returns the maximum value and its ID for backpropagation"): of the `
 step 0's BUF2 row gives each lane its argmax (bits 16 and up of a MAX result word), step 1's
 row its dY; each further step emits one output row, position ``e = s - 2`` of the window:
 dY where ``e`` is the argmax, 0 elsewhere (:data:`ROUTE_LOAD_STEPS` rows load, ``N - 2``
-rows emit).
+rows emit; a route pass needs at least 3 steps).
 
 Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
 ``R1 .. R7``, so every count from 1 to 256 is encodable.

@@ -173,6 +173,8 @@ def random_session(params, rng, passes, max_probability=0.25, route_probability=
         else:
             rows = rng.randint(1, min(8, half1))
             columns = rng.randint(1, min(8, half1 // rows))
+        if route and rows * columns < 3:
+            rows, columns = 1, rng.randint(3, 8)     # a route pass needs a row to emit after its two loading rows
         steps = rows * columns
         per_output = rng.randint(1, min(steps + 2, 255) if held2 is None else held2)
         if held2 is None:
