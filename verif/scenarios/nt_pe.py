@@ -255,7 +255,7 @@ def corner_session(params, rng):
             rows = [[(0x8000 | (argmax + lane) % (window + 1) << 16) & _MASK32 for lane in range(lanes)],
                     [rng.choice([0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 1]) for _ in range(lanes)]]
             session.add(dict(op=OP_MAX, transpose=1, cnt2_outer=0, cnt2_inner=window + 1, cnt1=1), None, rows)
-    wrap = min(index_mask + 3, 256)
+    wrap = min(index_mask + 4, 256)       # 2**index_bits + 1 output rows: position 2**index_bits is 0 again
     session.add(dict(op=OP_MAX, transpose=1, cnt2_outer=0, cnt2_inner=wrap - 1, cnt1=1), None,
                 [[(lane % 2) << 16 for lane in range(lanes)], [lane + 1 for lane in range(lanes)]])
     return session.stimulus
