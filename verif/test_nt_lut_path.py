@@ -12,8 +12,8 @@ from amaranth.sim import Simulator
 
 from trainforge.golden.neurotrainer.lut import nt_lut_words
 from trainforge.hw.neurotrainer.word_lut import NTWordLUT
-from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config
-from trainforge.spec.neurotrainer.integration import LUT_SELECT, PARAMS, lut_functions
+from trainforge.sim.neurotrainer.integration_layers import compile_for_system
+from trainforge.spec.neurotrainer.integration import LUT_SELECT, LUT_SELECT_SHIFT, PARAMS, lut_alias, lut_functions
 
 
 def _run(dut, cases):
@@ -55,18 +55,25 @@ def test_word_lut_equals_the_golden_word_rule_on_every_16_bit_input(activation, 
                                    f"{int(got[bad[0]]):#x}, expected {int(expected[bad[0]]):#x} ({bad.size} wrong)")
 
 
-def test_the_compiler_marks_the_read_stream_of_the_named_input_and_config_selects_its_table():
+def test_the_compiler_selects_the_table_by_the_read_addresses_of_the_named_input_only():
     params = PARAMS.defaults
-    for kind, dims, lut, field, other in (
-            ("fc_ff", dict(h=4, k=10, n=4), {"x": "f"}, "lut_common", "lut_local"),
-            ("conv_ff", dict(n=4, d=2, h=4, w=4, o=2, hk=3, wk=3), {"x": "df"}, "lut_local", "lut_common"),
-            ("fc_bp", dict(h=6, k=4, n=2), {"dy": "df"}, "lut_common", "lut_local")):
+    for kind, dims, lut in (("fc_ff", dict(h=4, k=10, n=4), {"x": "f"}),
+                            ("conv_ff", dict(n=4, d=2, h=4, w=4, o=2, hk=3, wk=3), {"x": "df"}),
+                            ("fc_bp", dict(h=6, k=4, n=2), {"dy": "df"})):
+        (name, function), = lut.items()
         layer = compile_for_system(kind, dims, lut=lut, **params)
-        config = layer_config(layer)
-        assert config[field] == LUT_SELECT[next(iter(lut.values()))] and config[other] == 0, (kind, config)
+        plain = compile_for_system(kind, dims, **params)
         assert layer.lut == lut_functions(params)
-        plain = layer_config(compile_for_system(kind, dims, **params))
-        assert plain["lut_common"] == plain["lut_local"] == 0
+        vaults = {place.vault for place in layer.tensors[name][1]}
+        for job, plain_job in zip(layer.pe_jobs, plain.pe_jobs):
+            for stream, plain_stream in ((job.in1, plain_job.in1), (job.in2, plain_job.in2)):
+                if stream is None:
+                    continue
+                alias = lut_alias(function) if stream.vault in vaults else 0
+                for program, plain_program in zip(stream.programs, plain_stream.programs):
+                    assert program["base"] == plain_program["base"] + alias, (kind, stream.vault)
+            for program in job.out.programs:
+                assert program["base"] >> LUT_SELECT_SHIFT == 0, (kind, "a write address selects a table")
 
 
 def test_the_compiler_rejects_a_lut_it_cannot_place():

@@ -45,8 +45,8 @@ class NTSystem(wiring.Component):
     - Activation LUTs (Section 3.2: the PMAG computes f(x) and f'(x) with look-up tables):
       every vault controller's read stream passes its data words (not pad or END-MARK words)
       through f(x) or f'(x) of ``activation`` (:class:`~trainforge.hw.neurotrainer.word_lut.NTWordLUT`,
-      same cycle): the common vault by ``config.lut_common``, every PE's vault by
-      ``config.lut_local`` (0: none, 1: f(x), 2: f'(x)), the element width by ``config.wide``.
+      same cycle) as each read request's address bits 31 .. 30 select (0: none, 1: f(x),
+      2: f'(x)), the element width by ``config.wide``.
     - Credit-gated broadcast: each PE takes the broadcast through a ``broadcast_credits``-word
       FIFO, and a credit counter per PE counts its free FIFO words not yet promised to a word
       on the bus: it starts full, loses one when the bus accepts a broadcast word and regains
@@ -91,8 +91,7 @@ class NTSystem(wiring.Component):
     config_layout : data.StructLayout
         ``wide`` (32-bit elements, else 16-bit packed two per vault and buffer word), ``broadcast_in1``,
         ``local_in1``, ``merge``, ``in1_block`` (BUF1 words per block), ``in2_block`` (BUF2 rows per block),
-        ``out_rows`` (result rows per write program), 16 bits each; ``lut_common``, ``lut_local``
-        (2 bits each: the LUT on the common vault's and on the PE vaults' read data).
+        ``out_rows`` (result rows per write program), 16 bits each.
     """
 
     PARAMS = spec.PARAMS
@@ -118,7 +117,6 @@ class NTSystem(wiring.Component):
         self.config_layout = data.StructLayout({
             "wide": 1, "broadcast_in1": 1, "local_in1": 1, "merge": 1,
             "in1_block": unsigned(16), "in2_block": unsigned(16), "out_rows": unsigned(16),
-            "lut_common": unsigned(2), "lut_local": unsigned(2),
         })
         super().__init__({
             "i_host": In(stream.Signature(self.host_layout)).array(self.pes + 1),
@@ -146,8 +144,7 @@ class NTSystem(wiring.Component):
             wiring.connect(m, wiring.flipped(self.o_host_data[index]), vault.o_host_data)
             wiring.connect(m, wiring.flipped(self.i_read_program[index]), vault.i_read_program)
             wiring.connect(m, wiring.flipped(self.i_write_program[index]), vault.i_write_program)
-            m.d.comb += [vault.wide.eq(config.wide),
-                         vault.lut_select.eq(config.lut_common if index == 0 else config.lut_local)]
+            m.d.comb += vault.wide.eq(config.wide)
         m.d.comb += self.idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults))
 
         common = self.vaults[0]

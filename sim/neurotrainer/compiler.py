@@ -31,6 +31,7 @@ import numpy as np
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPE
 from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, RANGE_LIMIT, ROUTE_LOAD_STEPS
+from ...spec.neurotrainer.integration import lut_alias
 from ...spec.neurotrainer.packing import elements_per_word, words_for
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
@@ -117,7 +118,9 @@ class Stream:
         The common vault's stream sent to every PE (one stream, shared by the PE jobs).
     lut : str or None
         A read stream's data words pass the vault controller's LUT: ``"f"`` (the activation
-        f(x)) or ``"df"`` (its derivative f'(x)); pad and END-MARK words do not.
+        f(x)) or ``"df"`` (its derivative f'(x)); pad and END-MARK words do not. Its programs'
+        bases carry the selection in address bits 31 .. 30
+        (:func:`~trainforge.spec.neurotrainer.integration.lut_alias`).
     """
     vault: int
     programs: list
@@ -1030,7 +1033,8 @@ TABLE4_BITS = {"conv_ff": 16, "conv_bp": 32, "conv_up": 32, "fc_ff": 16, "fc_bp"
 
 
 def _attach_luts(layer, lut, lut_params):
-    """Mark the read stream of every input tensor named in ``lut`` (``{tensor: "f" | "df"}``)."""
+    """Read every input tensor named in ``lut`` (``{tensor: "f" | "df"}``) through its table: its read
+    stream's program bases get the table's address alias (the stream reads only that tensor)."""
     for name, function in lut.items():
         if name not in layer.inputs:
             raise ValueError(f"lut: {name!r} is not an input of {layer.kind}; inputs: {', '.join(layer.inputs)}")
@@ -1048,8 +1052,10 @@ def _attach_luts(layer, lut, lut_params):
                    if stream is not None and stream.vault in vaults]
         if not streams:
             raise ValueError(f"{layer.kind}: lut on {name!r}: no PE stream reads it")
-        for stream in streams:
+        for stream in {id(stream): stream for stream in streams}.values():
             stream.lut = function
+            for program in stream.programs:
+                program["base"] = (program["base"] + lut_alias(function)) & _MASK32
     layer.lut = {function: dict(params) for function, params in lut_params.items()}
 
 

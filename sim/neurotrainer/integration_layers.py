@@ -78,9 +78,6 @@ def layer_config(layer):
             raise ProgramError(f"{layer.kind}: a PE emits {blocks} result blocks into {programs} merged write "
                              "program(s); the merge order (one block per turn, PE 0, 1, ...) needs one per block")
     in1 = [size for job in jobs for size in job.in1_blocks]
-    reads = [stream for job in jobs for stream in (job.in1, job.in2) if stream is not None]
-    lut_common = _one([stream.lut for stream in reads if stream.vault == COMMON] or [None], "common LUT function")
-    lut_local = _one([stream.lut for stream in reads if stream.vault != COMMON] or [None], "local LUT function")
     return {
         "wide": int(layer.bits == 32),
         "broadcast_in1": int(broadcast_in1),
@@ -89,8 +86,6 @@ def layer_config(layer):
         "in1_block": _one(in1, "BUF Input 1 block size") if in1 else 1,
         "in2_block": _one((size for job in jobs for size in job.in2_blocks), "BUF Input 2 block size"),
         "out_rows": requests // elements,
-        "lut_common": spec.LUT_SELECT.get(lut_common, spec.LUT_OFF),
-        "lut_local": spec.LUT_SELECT.get(lut_local, spec.LUT_OFF),
     }
 
 

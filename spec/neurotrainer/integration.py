@@ -3,8 +3,10 @@
 The PE parameters are the PE's (:data:`trainforge.spec.neurotrainer.pe.PARAMS`) with the
 system's defaults, ranges and wording; :data:`PE_KEYS` names them. The activation LUTs on
 every vault controller's read path (Section 3.2: the PMAG "computes the non-linear function
-(and its derivative) by using look up tables") take :data:`LUT_KEYS`; what a layer applies
-is ``config.lut_common`` / ``config.lut_local`` (:data:`LUT_SELECT`).
+(and its derivative) by using look up tables") take :data:`LUT_KEYS`; a read request selects
+its table by its address bits ``31 .. 30`` (:data:`LUT_SELECT`, :func:`lut_alias`): the vault
+uses only the address bits below its depth, so a PMAG program reads a tensor through f(x) or
+f'(x) by the base (and strides) it is given.
 
 Parameters
 ----------
@@ -16,7 +18,8 @@ from ..params import Param, ParamSchema
 from . import lut, pe
 from .mac import check_seed
 
-__all__ = ["PARAMS", "PE_KEYS", "LUT_KEYS", "ACTIVATIONS", "LUT_OFF", "LUT_SELECT", "lut_functions"]
+__all__ = ["PARAMS", "PE_KEYS", "LUT_KEYS", "ACTIVATIONS", "LUT_OFF", "LUT_SELECT", "LUT_SELECT_SHIFT",
+           "LUT_ADDRESS_MASK", "lut_alias", "lut_functions"]
 
 #: The system parameters that are the PEs' (the compiler's ``pe``).
 PE_KEYS = pe.PARAMS.names
@@ -25,9 +28,18 @@ PE_KEYS = pe.PARAMS.names
 #: The activations ``f`` a system's LUTs hold; ``f'`` is ``<f>_grad`` (``spec/neurotrainer/lut.py``).
 ACTIVATIONS = ("relu", "tanh", "sigmoid")
 
-#: ``config.lut_common`` / ``config.lut_local`` codes: no LUT, f(x), f'(x).
+#: The table a read request's address bits ``31 .. 30`` select: none (0), f(x), f'(x).
 LUT_OFF = 0
 LUT_SELECT = {"f": 1, "df": 2}
+
+#: The lowest address bit of the table select; the vault address is below it.
+LUT_SELECT_SHIFT = 30
+LUT_ADDRESS_MASK = (1 << LUT_SELECT_SHIFT) - 1
+
+
+def lut_alias(function):
+    """What a read address adds to select ``function`` (``"f"``, ``"df"``, or None: no table)."""
+    return LUT_SELECT.get(function, LUT_OFF) << LUT_SELECT_SHIFT
 
 #: The system parameters of its LUTs and the ``nt_lut`` parameter each one sets.
 LUT_KEYS = {"lut_table_bits": "table_bits", "lut_frac_bits": "frac_bits", "lut_out_frac_bits": "out_frac_bits"}
