@@ -23,6 +23,11 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
   row its value ``v_i`` (32 bits); every further step ``s`` emits output row ``e = s - 2``,
   lane ``i`` = ``v_i`` if ``t_i == e mod 2**index_bits`` else 0 (``N - 2`` output rows; a route
   pass of fewer than 3 steps is refused: it would have no output row).
+- MAX with ``accumulate`` (product, the element-wise ``f'(x) * dY`` of the backward pass, on the
+  MAC array): steps in pairs; the even step's BUF2 row gives each lane its own ``a``, the odd
+  step's row is ``x``: output row ``t`` is one MAC row from 0, ``y = a x`` lane by lane (32- or
+  16-bit by ``wide``, SR by ``sr``), also written to BUF Output. ``N`` must be even; ``N / 2``
+  MAC rows (the random state steps on them only).
 - Timing, cycle 0 being the first cycle every stream offers data, no backpressure: block
   ``b`` of a fill stream is written one word per cycle from ``max(end of block b-1 + 1,
   release of block b-2)``, complete one cycle after its last word; pass ``p`` is accepted in
@@ -39,7 +44,8 @@ from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, ROUTE_LOAD_STEPS, de
 from ...spec.neurotrainer.mac import LATENCY as MAC_ARRAY_LATENCY
 from .mac import rounding_offsets, round_shift
 
-__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "is_route", "nt_pe"]
+__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "is_route", "is_product", "uses_mac", "mac_rows",
+           "result_latency", "nt_pe"]
 
 #: Cycles from a row entering the MAC array / the comparators to its result.
 MAC_LATENCY = MAC_ARRAY_LATENCY
@@ -65,6 +71,8 @@ def pass_shape(fields):
     per_output = fields["cnt1"] + 1
     if is_route(fields):
         return steps, per_output, max(steps - ROUTE_LOAD_STEPS, 0), steps
+    if is_product(fields):
+        return steps, per_output, steps // 2, steps
     outputs = -(-steps // per_output)
     preload = int(fields["op"] == OP_MAC and bool(fields["accumulate"]))
     return steps, per_output, outputs, steps + preload * outputs
@@ -73,6 +81,28 @@ def pass_shape(fields):
 def is_route(fields):
     """A route pass (max-pooling backward): ``op`` MAX with ``transpose``."""
     return fields["op"] == OP_MAX and bool(fields["transpose"])
+
+
+def is_product(fields):
+    """A product pass (element-wise ``a * x`` on the MAC array): ``op`` MAX with ``accumulate``, no ``transpose``."""
+    return fields["op"] == OP_MAX and bool(fields["accumulate"]) and not fields["transpose"]
+
+
+def uses_mac(fields):
+    """The pass runs on the MAC array (MAC and product passes)."""
+    return fields["op"] == OP_MAC or is_product(fields)
+
+
+def mac_rows(fields):
+    """Rows the pass sends into the MAC array (the random generators step once per row)."""
+    if is_product(fields):
+        return pass_shape(fields)[2]
+    return pass_shape(fields)[3] if fields["op"] == OP_MAC else 0
+
+
+def result_latency(fields):
+    """Cycles from a closing row entering its unit to its result: the MAC array's or the comparators' / route unit's."""
+    return MAC_LATENCY if uses_mac(fields) else MAX_LATENCY
 
 
 def _addresses(fields):
@@ -88,14 +118,17 @@ def _addresses(fields):
 
 
 def _mac_step(a, x, y, offset, wide, frac_bits, frac_bits16):
-    """One MAC row: ``a`` (outputs,), ``x`` and ``y`` (outputs, lanes) 32-bit words -> new ``y``."""
+    """One MAC row: ``a`` (outputs,) or per lane (outputs, lanes), ``x`` and ``y`` (outputs, lanes) 32-bit
+    words -> new ``y``."""
+    a = np.asarray(a, dtype=np.int64)
+    a = a[:, None] if a.ndim == 1 else a
     if wide:
-        total = _signed(a, 32)[:, None] * _signed(x, 32) + (_signed(y, 32) << np.int64(frac_bits))
+        total = _signed(a, 32) * _signed(x, 32) + (_signed(y, 32) << np.int64(frac_bits))
         return round_shift(total, frac_bits, offset, 32) & _MASK32
     halves = []
     for half in range(2):
         shift = np.int64(16 * half)
-        total = _signed(a >> shift, 16)[:, None] * _signed(x >> shift, 16) \
+        total = _signed(a >> shift, 16) * _signed(x >> shift, 16) \
             + (_signed(y >> shift, 16) << np.int64(frac_bits16))
         halves.append(round_shift(total, frac_bits16, 0, 16) & 0xFFFF)
     return halves[0] | (halves[1] << 16)
@@ -188,11 +221,11 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
     out = np.zeros((out_depth, lanes), dtype=np.int64) if out_buffer is None \
         else np.asarray(out_buffer, dtype=np.int64).reshape(out_depth, lanes) & _MASK32
 
-    mac_rows = sum(pass_shape(f)[3] for f in fields_list if f["op"] == OP_MAC)
+    total_mac_rows = sum(mac_rows(f) for f in fields_list)
     # Rounding offsets of every MAC row (as if SR were on), shape (rows, lanes); a pass uses them
     # only in 32-bit mode with sr on (SR variants) or always (nearest).
-    offset_table = rounding_offsets(rounding, frac_bits, np.ones(mac_rows, dtype=bool), seed, lanes, mac_rows) \
-        if mac_rows else np.zeros((1, lanes), dtype=np.int64)
+    offset_table = rounding_offsets(rounding, frac_bits, np.ones(total_mac_rows, dtype=bool), seed, lanes,
+                                    total_mac_rows) if total_mac_rows else np.zeros((1, lanes), dtype=np.int64)
     rows_before = 0
 
     results, last, cycles, accepts = [], [], [], []
@@ -207,6 +240,8 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         if is_route(fields) and not outputs:
             raise ValueError(f"a route pass of {steps} steps has no output row; it needs at least "
                              f"{ROUTE_LOAD_STEPS + 1} steps")
+        if is_product(fields) and (steps % 2 or not steps):
+            raise ValueError(f"a product pass takes its rows in pairs; it has {steps} steps")
         accept = max(idle, fill2.complete(block2), fill1.complete(block1) if is_mac else 0)
         accepts.append(accept)
         address1, row2 = _addresses(fields)
@@ -241,6 +276,16 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
             out[keep % out_depth] = y[keep]
             words = y
             latency = MAC_LATENCY
+        elif is_product(fields):
+            use_offsets = fields["wide"] and (fields["sr"] or rounding == "nearest")
+            rows = rows_before + np.arange(outputs)
+            offsets = offset_table[rows] if use_offsets else np.zeros((outputs, lanes), dtype=np.int64)
+            words = _mac_step(x_rows[0::2], x_rows[1::2], np.zeros((outputs, lanes), dtype=np.int64), offsets,
+                              fields["wide"], frac_bits, frac_bits16)
+            rows_before += outputs
+            keep = np.arange(max(0, outputs - out_depth), outputs)
+            out[keep % out_depth] = words[keep]
+            latency = MAC_LATENCY
         elif is_route(fields):
             rows = x_rows
             words = np.zeros((outputs, lanes), dtype=np.int64)
@@ -259,6 +304,8 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
                 + np.minimum(per_output, steps - np.arange(outputs) * per_output) - 1
             if is_route(fields):
                 closing_row = ROUTE_LOAD_STEPS + np.arange(outputs)
+            if is_product(fields):
+                closing_row = 2 * np.arange(outputs) + 1
             results.append(words)
             cycles.append(accept + ROW_DELAY + closing_row + latency)
             last.append(np.arange(outputs) == outputs - 1)

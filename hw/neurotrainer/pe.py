@@ -38,7 +38,9 @@ class NTPE(wiring.Component):
     (route, the max-pooling backward pass): the route unit
     (:class:`~trainforge.hw.neurotrainer.router.NTRouter`) takes each lane's argmax from the
     first step's BUF2 row and its dY from the second's, then every further step is an output
-    row, one window position each: dY at the argmax, 0 elsewhere.
+    row, one window position each: dY at the argmax, 0 elsewhere. MAX with ``accumulate``
+    (product, the element-wise f'(x) dY): BUF2 rows in pairs, the first kept as each lane's own
+    ``a``, the second the ``x`` of one MAC row from 0 (``y = a x`` lane by lane).
 
     After the last result has left, the pass releases its halves (unless ``hold1``/``hold2``)
     and the PE is idle again. See ``hw/neurotrainer/docs/pe.md`` for the exact timing.
@@ -137,7 +139,7 @@ class NTPE(wiring.Component):
         out_bits = self.out_depth.bit_length() - 1
 
         m.submodules.mac = mac = NTMAC(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
-                                       rounding=self.rounding, seed=self.seed)
+                                       rounding=self.rounding, seed=self.seed, lane_operands=True)
         m.submodules.comparator = comparator = NTComparator(lanes=lanes, index_bits=self.index_bits)
         m.submodules.router = router = NTRouter(lanes=lanes, index_bits=self.index_bits)
         m.submodules.buffer_in1 = buffer_in1 = Memory(shape=unsigned(32), depth=self.in1_depth, init=[])
@@ -194,11 +196,16 @@ class NTPE(wiring.Component):
         preload = Signal()
         route = Signal()
         route_step = Signal(2)      # route: 0 (argmax row), 1 (dY row), 2 (emitting)
+        product = Signal()
+        pair_odd = Signal()         # product: the second row of a pair (x), else the first (the lanes' a)
+        use_mac = Signal()
         m.d.comb += [
             route.eq((program.op == PEOp.MAX) & program.transpose),
+            product.eq((program.op == PEOp.MAX) & program.accumulate & ~program.transpose),
+            use_mac.eq((program.op == PEOp.MAC) | product),
             last_step.eq((outer == outer_max) & (inner == inner_max)),
             closing.eq((count1 == program.cnt1) | last_step),
-            closes_row.eq(Mux(route, route_step == ROUTE_LOAD_STEPS, closing)),
+            closes_row.eq(Mux(route, route_step == ROUTE_LOAD_STEPS, Mux(product, pair_odd, closing))),
             preload.eq(program.accumulate & (program.op == PEOp.MAC) & (count1 == 0) & ~preloaded),
             address2.eq(count1),
         ]
@@ -223,8 +230,8 @@ class NTPE(wiring.Component):
         row_a = Signal(32)
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
-            consumer_ready.eq(Mux(program.op, Mux(program.transpose, router.i_row.ready, comparator.i_row.ready),
-                                  mac.i_row.ready)),
+            consumer_ready.eq(Mux(route, router.i_row.ready,
+                                  Mux(use_mac, mac.i_row.ready | (product & ~row_phase[0]), comparator.i_row.ready))),
             advance.eq(~row_valid | consumer_ready),
             issue.eq(running & advance),
             read1.en.eq(advance),
@@ -238,10 +245,10 @@ class NTPE(wiring.Component):
             m.d.sync += [
                 stage_valid.eq(issue),
                 stage_preload.eq(preload),
-                stage_clear.eq(preload | ((count1 == 0) & ~program.accumulate)),
+                stage_clear.eq(preload | product | ((count1 == 0) & ~program.accumulate)),
                 stage_first.eq(count1 == 0),
                 stage_close.eq(~preload & closes_row),
-                stage_phase.eq(route_step),
+                stage_phase.eq(Mux(product, pair_odd, route_step)),
             ]
 
         with m.If(accept):
@@ -249,13 +256,14 @@ class NTPE(wiring.Component):
                 program.eq(offered),
                 running.eq(1),
                 outer.eq(0), inner.eq(0), address1.eq(0), line1.eq(0),
-                count1.eq(0), out_row.eq(0), out_write.eq(0), preloaded.eq(0), route_step.eq(0),
+                count1.eq(0), out_row.eq(0), out_write.eq(0), preloaded.eq(0), route_step.eq(0), pair_odd.eq(0),
             ]
         with m.Elif(issue & preload):
             m.d.sync += preloaded.eq(1)
         with m.Elif(issue):
             with m.If(route_step != ROUTE_LOAD_STEPS):
                 m.d.sync += route_step.eq(route_step + 1)
+            m.d.sync += pair_odd.eq(~pair_odd)
             with m.If(inner == inner_max):
                 m.d.sync += [
                     inner.eq(0),
@@ -289,14 +297,19 @@ class NTPE(wiring.Component):
                                                read2.data[32 * lane:32 * lane + 32]))
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
+        # Product: the first row of each pair is kept as the lanes' own a, the second goes to the MAC array.
+        lane_a = [Signal(32, name=f"lane_a_{lane}") for lane in range(lanes)]
+        with m.If(row_valid & product & ~row_phase[0]):
+            m.d.sync += [lane_a[lane].eq(row_x[lane]) for lane in range(lanes)]
         m.d.comb += [
-            mac.i_row.valid.eq(row_valid & (program.op == PEOp.MAC)),
+            mac.i_row.valid.eq(row_valid & ((program.op == PEOp.MAC) | (product & row_phase[0]))),
+            mac_row.per_lane.eq(product),
             mac_row.a.eq(row_a),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
             mac_row.clear.eq(row_clear),
             mac_row.read.eq(row_close),
-            comparator.i_row.valid.eq(row_valid & program.op & ~program.transpose),
+            comparator.i_row.valid.eq(row_valid & program.op & ~program.transpose & ~program.accumulate),
             router.i_row.valid.eq(row_valid & route),
             router.i_row.payload.phase.eq(row_phase),
             compare_row.first.eq(row_first),
@@ -307,6 +320,7 @@ class NTPE(wiring.Component):
                 mac_row.x[lane].eq(row_x[lane]),
                 compare_row.x[lane].eq(row_x[lane][:16]),
                 router.i_row.payload.x[lane].eq(row_x[lane]),
+                mac_row.a_lanes[lane].eq(lane_a[lane]),
             ]
 
         # Results: BUF Output (MAC) and o_result (with emit).
@@ -320,8 +334,8 @@ class NTPE(wiring.Component):
             router.o_row.ready.eq(~program.emit | self.o_result.ready),
             max_done.eq(comparator.o_max.valid & comparator.o_max.ready),
             route_done.eq(router.o_row.valid & router.o_row.ready),
-            self.o_result.valid.eq(program.emit & Mux(program.op, Mux(program.transpose, router.o_row.valid,
-                                                                      comparator.o_max.valid), mac.o_y.valid)),
+            self.o_result.valid.eq(program.emit & Mux(route, router.o_row.valid,
+                                                      Mux(use_mac, mac.o_y.valid, comparator.o_max.valid))),
             self.o_result.payload.last.eq(draining & (pending == 1)),
             write_out.en.eq(mac_done),
             write_out.addr.eq(out_write),
@@ -330,8 +344,8 @@ class NTPE(wiring.Component):
         for lane in range(lanes):
             max_word = Cat(comparator.o_max.payload.value[lane], comparator.o_max.payload.index[lane].as_unsigned(),
                            Const(0, 16 - self.index_bits))
-            m.d.comb += self.o_result.payload.y[lane].eq(Mux(program.op, Mux(program.transpose, router.o_row.payload[lane],
-                                                                             max_word), mac.o_y.payload[lane]))
+            m.d.comb += self.o_result.payload.y[lane].eq(Mux(route, router.o_row.payload[lane],
+                                                             Mux(use_mac, mac.o_y.payload[lane], max_word)))
         with m.If(mac_done):
             m.d.sync += out_write.eq(out_write + 1)
 

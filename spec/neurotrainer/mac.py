@@ -70,8 +70,11 @@ def xorshift_seeds(seed, lanes):
     return np.where(mixed == 0, np.uint64(1), mixed)
 
 
-def row_layout(params):
-    """Payload of ``i_row``: ``a`` (32 bits), ``x`` (``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``."""
+def row_layout(params, lane_operands=False):
+    """Payload of ``i_row``: ``a`` (32 bits), ``x`` (``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``;
+    with ``lane_operands`` also ``a_lanes`` (``lanes`` 32-bit words) and ``per_lane`` (lane ``i`` multiplies
+    ``a_lanes[i]`` instead of ``a``: the PE's element-wise product)."""
+    lanes = {"a_lanes": data.ArrayLayout(unsigned(32), params["lanes"]), "per_lane": 1} if lane_operands else {}
     return data.StructLayout({
         "a": unsigned(32),
         "x": data.ArrayLayout(unsigned(32), params["lanes"]),
@@ -79,6 +82,7 @@ def row_layout(params):
         "sr": 1,
         "clear": 1,
         "read": 1,
+        **lanes,
     })
 
 
