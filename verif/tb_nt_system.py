@@ -192,8 +192,7 @@ async def stochastic_rounding_state_carried(dut):
     layers, inputs = [], []
     for kind, dims in table.sr_dims(bench.params):
         layer = compile_for_system(kind, dims, sr=True, bits=32, **bench.params)
-        tensors = {name: generator.integers(-(1 << (frac + 4)), 1 << (frac + 4), size=layer.tensors[name][0])
-                   for name in layer.inputs}
+        tensors = table.sr_inputs(bench.params, generator, layer)
         layers.append(layer)
         inputs.append(tensors)
         expected = run_layers(layers, inputs, **bench.params)[-1]

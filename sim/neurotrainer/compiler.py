@@ -876,6 +876,48 @@ def _maxpool_bp(dims, pes, pe):
     return builder, jobs, ("pooled", "dy"), "dx"
 
 
+def _act_bp(dims, pes, pe, sr):
+    """The activation's backward step, element-wise: ``dz = f'(z) * dx`` of two ``(h, n)`` tensors.
+
+    ``z`` (the pre-activation the forward pass stored) and ``dx`` (the gradient the next layer's
+    backward pass gave) are stored alike in the PE vaults, rows of ``lanes`` elements, each PE a
+    contiguous share of the rows. Each PE's BUF2 stream reads the rows in pairs, a ``z`` row
+    through f'(x) (its addresses carry the LUT select, ``lut_alias("df")``) then the ``dx`` row;
+    product passes (MAX with ``accumulate``, ``hw/neurotrainer/docs/pe.md``) multiply them lane by
+    lane on the MAC array (32-bit, SR by ``sr``); ``dz`` is written row by row like ``z``.
+    """
+    h, n = dims["h"], dims["n"]
+    lanes = pe["lanes"]
+    rows = _ceil(h * n, lanes)
+    per_pe = _ceil(rows, pes)
+    pairs = min(per_pe, (pe["in2_depth"] // 2) // 2, RANGE_LIMIT // 2)
+    check_range("act_bp BUF2 half (rows, a pair per output row)", 2, pe["in2_depth"] // 2)
+    per_pe = _ceil(per_pe, pairs) * pairs             # whole blocks: every pass reads 2 * pairs rows
+    builder = _Builder(pes)
+
+    def share(p):
+        flat = (p * per_pe + np.arange(per_pe))[:, None] * lanes + np.arange(lanes)
+        return np.where(flat < h * n, flat, -1)
+
+    z_base = builder.place_all("z", (h, n), share)
+    dx_base = builder.place_all("dx", (h, n), share)
+    dz_base = builder.place_all("dz", (h, n), share)
+    passes = per_pe // pairs
+    word = _pe_word(op=OP_MAX, accumulate=1, wide=1, sr=int(sr), emit=1, cnt2_outer=0,
+                    cnt2_inner=2 * pairs - 1, cnt1=2 * pairs - 1)
+    jobs = []
+    z_read = z_base + lut_alias("df")
+    for p in range(pes):
+        in2 = Stream(p, [pmag_program("act_bp z (through f') and dx rows", [("row", per_pe), ("tensor", 2),
+                                                                            ("lane", lanes)],
+                                      [("row", lanes), ("tensor", (dx_base - z_read) & _MASK32), ("lane", 1)],
+                                      base=z_read)])
+        out = Stream(p, [pmag_program("act_bp dz", [("row", per_pe), ("lane", lanes)], [("row", lanes), ("lane", 1)],
+                                      base=dz_base, write=True)])
+        jobs.append(PeJob(p, [word] * passes, None, [], in2, [2 * pairs] * passes, out))
+    return builder, jobs, ("z", "dx"), "dz"
+
+
 # ----------------------------------------------------------------------------------------------
 # Data preparation (Table 3): add pad, remove pad, partition, merge. No PE involved.
 
@@ -1017,6 +1059,7 @@ LAYERS = {
     "fc_up": ("h", "k", "n"),
     "maxpool": ("n", "c", "h", "w", "r"),
     "maxpool_bp": ("n", "c", "h", "w", "r"),
+    "act_bp": ("h", "n"),
     "add_pad": ("d", "h", "w", "r"),
     "remove_pad": ("d", "h", "w", "r"),
     "partition": ("d", "h", "w", "th", "tw"),
@@ -1092,8 +1135,8 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         f(x) of every element of ``x`` (``"df"``: f'(x)); pad words stay 0. The tensor's vaults
         must hold no other input, and the layer must take the direct lowering.
     lut_params : dict, optional
-        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut``;
-        :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
+        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut`` and by
+        ``act_bp``; :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
 
     Returns
     -------
@@ -1149,6 +1192,10 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         builder, jobs, inputs, output = _maxpool(dims, pes, pe)
     elif kind == "maxpool_bp":
         builder, jobs, inputs, output = _maxpool_bp(dims, pes, pe)
+    elif kind == "act_bp":
+        if not lut_params:
+            raise ValueError("act_bp reads z through f'(x): it needs lut_params (the LUTs' nt_lut parameters)")
+        builder, jobs, inputs, output = _act_bp(dims, pes, pe, sr)
     else:
         builder, jobs, inputs, output = _data_prep(kind, dims, pes)
     layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, builder.words(), bits=bits)
@@ -1165,5 +1212,7 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         if not lut_params:
             raise ValueError("lut needs lut_params (the LUTs' nt_lut parameters by 'f' and 'df')")
         _attach_luts(layer, lut, lut_params)
+    if lut_params:
+        layer.lut = {function: dict(params) for function, params in lut_params.items()}
     layer.ibuffer = ibuffer_image(layer.pmag_programs(), [job.passes for job in layer.pe_jobs], ibuffer_limit)
     return layer

@@ -31,7 +31,7 @@ def compile_for_system(kind, dims, *, sr=False, bits=None, lut=None, **params):
     ``lut``: ``{input tensor: "f" | "df"}``, the inputs read through the vault controllers' LUTs)."""
     system = _system(params)
     return compile_layer(kind, dims, pes=system["pes"], pe={key: system[key] for key in spec.PE_KEYS}, sr=sr,
-                         bits=bits, lut=lut, lut_params=spec.lut_functions(system) if lut else None)
+                         bits=bits, lut=lut, lut_params=spec.lut_functions(system))
 
 
 def _data_requests(program):

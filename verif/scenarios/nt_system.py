@@ -142,6 +142,11 @@ def make_inputs(kind, dims, generator, frac_bits, values=None, tiled=False):
     if kind == "fc_up":
         dy, x = draw((dims["h"], dims["n"]), -1000, 1000), draw((dims["k"], dims["n"]), -1000, 1000)
         return {"dy": dy, "x": x << frac_bits}, dy @ x.T
+    if kind == "act_bp":
+        # The reference needs the system's LUT (``lut_reference``); the callers that time the layer only
+        # take the inputs.
+        z, dx = draw((dims["h"], dims["n"]), -3000, 3000), draw((dims["h"], dims["n"]), -60, 60)
+        return {"z": z, "dx": dx << frac_bits}, None
     n, c, h, w = (dims[k] for k in ("n", "c", "h", "w"))
     x = draw((n, c, h, w), -4, 4)
     if kind == "maxpool_bp":
@@ -297,6 +302,12 @@ def _lut_layers(params, generator):
     x = draw(-3000, 3000, (2 * lanes, 2, 4, 4))
     layers.append((_layer("maxpool", dims, {"x": x}, pad_rows=True, lut={"x": "f"}),
                    pooled(lut_reference(params, "f", x, 32), 2, pad_rows=True)))
+    # The activation's backward step on the system: dz = f'(z) * dx, z read through f' and dx as it is, in
+    # pairs of rows from one stream, multiplied lane by lane by product passes (several passes per PE).
+    h, n = 4 * pes + 1, 2 * lanes + 1
+    z, dx = draw(-3000, 3000, (h, n)), draw(-60, 60, (h, n))
+    layers.append((_layer("act_bp", dict(h=h, n=n), {"z": z, "dx": dx << frac}),
+                   (lut_reference(params, "df", z, 32) * dx).tolist()))
     return layers
 
 
@@ -328,12 +339,19 @@ def _handshake(rng, params, valid, ready):
             "ready": {f"o_host_data__{v}": random_pattern(rng, ready) for v in range(vaults)}}
 
 
+def sr_inputs(params, generator, layer):
+    """Fractional inputs of an SR layer: Q.F values up to 16; ``act_bp``'s ``z`` up to 8 in the LUTs' input format
+    (where the derivatives are not 0: beyond, f'(z) of the sigmoid and tanh is 0, and so would be every product)."""
+    frac = params["frac_bits"]
+    limit = {"z": 1 << (params["lut_frac_bits"] + 3)}
+    return {name: generator.integers(-limit.get(name, 1 << (frac + 4)), limit.get(name, 1 << (frac + 4)),
+                                     size=layer.tensors[name][0]) for name in layer.inputs}
+
+
 def _sr_layer(params, generator, kind, dims):
     """An SR-LO 32-bit layer with the executor's output (it must differ from truncation, or SR is not seen)."""
-    frac = params["frac_bits"]
     layer = compile_for_system(kind, dims, sr=True, bits=32, **params)
-    inputs = {name: generator.integers(-(1 << (frac + 4)), 1 << (frac + 4), size=layer.tensors[name][0])
-              for name in layer.inputs}
+    inputs = sr_inputs(params, generator, layer)
     output = executor.execute(layer, inputs)["output"]
     truncated = executor.execute(compile_for_system(kind, dims, sr=False, bits=32, **params), inputs)["output"]
     assert not np.array_equal(output, truncated), f"SR-LO {kind}: the SR result equals truncation"
@@ -344,7 +362,7 @@ def sr_dims(params):
     """The SR-LO layers (kind, dims) of the table and of the carried-state test."""
     pes, lanes = params["pes"], params["lanes"]
     return (("fc_ff", dict(h=pes, k=20, n=lanes)), ("conv_up", dict(n=2, d=2 * pes, h=4, w=4, o=lanes, hk=2, wk=2)),
-            ("fc_up", dict(h=4, k=4, n=3)))
+            ("fc_up", dict(h=4, k=4, n=3)), ("act_bp", dict(h=2 * pes + 1, n=lanes + 1)))
 
 
 #: Scaled-down layers of every kind that take the tiled lowering (conv: im2col gather run by the host,
@@ -458,6 +476,7 @@ def timed_dims(params):
         ("fc_up", dict(h=2 * pes, k=lanes, n=40)),
         ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
         ("maxpool_bp", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
+        ("act_bp", dict(h=8 * pes, n=4 * lanes)),
         ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
     ]
     fitting = []
