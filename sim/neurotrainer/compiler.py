@@ -31,7 +31,7 @@ import numpy as np
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPE
 from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, RANGE_LIMIT, ROUTE_LOAD_STEPS
-from ...spec.neurotrainer.integration import lut_alias
+from ...spec.neurotrainer.integration import PARAMS as SYSTEM_PARAMS, lut_alias, lut_functions
 from ...spec.neurotrainer.packing import elements_per_word, words_for
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
@@ -1135,8 +1135,9 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         f(x) of every element of ``x`` (``"df"``: f'(x)); pad words stay 0. The tensor's vaults
         must hold no other input, and the layer must take the direct lowering.
     lut_params : dict, optional
-        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut`` and by
-        ``act_bp``; :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
+        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut``; ``act_bp``
+        takes the system's default tables without it;
+        :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
 
     Returns
     -------
@@ -1193,8 +1194,8 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     elif kind == "maxpool_bp":
         builder, jobs, inputs, output = _maxpool_bp(dims, pes, pe)
     elif kind == "act_bp":
-        if not lut_params:
-            raise ValueError("act_bp reads z through f'(x): it needs lut_params (the LUTs' nt_lut parameters)")
+        # z is read through f'(x): without lut_params, the system's default tables.
+        lut_params = lut_params or lut_functions(SYSTEM_PARAMS.defaults)
         builder, jobs, inputs, output = _act_bp(dims, pes, pe, sr)
     else:
         builder, jobs, inputs, output = _data_prep(kind, dims, pes)
