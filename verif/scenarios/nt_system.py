@@ -340,10 +340,10 @@ def _handshake(rng, params, valid, ready):
 
 
 def sr_inputs(params, generator, layer):
-    """Fractional inputs of an SR layer: Q.F values up to 16; ``act_bp``'s ``z`` up to 8 in the LUTs' input format
+    """Fractional inputs of an SR layer: Q.F values up to 16; ``act_bp``'s ``z`` up to 2 in the LUTs' input format
     (where the derivatives are not 0: beyond, f'(z) of the sigmoid and tanh is 0, and so would be every product)."""
     frac = params["frac_bits"]
-    limit = {"z": 1 << (params["lut_frac_bits"] + 3)}
+    limit = {"z": 1 << (params["lut_frac_bits"] + 1)}
     return {name: generator.integers(-limit.get(name, 1 << (frac + 4)), limit.get(name, 1 << (frac + 4)),
                                      size=layer.tensors[name][0]) for name in layer.inputs}
 
@@ -362,7 +362,7 @@ def sr_dims(params):
     """The SR-LO layers (kind, dims) of the table and of the carried-state test."""
     pes, lanes = params["pes"], params["lanes"]
     return (("fc_ff", dict(h=pes, k=20, n=lanes)), ("conv_up", dict(n=2, d=2 * pes, h=4, w=4, o=lanes, hk=2, wk=2)),
-            ("fc_up", dict(h=4, k=4, n=3)), ("act_bp", dict(h=2 * pes + 1, n=lanes + 1)))
+            ("fc_up", dict(h=4, k=4, n=3)), ("act_bp", dict(h=4 * pes + 1, n=2 * lanes + 1)))
 
 
 #: Scaled-down layers of every kind that take the tiled lowering (conv: im2col gather run by the host,
