@@ -57,9 +57,9 @@ class NTMAC(wiring.Component):
     seed : int
         Seed of the random generators (the LFSR's initial state for ``sr_lo``).
     lane_operands : bool
-        Not a block parameter (the PE's choice): the row also carries ``a_lanes`` and
-        ``per_lane``, and with ``per_lane`` lane ``i`` multiplies ``a_lanes[i]`` instead of ``a``
-        (the PE's element-wise product pass).
+        Not a block parameter (the PE's choice): the row carries ``a_lanes``, one operand per
+        lane, instead of ``a`` (the PE's element-wise product pass; the PE registers the words,
+        so the operand registers of each lane are still fed by a register, nothing in between).
 
     Members
     -------
@@ -211,7 +211,7 @@ class NTMAC(wiring.Component):
             ]
             for lane in range(self.lanes):
                 x, registers = row.x[lane], operands[lane]
-                a = Mux(row.per_lane, row.a_lanes[lane], row.a) if self.lane_operands else row.a
+                a = row.a_lanes[lane] if self.lane_operands else row.a
                 m.d.sync += [
                     registers["a_low"].eq(Cat(a[:16], ~row.wide & a[15])),
                     registers["a_high"].eq(a[16:32].as_signed()),

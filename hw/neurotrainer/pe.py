@@ -227,7 +227,7 @@ class NTPE(wiring.Component):
         row_first = Signal()
         row_close = Signal()
         row_phase = Signal(2)
-        row_a = Signal(32)
+        row_a = [Signal(32, name=f"row_a_{lane}") for lane in range(lanes)]    # per lane: the product's operands
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
             consumer_ready.eq(Mux(route, router.i_row.ready,
@@ -290,21 +290,19 @@ class NTPE(wiring.Component):
                 row_first.eq(stage_first),
                 row_close.eq(stage_close),
                 row_phase.eq(stage_phase),
-                row_a.eq(Mux(stage_preload, one, read1.data)),
             ]
+            # A product's second row (x) enters stage C as its first row (the lanes' a) leaves it.
+            for lane in range(lanes):
+                m.d.sync += row_a[lane].eq(Mux(product & stage_phase[0], row_x[lane],
+                                               Mux(stage_preload, one, read1.data)))
             for lane in range(lanes):
                 m.d.sync += row_x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32],
                                                read2.data[32 * lane:32 * lane + 32]))
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
-        # Product: the first row of each pair is kept as the lanes' own a, the second goes to the MAC array.
-        lane_a = [Signal(32, name=f"lane_a_{lane}") for lane in range(lanes)]
-        with m.If(row_valid & product & ~row_phase[0]):
-            m.d.sync += [lane_a[lane].eq(row_x[lane]) for lane in range(lanes)]
+        # Product: the first row of each pair only becomes the second's a (above); the second goes to the MAC array.
         m.d.comb += [
             mac.i_row.valid.eq(row_valid & ((program.op == PEOp.MAC) | (product & row_phase[0]))),
-            mac_row.per_lane.eq(product),
-            mac_row.a.eq(row_a),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
             mac_row.clear.eq(row_clear),
@@ -320,7 +318,7 @@ class NTPE(wiring.Component):
                 mac_row.x[lane].eq(row_x[lane]),
                 compare_row.x[lane].eq(row_x[lane][:16]),
                 router.i_row.payload.x[lane].eq(row_x[lane]),
-                mac_row.a_lanes[lane].eq(lane_a[lane]),
+                mac_row.a_lanes[lane].eq(row_a[lane]),
             ]
 
         # Results: BUF Output (MAC) and o_result (with emit).

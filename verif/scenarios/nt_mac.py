@@ -64,7 +64,7 @@ class _Generators:
 
 
 def reference(params, rows):
-    """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset (a row with ``per_lane`` gives
+    """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset (a row with ``a_lanes`` gives
     lane ``i`` the operand ``a_lanes[i]`` instead of ``a``: the PE's product pass)."""
     frac, frac16, rounding = params["frac_bits"], params["frac_bits16"], params["rounding"]
     generators = _Generators(params)
@@ -76,7 +76,7 @@ def reference(params, rows):
         if row["clear"]:
             y = [0] * params["lanes"]
         for lane, x in enumerate(row["x"]):
-            a = row["a_lanes"][lane] if row.get("per_lane") else row["a"]
+            a = row["a_lanes"][lane] if "a_lanes" in row else row["a"]
             if row["wide"]:
                 if rounding == "truncate" or frac == 0:
                     offset = 0

@@ -102,7 +102,7 @@ def reference(params, stimulus):
             for number in range(steps // 2):
                 a_row = buffer2[(2 * number % per_output) % half2]
                 x_row = buffer2[((2 * number + 1) % per_output) % half2]
-                mac_rows.append({"a": 0, "a_lanes": list(a_row), "per_lane": 1, "x": list(x_row),
+                mac_rows.append({"a_lanes": list(a_row), "x": list(x_row),
                                  "wide": fields["wide"], "sr": fields["sr"], "clear": 1, "read": 1})
                 y = nt_mac.reference(params, mac_rows)[mac_results]
                 mac_results += 1
