@@ -15,7 +15,8 @@ wide       1    0 = 16-bit mode (two 16-bit pairs per lane), 1 = 32-bit mode (MA
 sr         1    stochastic rounding (32-bit MAC only; the 16-bit mode always truncates)
 transpose  1    sweep CNT2 in the other order: reads the BUF1 block as its transpose (W^T);
                 with MAX (which reads no BUF1): route, the transpose of the pooling
-accumulate 1    MAC: each output row starts from its partial sum in the output buffer, not 0
+accumulate 1    MAC: each output row starts from its partial sum in the output buffer, not 0;
+                with MAX (no partial sums) and no ``transpose``: product, below
 emit       1    send the pass's results on the output stream (MAC results are always also
                 written to the output buffer)
 hold1      1    keep the BUF1 block after the pass: the next MAC pass reads it again
@@ -31,6 +32,11 @@ step 0's BUF2 row gives each lane its argmax (bits 16 and up of a MAX result wor
 row its dY; each further step emits one output row, position ``e = s - 2`` of the window:
 dY where ``e`` is the argmax, 0 elsewhere (:data:`ROUTE_LOAD_STEPS` rows load, ``N - 2``
 rows emit; a route pass needs at least 3 steps).
+
+Product (``op`` = MAX, ``accumulate`` = 1, ``transpose`` = 0; the element-wise ``f'(z) * dx`` of
+the backward pass, on the MAC array): the steps come in pairs; the even step's BUF2 row is each
+lane's own ``a``, the odd step's row ``x``; one MAC row from 0 per pair (``wide`` and ``sr`` as
+a MAC pass), ``N / 2`` output rows, ``N`` even.
 
 Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
 ``R1 .. R7``, so every count from 1 to 256 is encodable.
