@@ -9,6 +9,7 @@ images and SR layers). The SR-LO state carried from layer to layer is checked ag
 golden model (``golden/neurotrainer/integration.py``).
 """
 import json
+import os
 
 import cocotb
 import numpy as np
@@ -149,10 +150,13 @@ async def play(harness, scenario):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_system.py``, each from reset."""
+    """Every scenario of ``verif/scenarios/nt_system.py``, each from reset (with ``NT_SYSTEM_SCENARIO`` set:
+    only those whose name contains it, to iterate on one)."""
     bench = await start(dut)
     harness = Harness(bench)
-    for index, scenario in enumerate(table.scenarios(bench.params, bench.seed)):
+    only = os.environ.get("NT_SYSTEM_SCENARIO", "")
+    for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
+                                     if only in scenario.name):
         if index:
             await bench.reset()
         await play(harness, scenario)
@@ -188,8 +192,7 @@ async def stochastic_rounding_state_carried(dut):
     layers, inputs = [], []
     for kind, dims in table.sr_dims(bench.params):
         layer = compile_for_system(kind, dims, sr=True, bits=32, **bench.params)
-        tensors = {name: generator.integers(-(1 << (frac + 4)), 1 << (frac + 4), size=layer.tensors[name][0])
-                   for name in layer.inputs}
+        tensors = table.sr_inputs(bench.params, generator, layer)
         layers.append(layer)
         inputs.append(tensors)
         expected = run_layers(layers, inputs, **bench.params)[-1]

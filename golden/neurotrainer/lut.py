@@ -19,7 +19,7 @@ import numpy as np
 
 from ...spec.neurotrainer.lut import FUNCTIONS, PARAMS, USAGE_DOMAINS, lut_table, reference
 
-__all__ = ["FUNCTIONS", "USAGE_DOMAINS", "reference", "lut_table", "nt_lut", "interpolation_error"]
+__all__ = ["FUNCTIONS", "USAGE_DOMAINS", "reference", "lut_table", "nt_lut", "nt_lut_words", "interpolation_error"]
 
 _DEFAULTS = PARAMS.defaults
 
@@ -34,6 +34,21 @@ def nt_lut(x, *, function=_DEFAULTS["function"], table_bits=_DEFAULTS["table_bit
     segment, position = offset >> shift, offset & ((1 << shift) - 1)
     low, high = table[segment], table[segment + 1]
     return low + (((high - low) * position) >> shift)
+
+
+def nt_lut_words(words, bits, **params):
+    """The LUT applied to 32-bit vault words (int64 array of unsigned 32-bit values, same shape).
+
+    ``bits = 32``: one element per word, saturated to signed 16 bits before the table, the
+    result sign-extended to 32 bits. ``bits = 16``: two elements per word, each half through
+    the table (``spec/neurotrainer/packing.py``). ``params``: :func:`nt_lut`'s.
+    """
+    words = np.asarray(words, dtype=np.int64) & 0xFFFFFFFF
+    if bits == 32:
+        element = np.clip(words - ((words >> 31) << 32), -(1 << 15), (1 << 15) - 1)
+        return nt_lut(element, **params) & 0xFFFFFFFF
+    low, high = words & 0xFFFF, words >> 16
+    return (nt_lut(low, **params) & 0xFFFF) | ((nt_lut(high, **params) & 0xFFFF) << 16)
 
 
 def interpolation_error(function, table_bits, frac_bits=_DEFAULTS["frac_bits"],

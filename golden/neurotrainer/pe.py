@@ -18,6 +18,16 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 - MAX: lane ``i`` of output row ``n`` is the maximum of the signed low 16 bits of lane ``i``
   of the window's BUF2 rows and the first position where it occurs (mod ``2**index_bits``);
   the result word is ``value & 0xFFFF | index << 16``.
+- MAX with ``transpose`` (route, the max-pooling backward pass): step 0's BUF2 row gives lane
+  ``i`` its index ``t_i`` (bits ``16 .. 16 + index_bits - 1`` of a MAX result word), step 1's
+  row its value ``v_i`` (32 bits); every further step ``s`` emits output row ``e = s - 2``,
+  lane ``i`` = ``v_i`` if ``t_i == e mod 2**index_bits`` else 0 (``N - 2`` output rows; a route
+  pass of fewer than 3 steps is refused: it would have no output row).
+- MAX with ``accumulate`` (product, the element-wise ``f'(x) * dY`` of the backward pass, on the
+  MAC array): steps in pairs; the even step's BUF2 row gives each lane its own ``a``, the odd
+  step's row is ``x``: output row ``t`` is one MAC row from 0, ``y = a x`` lane by lane (32- or
+  16-bit by ``wide``, SR by ``sr``), also written to BUF Output. ``N`` must be even; ``N / 2``
+  MAC rows (the random state steps on them only).
 - Timing, cycle 0 being the first cycle every stream offers data, no backpressure: block
   ``b`` of a fill stream is written one word per cycle from ``max(end of block b-1 + 1,
   release of block b-2)``, complete one cycle after its last word; pass ``p`` is accepted in
@@ -30,11 +40,12 @@ rules (``hw/neurotrainer/README.md``, section ``nt_pe``):
 import numpy as np
 
 from ...spec.neurotrainer.pe import PARAMS, ROW_DELAY
-from ...spec.neurotrainer.pe_program import OP_MAC, decode_pe_program
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, ROUTE_LOAD_STEPS, decode_pe_program
 from ...spec.neurotrainer.mac import LATENCY as MAC_ARRAY_LATENCY
 from .mac import rounding_offsets, round_shift
 
-__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "nt_pe"]
+__all__ = ["MAC_LATENCY", "MAX_LATENCY", "pass_shape", "is_route", "is_product", "uses_mac", "mac_rows",
+           "result_latency", "nt_pe"]
 
 #: Cycles from a row entering the MAC array / the comparators to its result.
 MAC_LATENCY = MAC_ARRAY_LATENCY
@@ -58,9 +69,40 @@ def pass_shape(fields):
     """
     steps = (fields["cnt2_outer"] + 1) * (fields["cnt2_inner"] + 1)
     per_output = fields["cnt1"] + 1
+    if is_route(fields):
+        return steps, per_output, max(steps - ROUTE_LOAD_STEPS, 0), steps
+    if is_product(fields):
+        return steps, per_output, steps // 2, steps
     outputs = -(-steps // per_output)
     preload = int(fields["op"] == OP_MAC and bool(fields["accumulate"]))
     return steps, per_output, outputs, steps + preload * outputs
+
+
+def is_route(fields):
+    """A route pass (max-pooling backward): ``op`` MAX with ``transpose``."""
+    return fields["op"] == OP_MAX and bool(fields["transpose"])
+
+
+def is_product(fields):
+    """A product pass (element-wise ``a * x`` on the MAC array): ``op`` MAX with ``accumulate``, no ``transpose``."""
+    return fields["op"] == OP_MAX and bool(fields["accumulate"]) and not fields["transpose"]
+
+
+def uses_mac(fields):
+    """The pass runs on the MAC array (MAC and product passes)."""
+    return fields["op"] == OP_MAC or is_product(fields)
+
+
+def mac_rows(fields):
+    """Rows the pass sends into the MAC array (the random generators step once per row)."""
+    if is_product(fields):
+        return pass_shape(fields)[2]
+    return pass_shape(fields)[3] if fields["op"] == OP_MAC else 0
+
+
+def result_latency(fields):
+    """Cycles from a closing row entering its unit to its result: the MAC array's or the comparators' / route unit's."""
+    return MAC_LATENCY if uses_mac(fields) else MAX_LATENCY
 
 
 def _addresses(fields):
@@ -76,14 +118,17 @@ def _addresses(fields):
 
 
 def _mac_step(a, x, y, offset, wide, frac_bits, frac_bits16):
-    """One MAC row: ``a`` (outputs,), ``x`` and ``y`` (outputs, lanes) 32-bit words -> new ``y``."""
+    """One MAC row: ``a`` (outputs,) or per lane (outputs, lanes), ``x`` and ``y`` (outputs, lanes) 32-bit
+    words -> new ``y``."""
+    a = np.asarray(a, dtype=np.int64)
+    a = a[:, None] if a.ndim == 1 else a
     if wide:
-        total = _signed(a, 32)[:, None] * _signed(x, 32) + (_signed(y, 32) << np.int64(frac_bits))
+        total = _signed(a, 32) * _signed(x, 32) + (_signed(y, 32) << np.int64(frac_bits))
         return round_shift(total, frac_bits, offset, 32) & _MASK32
     halves = []
     for half in range(2):
         shift = np.int64(16 * half)
-        total = _signed(a >> shift, 16)[:, None] * _signed(x >> shift, 16) \
+        total = _signed(a >> shift, 16) * _signed(x >> shift, 16) \
             + (_signed(y >> shift, 16) << np.int64(frac_bits16))
         halves.append(round_shift(total, frac_bits16, 0, 16) & 0xFFFF)
     return halves[0] | (halves[1] << 16)
@@ -159,8 +204,9 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
     Raises
     ------
     ValueError
-        A block longer than its half, a pass needing a block not given, or an
-        ``accumulate`` pass with more output rows than ``out_depth``.
+        A block longer than its half, a pass needing a block not given, an
+        ``accumulate`` pass with more output rows than ``out_depth``, or a route pass of fewer
+        than 3 steps.
     """
     fields_list = [decode_pe_program(word) for word in programs]
     half1, half2 = in1_depth // 2, in2_depth // 2
@@ -175,11 +221,11 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
     out = np.zeros((out_depth, lanes), dtype=np.int64) if out_buffer is None \
         else np.asarray(out_buffer, dtype=np.int64).reshape(out_depth, lanes) & _MASK32
 
-    mac_rows = sum(pass_shape(f)[3] for f in fields_list if f["op"] == OP_MAC)
+    total_mac_rows = sum(mac_rows(f) for f in fields_list)
     # Rounding offsets of every MAC row (as if SR were on), shape (rows, lanes); a pass uses them
     # only in 32-bit mode with sr on (SR variants) or always (nearest).
-    offset_table = rounding_offsets(rounding, frac_bits, np.ones(mac_rows, dtype=bool), seed, lanes, mac_rows) \
-        if mac_rows else np.zeros((1, lanes), dtype=np.int64)
+    offset_table = rounding_offsets(rounding, frac_bits, np.ones(total_mac_rows, dtype=bool), seed, lanes,
+                                    total_mac_rows) if total_mac_rows else np.zeros((1, lanes), dtype=np.int64)
     rows_before = 0
 
     results, last, cycles, accepts = [], [], [], []
@@ -191,16 +237,22 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         preload = rows_sent > steps
         if preload and outputs > out_depth:
             raise ValueError(f"an accumulate pass has {outputs} output rows; BUF Output holds {out_depth}")
+        if is_route(fields) and not outputs:
+            raise ValueError(f"a route pass of {steps} steps has no output row; it needs at least "
+                             f"{ROUTE_LOAD_STEPS + 1} steps")
+        if is_product(fields) and (steps % 2 or not steps):
+            raise ValueError(f"a product pass takes its rows in pairs; it has {steps} steps")
         accept = max(idle, fill2.complete(block2), fill1.complete(block1) if is_mac else 0)
         accepts.append(accept)
         address1, row2 = _addresses(fields)
         x_rows = fill2.read(block2)[row2 % half2]                               # (steps, lanes)
-        valid = np.zeros(outputs * per_output, dtype=bool)
+        windows = -(-steps // per_output)            # the output rows of a MAC or MAX pass
+        valid = np.zeros(windows * per_output, dtype=bool)
         valid[:steps] = True
-        valid = valid.reshape(outputs, per_output)
-        padded = np.zeros((outputs * per_output, lanes), dtype=np.int64)
+        valid = valid.reshape(windows, per_output)
+        padded = np.zeros((windows * per_output, lanes), dtype=np.int64)
         padded[:steps] = x_rows
-        x_grid = padded.reshape(outputs, per_output, lanes)
+        x_grid = padded.reshape(windows, per_output, lanes)
         if is_mac:
             a_flat = np.zeros(outputs * per_output, dtype=np.int64)
             a_flat[:steps] = fill1.read(block1)[address1 % half1, 0]
@@ -224,6 +276,24 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
             out[keep % out_depth] = y[keep]
             words = y
             latency = MAC_LATENCY
+        elif is_product(fields):
+            use_offsets = fields["wide"] and (fields["sr"] or rounding == "nearest")
+            rows = rows_before + np.arange(outputs)
+            offsets = offset_table[rows] if use_offsets else np.zeros((outputs, lanes), dtype=np.int64)
+            words = _mac_step(x_rows[0::2], x_rows[1::2], np.zeros((outputs, lanes), dtype=np.int64), offsets,
+                              fields["wide"], frac_bits, frac_bits16)
+            rows_before += outputs
+            keep = np.arange(max(0, outputs - out_depth), outputs)
+            out[keep % out_depth] = words[keep]
+            latency = MAC_LATENCY
+        elif is_route(fields):
+            rows = x_rows
+            words = np.zeros((outputs, lanes), dtype=np.int64)
+            if outputs:
+                index, value = (rows[0] >> 16) & ((1 << index_bits) - 1), rows[1]
+                position = np.arange(outputs)[:, None] % (1 << index_bits)
+                words = np.where(position == index[None, :], value[None, :], 0)
+            latency = MAX_LATENCY
         else:
             values = np.where(valid[:, :, None], _signed(x_grid, 16), -(1 << 20))
             index = np.argmax(values, axis=1) % (1 << index_bits)
@@ -232,6 +302,10 @@ def nt_pe(programs, blocks1, blocks2, *, lanes=_DEFAULTS["lanes"], in1_depth=_DE
         if fields["emit"]:
             closing_row = np.arange(outputs) * (per_output + preload) + preload \
                 + np.minimum(per_output, steps - np.arange(outputs) * per_output) - 1
+            if is_route(fields):
+                closing_row = ROUTE_LOAD_STEPS + np.arange(outputs)
+            if is_product(fields):
+                closing_row = 2 * np.arange(outputs) + 1
             results.append(words)
             cycles.append(accept + ROW_DELAY + closing_row + latency)
             last.append(np.arange(outputs) == outputs - 1)

@@ -42,6 +42,11 @@ class NTSystem(wiring.Component):
       turn, round and round: PE ``i`` raises REQ only in its turn and the turn passes on its
       END-MARK, because the common vault's write PMAG runs the compiler's merged write programs
       in that order (block 0 of PE 0, 1, ..., then block 1 of each PE, ...).
+    - Activation LUTs (Section 3.2: the PMAG computes f(x) and f'(x) with look-up tables):
+      every vault controller's read stream passes its data words (not pad or END-MARK words)
+      through f(x) or f'(x) of ``activation`` (:class:`~trainforge.hw.neurotrainer.word_lut.NTWordLUT`,
+      same cycle) as each read request's address bits 31 .. 30 select (0: none, 1: f(x),
+      2: f'(x)), the element width by ``config.wide``.
     - Credit-gated broadcast: each PE takes the broadcast through a ``broadcast_credits``-word
       FIFO, and a credit counter per PE counts its free FIFO words not yet promised to a word
       on the bus: it starts full, loses one when the bus accepts a broadcast word and regains
@@ -64,6 +69,10 @@ class NTSystem(wiring.Component):
         Words of each PE's broadcast FIFO (the credits of the credit-gated broadcast).
     in1_depth, in2_depth, out_depth, frac_bits, frac_bits16, rounding, seed, index_bits :
         The PEs' parameters (:class:`~trainforge.hw.neurotrainer.pe.NTPE`).
+    activation : str
+        f(x) of the LUTs (``relu``, ``tanh``, ``sigmoid``); f'(x) is its derivative.
+    lut_table_bits, lut_frac_bits, lut_out_frac_bits : int
+        The LUTs' ``table_bits``, ``frac_bits``, ``out_frac_bits`` (:class:`~trainforge.hw.neurotrainer.lut.NTLUT`).
 
     Members
     -------
@@ -92,8 +101,11 @@ class NTSystem(wiring.Component):
         self.pe_params = {"lanes": self.lanes, "in1_depth": self.in1_depth, "in2_depth": self.in2_depth, "out_depth": self.out_depth,
                           "frac_bits": self.frac_bits, "frac_bits16": self.frac_bits16, "rounding": self.rounding, "seed": self.seed,
                           "index_bits": self.index_bits}
-        self.vaults = [NTVaultController(depth=self.vault_depth, latency=self.vault_latency, interval=self.vault_interval)] + [
-            NTVaultController(depth=self.pe_vault_depth, latency=self.vault_latency, interval=self.vault_interval)
+        lut = {"activation": self.activation, **{lut_key: self.params[key] for key, lut_key in spec.LUT_KEYS.items()}}
+        self.vaults = [NTVaultController(depth=self.vault_depth, latency=self.vault_latency, interval=self.vault_interval,
+                                         lut=lut)] + [
+            NTVaultController(depth=self.pe_vault_depth, latency=self.vault_latency, interval=self.vault_interval,
+                              lut=lut)
             for _ in range(self.pes)]
         self.bus = NTBus(pes=self.pes, width=32)
         self.pe = [NTPE(**self.pe_params) for _ in range(self.pes)]
@@ -132,6 +144,7 @@ class NTSystem(wiring.Component):
             wiring.connect(m, wiring.flipped(self.o_host_data[index]), vault.o_host_data)
             wiring.connect(m, wiring.flipped(self.i_read_program[index]), vault.i_read_program)
             wiring.connect(m, wiring.flipped(self.i_write_program[index]), vault.i_write_program)
+            m.d.comb += vault.wide.eq(config.wide)
         m.d.comb += self.idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults))
 
         common = self.vaults[0]

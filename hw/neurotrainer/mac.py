@@ -56,6 +56,10 @@ class NTMAC(wiring.Component):
         ``sr_lo``, ``sr_full``, ``truncate`` or ``nearest`` (Table 1 variants).
     seed : int
         Seed of the random generators (the LFSR's initial state for ``sr_lo``).
+    lane_operands : bool
+        Not a block parameter (the PE's choice): the row carries ``a_lanes``, one operand per
+        lane, instead of ``a`` (the PE's element-wise product pass; the PE registers the words,
+        so the operand registers of each lane are still fed by a register, nothing in between).
 
     Members
     -------
@@ -77,9 +81,10 @@ class NTMAC(wiring.Component):
     #: Cycles from the acceptance of a ``read`` row to its result on ``o_y``, without stalls.
     LATENCY = spec.LATENCY
 
-    def __init__(self, **params):
+    def __init__(self, *, lane_operands=False, **params):
         self.PARAMS.apply(self, **params)
-        self.row_layout = spec.row_layout(self.params)
+        self.lane_operands = lane_operands
+        self.row_layout = spec.row_layout(self.params, lane_operands)
         self.result_layout = spec.result_layout(self.params)
         super().__init__({
             "i_row": In(stream.Signature(self.row_layout)),
@@ -206,9 +211,10 @@ class NTMAC(wiring.Component):
             ]
             for lane in range(self.lanes):
                 x, registers = row.x[lane], operands[lane]
+                a = row.a_lanes[lane] if self.lane_operands else row.a
                 m.d.sync += [
-                    registers["a_low"].eq(Cat(row.a[:16], ~row.wide & row.a[15])),
-                    registers["a_high"].eq(row.a[16:32].as_signed()),
+                    registers["a_low"].eq(Cat(a[:16], ~row.wide & a[15])),
+                    registers["a_high"].eq(a[16:32].as_signed()),
                     registers["x_low"].eq(Cat(x[:16], ~row.wide & x[15])),
                     registers["x_high"].eq(x[16:32].as_signed()),
                 ]

@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
 from .mac import NTMAC
-from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, PEOp
+from .router import NTRouter
+from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, ROUTE_LOAD_STEPS, PEOp
 
 __all__ = ["NTPE"]
 
@@ -33,7 +34,13 @@ class NTPE(wiring.Component):
     in BUF Output (one extra row ``a = 1.0, x = psum`` before the row's first step); results go
     to BUF Output row ``0, 1, ...`` of the pass and, with ``emit``, to ``o_result``. MAX: the k
     comparators take the low 16 bits of each lane of the BUF2 rows, one window per output row;
-    with ``emit`` each lane's result word is ``value | index << 16``.
+    with ``emit`` each lane's result word is ``value | index << 16``. MAX with ``transpose``
+    (route, the max-pooling backward pass): the route unit
+    (:class:`~trainforge.hw.neurotrainer.router.NTRouter`) takes each lane's argmax from the
+    first step's BUF2 row and its dY from the second's, then every further step is an output
+    row, one window position each: dY at the argmax, 0 elsewhere. MAX with ``accumulate``
+    (product, the element-wise f'(x) dY): BUF2 rows in pairs, the first kept as each lane's own
+    ``a``, the second the ``x`` of one MAC row from 0 (``y = a x`` lane by lane).
 
     After the last result has left, the pass releases its halves (unless ``hold1``/``hold2``)
     and the PE is idle again. See ``hw/neurotrainer/docs/pe.md`` for the exact timing.
@@ -132,8 +139,9 @@ class NTPE(wiring.Component):
         out_bits = self.out_depth.bit_length() - 1
 
         m.submodules.mac = mac = NTMAC(lanes=lanes, frac_bits=self.frac_bits, frac_bits16=self.frac_bits16,
-                                       rounding=self.rounding, seed=self.seed)
+                                       rounding=self.rounding, seed=self.seed, lane_operands=True)
         m.submodules.comparator = comparator = NTComparator(lanes=lanes, index_bits=self.index_bits)
+        m.submodules.router = router = NTRouter(lanes=lanes, index_bits=self.index_bits)
         m.submodules.buffer_in1 = buffer_in1 = Memory(shape=unsigned(32), depth=self.in1_depth, init=[])
         m.submodules.buffer_in2 = buffer_in2 = Memory(shape=unsigned(32 * lanes), depth=self.in2_depth, init=[])
         m.submodules.buffer_out = buffer_out = Memory(shape=unsigned(32 * lanes), depth=self.out_depth, init=[])
@@ -183,11 +191,21 @@ class NTPE(wiring.Component):
         preloaded = Signal()
 
         last_step = Signal()
-        closing = Signal()
+        closing = Signal()          # CNT1 wraps or the last step
+        closes_row = Signal()       # the step closes an output row (route: every step after the loading ones)
         preload = Signal()
+        route = Signal()
+        route_step = Signal(2)      # route: 0 (argmax row), 1 (dY row), 2 (emitting)
+        product = Signal()
+        pair_odd = Signal()         # product: the second row of a pair (x), else the first (the lanes' a)
+        use_mac = Signal()
         m.d.comb += [
+            route.eq((program.op == PEOp.MAX) & program.transpose),
+            product.eq((program.op == PEOp.MAX) & program.accumulate & ~program.transpose),
+            use_mac.eq((program.op == PEOp.MAC) | product),
             last_step.eq((outer == outer_max) & (inner == inner_max)),
             closing.eq((count1 == program.cnt1) | last_step),
+            closes_row.eq(Mux(route, route_step == ROUTE_LOAD_STEPS, Mux(product, pair_odd, closing))),
             preload.eq(program.accumulate & (program.op == PEOp.MAC) & (count1 == 0) & ~preloaded),
             address2.eq(count1),
         ]
@@ -198,6 +216,7 @@ class NTPE(wiring.Component):
         stage_clear = Signal()
         stage_first = Signal()
         stage_close = Signal()
+        stage_phase = Signal(2)
         consumer_ready = Signal()
         advance = Signal()
         issue = Signal()
@@ -207,10 +226,12 @@ class NTPE(wiring.Component):
         row_clear = Signal()
         row_first = Signal()
         row_close = Signal()
-        row_a = Signal(32)
+        row_phase = Signal(2)
+        row_a = [Signal(32, name=f"row_a_{lane}") for lane in range(lanes)]    # per lane: the product's operands
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
-            consumer_ready.eq(Mux(program.op, comparator.i_row.ready, mac.i_row.ready)),
+            consumer_ready.eq(Mux(route, router.i_row.ready,
+                                  Mux(use_mac, mac.i_row.ready | (product & ~row_phase[0]), comparator.i_row.ready))),
             advance.eq(~row_valid | consumer_ready),
             issue.eq(running & advance),
             read1.en.eq(advance),
@@ -224,9 +245,10 @@ class NTPE(wiring.Component):
             m.d.sync += [
                 stage_valid.eq(issue),
                 stage_preload.eq(preload),
-                stage_clear.eq(preload | ((count1 == 0) & ~program.accumulate)),
+                stage_clear.eq(preload | product | ((count1 == 0) & ~program.accumulate)),
                 stage_first.eq(count1 == 0),
-                stage_close.eq(~preload & closing),
+                stage_close.eq(~preload & closes_row),
+                stage_phase.eq(Mux(product, pair_odd, route_step)),
             ]
 
         with m.If(accept):
@@ -234,11 +256,14 @@ class NTPE(wiring.Component):
                 program.eq(offered),
                 running.eq(1),
                 outer.eq(0), inner.eq(0), address1.eq(0), line1.eq(0),
-                count1.eq(0), out_row.eq(0), out_write.eq(0), preloaded.eq(0),
+                count1.eq(0), out_row.eq(0), out_write.eq(0), preloaded.eq(0), route_step.eq(0), pair_odd.eq(0),
             ]
         with m.Elif(issue & preload):
             m.d.sync += preloaded.eq(1)
         with m.Elif(issue):
+            with m.If(route_step != ROUTE_LOAD_STEPS):
+                m.d.sync += route_step.eq(route_step + 1)
+            m.d.sync += pair_odd.eq(~pair_odd)
             with m.If(inner == inner_max):
                 m.d.sync += [
                     inner.eq(0),
@@ -264,21 +289,27 @@ class NTPE(wiring.Component):
                 row_clear.eq(stage_clear),
                 row_first.eq(stage_first),
                 row_close.eq(stage_close),
-                row_a.eq(Mux(stage_preload, one, read1.data)),
+                row_phase.eq(stage_phase),
             ]
+            # A product's second row (x) enters stage C as its first row (the lanes' a) leaves it.
+            for lane in range(lanes):
+                m.d.sync += row_a[lane].eq(Mux(product & stage_phase[0], row_x[lane],
+                                               Mux(stage_preload, one, read1.data)))
             for lane in range(lanes):
                 m.d.sync += row_x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32],
                                                read2.data[32 * lane:32 * lane + 32]))
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
+        # Product: the first row of each pair only becomes the second's a (above); the second goes to the MAC array.
         m.d.comb += [
-            mac.i_row.valid.eq(row_valid & (program.op == PEOp.MAC)),
-            mac_row.a.eq(row_a),
+            mac.i_row.valid.eq(row_valid & ((program.op == PEOp.MAC) | (product & row_phase[0]))),
             mac_row.wide.eq(program.wide),
             mac_row.sr.eq(program.sr),
             mac_row.clear.eq(row_clear),
             mac_row.read.eq(row_close),
-            comparator.i_row.valid.eq(row_valid & program.op),
+            comparator.i_row.valid.eq(row_valid & program.op & ~program.transpose & ~program.accumulate),
+            router.i_row.valid.eq(row_valid & route),
+            router.i_row.payload.phase.eq(row_phase),
             compare_row.first.eq(row_first),
             compare_row.last.eq(row_close),
         ]
@@ -286,17 +317,23 @@ class NTPE(wiring.Component):
             m.d.comb += [
                 mac_row.x[lane].eq(row_x[lane]),
                 compare_row.x[lane].eq(row_x[lane][:16]),
+                router.i_row.payload.x[lane].eq(row_x[lane]),
+                mac_row.a_lanes[lane].eq(row_a[lane]),
             ]
 
         # Results: BUF Output (MAC) and o_result (with emit).
         mac_done = Signal()
         max_done = Signal()
+        route_done = Signal()
         m.d.comb += [
             mac.o_y.ready.eq(~program.emit | self.o_result.ready),
             comparator.o_max.ready.eq(~program.emit | self.o_result.ready),
             mac_done.eq(mac.o_y.valid & mac.o_y.ready),
+            router.o_row.ready.eq(~program.emit | self.o_result.ready),
             max_done.eq(comparator.o_max.valid & comparator.o_max.ready),
-            self.o_result.valid.eq(program.emit & Mux(program.op, comparator.o_max.valid, mac.o_y.valid)),
+            route_done.eq(router.o_row.valid & router.o_row.ready),
+            self.o_result.valid.eq(program.emit & Mux(route, router.o_row.valid,
+                                                      Mux(use_mac, mac.o_y.valid, comparator.o_max.valid))),
             self.o_result.payload.last.eq(draining & (pending == 1)),
             write_out.en.eq(mac_done),
             write_out.addr.eq(out_write),
@@ -305,13 +342,14 @@ class NTPE(wiring.Component):
         for lane in range(lanes):
             max_word = Cat(comparator.o_max.payload.value[lane], comparator.o_max.payload.index[lane].as_unsigned(),
                            Const(0, 16 - self.index_bits))
-            m.d.comb += self.o_result.payload.y[lane].eq(Mux(program.op, max_word, mac.o_y.payload[lane]))
+            m.d.comb += self.o_result.payload.y[lane].eq(Mux(route, router.o_row.payload[lane],
+                                                             Mux(use_mac, mac.o_y.payload[lane], max_word)))
         with m.If(mac_done):
             m.d.sync += out_write.eq(out_write + 1)
 
         # Pass bookkeeping: results in flight, then release of the halves.
-        delivered = mac_done | max_done
-        m.d.sync += pending.eq(pending + (issue & ~preload & closing) - delivered)
+        delivered = mac_done | max_done | route_done
+        m.d.sync += pending.eq(pending + (issue & ~preload & closes_row) - delivered)
         m.d.comb += [
             release1.eq(draining & (pending == 0) & (program.op == PEOp.MAC) & ~program.hold1),
             release2.eq(draining & (pending == 0) & ~program.hold2),

@@ -1,14 +1,16 @@
 """A vault with its two PMAGs (one for reads, one for writes) and a host port (NeuroTrainer, Sections 3.1-3.2)."""
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ...spec.params import Param, ParamSchema
+from ...spec.neurotrainer.integration import LUT_SELECT_SHIFT
 from ...spec.neurotrainer.pmag import end_mark
 from .pmag import NTPMAG
 from ...spec.neurotrainer import vault as vault_spec
 from .vault import NTVault
+from .word_lut import NTWordLUT
 
 __all__ = ["NTVaultController"]
 
@@ -38,11 +40,19 @@ class NTVaultController(wiring.Component):
       writer's END-MARK) without a vault access. ``i_write`` passes a 2-entry FIFO, which
       breaks any combinational ready loop through the writer.
     - Host reads come back on ``o_host_data`` in tag order too.
+    - With ``lut`` (the PMAG's f(x) / f'(x) tables, Section 3.2): the data words of the read
+      stream (not pad, END-MARK or host words) pass an
+      :class:`~trainforge.hw.neurotrainer.word_lut.NTWordLUT` with the element width ``wide``,
+      in the same cycle; the table is the one the read request's address bits 31 .. 30 select
+      (0: unchanged, 1: f(x), 2: f'(x); the vault uses only the bits below its depth), carried
+      with the request's tag.
 
     Parameters
     ----------
     depth, latency, interval : int
         The vault's parameters.
+    lut : dict, optional
+        :class:`~trainforge.hw.neurotrainer.word_lut.NTWordLUT`'s parameters; adds the ``wide`` input.
 
     Members
     -------
@@ -57,6 +67,8 @@ class NTVaultController(wiring.Component):
     idle : Out(1)
         Both PMAGs wait for a program and have no request pending: every write accepted so
         far is in the vault (sample it from the second cycle after the last program was taken).
+    wide : In(1)
+        With ``lut`` only: the element width of the read stream's data words.
 
     Attributes
     ----------
@@ -70,8 +82,9 @@ class NTVaultController(wiring.Component):
 
     PARAMS = vault_spec.PARAMS
 
-    def __init__(self, **params):
+    def __init__(self, *, lut=None, **params):
         self.PARAMS.apply(self, **params)
+        self.lut = None if lut is None else NTWordLUT(**lut)
         self.vault = NTVault(depth=self.depth, latency=self.latency, interval=self.interval)
         self.read_pmag = NTPMAG(counter_bits=16)
         self.write_pmag = NTPMAG(counter_bits=16)
@@ -79,7 +92,9 @@ class NTVaultController(wiring.Component):
         self.program_layout = self.read_pmag.program_layout
         self.word_layout = data.StructLayout({"data": unsigned(32), "end": 1})
         self.tag_depth = self.latency + 4
+        luts = {} if lut is None else {"wide": In(1)}
         super().__init__({
+            **luts,
             "i_host": In(stream.Signature(self.host_layout)),
             "o_host_data": Out(stream.Signature(unsigned(32))),
             "i_read_program": In(stream.Signature(self.program_layout)),
@@ -95,7 +110,7 @@ class NTVaultController(wiring.Component):
         m.submodules.vault = vault
         m.submodules.read_pmag = reader
         m.submodules.write_pmag = writer
-        m.submodules.tags = tags = SyncFIFO(width=3, depth=self.tag_depth)
+        m.submodules.tags = tags = SyncFIFO(width=5, depth=self.tag_depth)
         wiring.connect(m, wiring.flipped(self.i_read_program), reader.i_program)
         wiring.connect(m, wiring.flipped(self.i_write_program), writer.i_program)
         m.d.comb += self.idle.eq(reader.i_program.ready & ~reader.o_request.valid
@@ -149,7 +164,7 @@ class NTVaultController(wiring.Component):
                 vault.i_request.payload.address.eq(read.payload.address),
                 vault.i_request.valid.eq(tags.w_rdy),
                 read.ready.eq(vault.i_request.ready & tags.w_rdy),
-                tags.w_data.eq(_TAG_DATA),
+                tags.w_data.eq(Cat(Const(_TAG_DATA, 2), Const(0, 1), read.payload.address[LUT_SELECT_SHIFT:])),
                 tags.w_en.eq(vault.i_request.ready & tags.w_rdy),
             ]
 
@@ -162,6 +177,11 @@ class NTVaultController(wiring.Component):
             returned.w_en.eq(vault.o_data.valid),
             vault.o_data.ready.eq(1),
         ]
+        read_data = returned.r_data
+        if self.lut is not None:
+            m.submodules.lut = lut = self.lut
+            m.d.comb += [lut.i_word.eq(returned.r_data), lut.wide.eq(self.wide), lut.select.eq(tags.r_data[3:5])]
+            read_data = lut.o_word
         tag, wide = tags.r_data[:2], tags.r_data[2]
         with m.If(tags.r_rdy & ((tag == _TAG_END_MARK) | (tag == _TAG_PAD))):
             m.d.comb += [
@@ -174,7 +194,7 @@ class NTVaultController(wiring.Component):
         with m.Elif(tags.r_rdy & (tag == _TAG_DATA)):
             m.d.comb += [
                 self.o_read.valid.eq(returned.r_rdy),
-                self.o_read.payload.data.eq(returned.r_data),
+                self.o_read.payload.data.eq(read_data),
                 returned.r_en.eq(self.o_read.ready),
                 tags.r_en.eq(returned.r_rdy & self.o_read.ready),
             ]

@@ -30,7 +30,8 @@ import numpy as np
 
 from ...golden.neurotrainer.pmag import LEVELS, SOURCE_NAMES, WINDOW_MODES, default_program, nt_pmag
 from ...hw.neurotrainer.pe import NTPE
-from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX
+from ...spec.neurotrainer.pe_program import OP_MAC, OP_MAX, RANGE_LIMIT, ROUTE_LOAD_STEPS
+from ...spec.neurotrainer.integration import PARAMS as SYSTEM_PARAMS, lut_alias, lut_functions
 from ...spec.neurotrainer.packing import elements_per_word, words_for
 from .program import (COUNTER_BITS, BOUND_BITS, IBUFFER_BYTES, ProgramError, check_range, encode_pe, encode_pmag,
                       ibuffer_image)
@@ -115,10 +116,16 @@ class Stream:
         Golden-model program dicts, in issue order.
     broadcast : bool
         The common vault's stream sent to every PE (one stream, shared by the PE jobs).
+    lut : str or None
+        A read stream's data words pass the vault controller's LUT: ``"f"`` (the activation
+        f(x)) or ``"df"`` (its derivative f'(x)); pad and END-MARK words do not. Its programs'
+        bases carry the selection in address bits 31 .. 30
+        (:func:`~trainforge.spec.neurotrainer.integration.lut_alias`).
     """
     vault: int
     programs: list
     broadcast: bool = False
+    lut: str = None
 
     def golden(self):
         """``nt_pmag`` of every program (address, write, pad, end; each closed by its END-MARK)."""
@@ -203,6 +210,8 @@ class CompiledLayer:
     copy_jobs : list of CopyJob
     ibuffer : bytes
         The iBuffer image (:func:`~trainforge.sim.neurotrainer.program.ibuffer_image`).
+    lut : dict
+        The LUTs' ``nt_lut`` parameters by ``"f"`` / ``"df"`` when a read stream has ``lut``, else empty.
     """
     kind: str
     dims: dict
@@ -216,6 +225,7 @@ class CompiledLayer:
     pe_jobs: list = field(default_factory=list)
     copy_jobs: list = field(default_factory=list)
     ibuffer: bytes = b""
+    lut: dict = field(default_factory=dict)
 
     def streams(self):
         """Every distinct stream with its role: ``(role, pe or None, Stream)``; a broadcast stream once."""
@@ -822,6 +832,92 @@ def _maxpool(dims, pes, pe):
     return builder, jobs, ("x",), "y"
 
 
+def _maxpool_bp(dims, pes, pe):
+    """Max-pooling backward: dX of every window is dY at the forward pass's argmax, 0 elsewhere.
+
+    Inputs ``pooled`` (the forward pass's result words ``max | argmax << 16``, as it stored them) and
+    ``dy`` (same shape and layout); output ``dx`` (the layout of the forward pass's ``x``). One route
+    pass per window group (one window per lane): its BUF2 block is the group's ``pooled`` row and
+    ``dy`` row; its ``r * r`` result rows are written back by the forward pass's window program
+    (the same addresses, as writes), so every position of every window gets its word.
+    """
+    n, c, h, w, radius = (dims[key] for key in ("n", "c", "h", "w", "r"))
+    lanes = pe["lanes"]
+    check_range("maxpool_bp h mod r", h % radius, 0, "the window must tile the height")
+    check_range("maxpool_bp w mod r", w % radius, 0, "the window must tile the width")
+    check_range("maxpool_bp window r*r - 1 (argmax index)", radius * radius - 1, (1 << pe["index_bits"]) - 1,
+                "2**index_bits - 1")
+    out_h, out_w = h // radius, w // radius
+    window = radius * radius
+    check_range("maxpool_bp route steps r*r + 2 - 1 (PE CNT2)", window + ROUTE_LOAD_STEPS - 1, RANGE_LIMIT - 1)
+    _check_buffers(pe, "maxpool_bp", in2_rows=ROUTE_LOAD_STEPS)
+    rounds = _ceil(n, lanes * pes)
+    builder = _Builder(pes)
+    pooled_shape = (n, c, out_h, out_w)
+    pooled_base = builder.place_all("pooled", pooled_shape,
+                                    lambda p: _batch_lane_index(pooled_shape, rounds, pes, lanes, p))
+    dy_base = builder.place_all("dy", pooled_shape, lambda p: _batch_lane_index(pooled_shape, rounds, pes, lanes, p))
+    dx_base = builder.place_all("dx", (n, c, h, w), lambda p: _batch_lane_index((n, c, h, w), rounds, pes, lanes, p))
+    passes_per_pe = rounds * c * out_h * out_w
+    word = _pe_word(op=OP_MAX, transpose=1, wide=1, emit=1, cnt2_outer=0,
+                    cnt2_inner=window + ROUTE_LOAD_STEPS - 1, cnt1=ROUTE_LOAD_STEPS - 1)
+    jobs = []
+    for p in range(pes):
+        in2 = Stream(p, [pmag_program("maxpool_bp argmax and dy rows", [("group", passes_per_pe), ("tensor", 2),
+                                                                        ("lane", lanes)],
+                                      [("group", lanes), ("tensor", dy_base - pooled_base), ("lane", 1)],
+                                      base=pooled_base)])
+        out = Stream(p, [pmag_program("maxpool_bp windows", [("cho", c * out_h), ("wo", out_w), ("hk", radius),
+                                                             ("wkl", radius * lanes)],
+                                      [("cho", radius * w * lanes), ("wo", radius * lanes), ("hk", w * lanes),
+                                       ("wkl", 1)], base=dx_base + g * c * h * w * lanes, write=True)
+                         for g in range(rounds)])
+        jobs.append(PeJob(p, [word] * passes_per_pe, None, [], in2, [ROUTE_LOAD_STEPS] * passes_per_pe, out))
+    return builder, jobs, ("pooled", "dy"), "dx"
+
+
+def _act_bp(dims, pes, pe, sr):
+    """The activation's backward step, element-wise: ``dz = f'(z) * dx`` of two ``(h, n)`` tensors.
+
+    ``z`` (the pre-activation the forward pass stored) and ``dx`` (the gradient the next layer's
+    backward pass gave) are stored alike in the PE vaults, rows of ``lanes`` elements, each PE a
+    contiguous share of the rows. Each PE's BUF2 stream reads the rows in pairs, a ``z`` row
+    through f'(x) (its addresses carry the LUT select, ``lut_alias("df")``) then the ``dx`` row;
+    product passes (MAX with ``accumulate``, ``hw/neurotrainer/docs/pe.md``) multiply them lane by
+    lane on the MAC array (32-bit, SR by ``sr``); ``dz`` is written row by row like ``z``.
+    """
+    h, n = dims["h"], dims["n"]
+    lanes = pe["lanes"]
+    rows = _ceil(h * n, lanes)
+    per_pe = _ceil(rows, pes)
+    pairs = min(per_pe, (pe["in2_depth"] // 2) // 2, RANGE_LIMIT // 2)
+    check_range("act_bp BUF2 half (rows, a pair per output row)", 2, pe["in2_depth"] // 2)
+    per_pe = _ceil(per_pe, pairs) * pairs             # whole blocks: every pass reads 2 * pairs rows
+    builder = _Builder(pes)
+
+    def share(p):
+        flat = (p * per_pe + np.arange(per_pe))[:, None] * lanes + np.arange(lanes)
+        return np.where(flat < h * n, flat, -1)
+
+    z_base = builder.place_all("z", (h, n), share)
+    dx_base = builder.place_all("dx", (h, n), share)
+    dz_base = builder.place_all("dz", (h, n), share)
+    passes = per_pe // pairs
+    word = _pe_word(op=OP_MAX, accumulate=1, wide=1, sr=int(sr), emit=1, cnt2_outer=0,
+                    cnt2_inner=2 * pairs - 1, cnt1=2 * pairs - 1)
+    jobs = []
+    z_read = z_base + lut_alias("df")
+    for p in range(pes):
+        in2 = Stream(p, [pmag_program("act_bp z (through f') and dx rows", [("row", per_pe), ("tensor", 2),
+                                                                            ("lane", lanes)],
+                                      [("row", lanes), ("tensor", (dx_base - z_read) & _MASK32), ("lane", 1)],
+                                      base=z_read)])
+        out = Stream(p, [pmag_program("act_bp dz", [("row", per_pe), ("lane", lanes)], [("row", lanes), ("lane", 1)],
+                                      base=dz_base, write=True)])
+        jobs.append(PeJob(p, [word] * passes, None, [], in2, [2 * pairs] * passes, out))
+    return builder, jobs, ("z", "dx"), "dz"
+
+
 # ----------------------------------------------------------------------------------------------
 # Data preparation (Table 3): add pad, remove pad, partition, merge. No PE involved.
 
@@ -962,6 +1058,8 @@ LAYERS = {
     "fc_bp": ("h", "k", "n"),
     "fc_up": ("h", "k", "n"),
     "maxpool": ("n", "c", "h", "w", "r"),
+    "maxpool_bp": ("n", "c", "h", "w", "r"),
+    "act_bp": ("h", "n"),
     "add_pad": ("d", "h", "w", "r"),
     "remove_pad": ("d", "h", "w", "r"),
     "partition": ("d", "h", "w", "th", "tw"),
@@ -977,7 +1075,35 @@ CONV_OPTIONS_KINDS = ("conv_ff", "conv_bp", "conv_up")
 TABLE4_BITS = {"conv_ff": 16, "conv_bp": 32, "conv_up": 32, "fc_ff": 16, "fc_bp": 32, "fc_up": 32}
 
 
-def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_limit=IBUFFER_BYTES):
+def _attach_luts(layer, lut, lut_params):
+    """Read every input tensor named in ``lut`` (``{tensor: "f" | "df"}``) through its table: its read
+    stream's program bases get the table's address alias (the stream reads only that tensor)."""
+    for name, function in lut.items():
+        if name not in layer.inputs:
+            raise ValueError(f"lut: {name!r} is not an input of {layer.kind}; inputs: {', '.join(layer.inputs)}")
+        if function not in lut_params:
+            raise ValueError(f"lut[{name!r}] = {function!r}; allowed: {', '.join(sorted(lut_params))}")
+        if layer.copy_jobs:
+            raise ValueError(f"{layer.kind}: lut on {name!r} needs the direct lowering (the host gathers the "
+                               "tiled lowering's operand, with its zero padding, before the read path)")
+        vaults = {place.vault for place in layer.tensors[name][1]}
+        others = {other for other in layer.inputs if other != name
+                  and vaults & {place.vault for place in layer.tensors[other][1]}}
+        if others:
+            raise ValueError(f"{layer.kind}: lut on {name!r}: its vaults also hold {', '.join(sorted(others))}")
+        streams = [stream for job in layer.pe_jobs for stream in (job.in1, job.in2)
+                   if stream is not None and stream.vault in vaults]
+        if not streams:
+            raise ValueError(f"{layer.kind}: lut on {name!r}: no PE stream reads it")
+        for stream in {id(stream): stream for stream in streams}.values():
+            stream.lut = function
+            for program in stream.programs:
+                program["base"] = (program["base"] + lut_alias(function)) & _MASK32
+    layer.lut = {function: dict(params) for function, params in lut_params.items()}
+
+
+def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_limit=IBUFFER_BYTES, lut=None,
+                  lut_params=None):
     """Compile one layer.
 
     Parameters
@@ -1004,6 +1130,14 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         word) and a result row is ``lanes`` words; the reduction block of a matmul is even.
     ibuffer_limit : int
         iBuffer size in bytes.
+    lut : dict of str to str, optional
+        Input tensors read through the vault controllers' LUTs: ``{"x": "f"}`` gives the PEs
+        f(x) of every element of ``x`` (``"df"``: f'(x)); pad words stay 0. The tensor's vaults
+        must hold no other input, and the layer must take the direct lowering.
+    lut_params : dict, optional
+        ``{"f": nt_lut parameters, "df": nt_lut parameters}`` (needed with ``lut``; ``act_bp``
+        takes the system's default tables without it;
+        :func:`trainforge.spec.neurotrainer.integration.lut_functions`).
 
     Returns
     -------
@@ -1015,7 +1149,9 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         The layer does not fit (a PMAG counter range beyond 16 bits, a PE range beyond 256, a
         buffer block beyond half a buffer, the iBuffer image beyond ``ibuffer_limit``).
     ValueError
-        An unknown kind, missing/unknown/non-positive dimensions, an invalid PE parameter.
+        An unknown kind, missing/unknown/non-positive dimensions, an invalid PE parameter, a
+        ``lut`` on a tensor that is not an input, shares its vaults with another input or is
+        gathered by the host (the tiled lowering).
     """
     if kind not in LAYERS:
         raise ValueError(f"layer kind {kind!r} is unknown; allowed: {', '.join(LAYERS)}")
@@ -1055,6 +1191,12 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
         builder, jobs, inputs, output = _fc_up(dims, pes, pe, sr)
     elif kind == "maxpool":
         builder, jobs, inputs, output = _maxpool(dims, pes, pe)
+    elif kind == "maxpool_bp":
+        builder, jobs, inputs, output = _maxpool_bp(dims, pes, pe)
+    elif kind == "act_bp":
+        # z is read through f'(x): without lut_params, the system's default tables.
+        lut_params = lut_params or lut_functions(SYSTEM_PARAMS.defaults)
+        builder, jobs, inputs, output = _act_bp(dims, pes, pe, sr)
     else:
         builder, jobs, inputs, output = _data_prep(kind, dims, pes)
     layer = CompiledLayer(kind, dims, pe, pes, builder.tensors, inputs, output, builder.words(), bits=bits)
@@ -1067,5 +1209,11 @@ def compile_layer(kind, dims, *, pes=1, pe=None, sr=False, bits=None, ibuffer_li
     for _, _, stream in layer.streams():
         for program in stream.programs:
             program["wide"] = int(bits == 32)
+    if lut:
+        if not lut_params:
+            raise ValueError("lut needs lut_params (the LUTs' nt_lut parameters by 'f' and 'df')")
+        _attach_luts(layer, lut, lut_params)
+    if lut_params:
+        layer.lut = {function: dict(params) for function, params in lut_params.items()}
     layer.ibuffer = ibuffer_image(layer.pmag_programs(), [job.passes for job in layer.pe_jobs], ibuffer_limit)
     return layer

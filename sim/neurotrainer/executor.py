@@ -8,7 +8,10 @@ the hardware does, with the golden models of its blocks:
    element slots before the words are packed);
 2. every read stream's addresses come from the PMAG golden model
    (:func:`~trainforge.golden.neurotrainer.pmag.nt_pmag`); a read request with ``pad``
-   delivers 0;
+   delivers 0; a data request whose address bits 31 .. 30 select a table (``"f"`` or ``"df"``,
+   ``spec/neurotrainer/integration.py`` ``LUT_SELECT``) delivers its word through the vault
+   controller's LUT (:func:`~trainforge.golden.neurotrainer.lut.nt_lut_words` with
+   ``layer.lut[function]``); the vault word is at the address bits below;
 3. each PE job's BUF Input 1 / BUF Input 2 streams are cut into the compiled blocks
    (``lanes`` words per BUF2 row; in 16-bit layers a BUF1 word is each 16-bit half of a read
    word in both halves, an odd block's last high half dropped) and run through the PE golden model
@@ -26,6 +29,8 @@ the hardware does, with the golden models of its blocks:
 """
 import numpy as np
 
+from ...golden.neurotrainer.lut import nt_lut_words
+from ...spec.neurotrainer.integration import LUT_ADDRESS_MASK, LUT_SELECT, LUT_SELECT_SHIFT
 from ...golden.neurotrainer.pe import nt_pe
 from ...spec.neurotrainer.packing import elements_per_word, pack_words, splat_halves, unpack_words
 from .compiler import COMMON, Stream
@@ -95,9 +100,15 @@ def run_copies(layer, vaults):
     return vaults
 
 
-def _read(stream, vaults):
+def _read(stream, vaults, layer=None):
     address, pad = stream.requests()
-    return np.where(pad, 0, vaults[stream.vault][np.where(pad, 0, address)])
+    select = (address >> LUT_SELECT_SHIFT) & 3
+    words = vaults[stream.vault][np.where(pad, 0, address & LUT_ADDRESS_MASK)]
+    for function, code in LUT_SELECT.items():
+        chosen = select == code
+        if chosen.any():
+            words = np.where(chosen, nt_lut_words(words, layer.bits, **layer.lut[function]), words)
+    return np.where(pad, 0, words)
 
 
 def _write(stream, vaults, words):
@@ -143,9 +154,9 @@ def pe_buffer_images(layer, vaults, job):
         of :func:`~trainforge.golden.neurotrainer.pe.nt_pe` and the PE testbench's fill streams.
     """
     lanes = layer.pe["lanes"]
-    blocks1 = _blocks(_buf1_words(_read(job.in1, vaults), job.in1_blocks, layer.bits), job.in1_blocks, 1,
+    blocks1 = _blocks(_buf1_words(_read(job.in1, vaults, layer), job.in1_blocks, layer.bits), job.in1_blocks, 1,
                       "BUF Input 1") if job.in1 is not None else []
-    blocks2 = _blocks(_read(job.in2, vaults), job.in2_blocks, lanes, "BUF Input 2")
+    blocks2 = _blocks(_read(job.in2, vaults, layer), job.in2_blocks, lanes, "BUF Input 2")
     return blocks1, blocks2
 
 

@@ -26,11 +26,12 @@ def _system(params):
     return spec.PARAMS.resolve(**{key: value for key, value in params.items() if key in spec.PARAMS.names})
 
 
-def compile_for_system(kind, dims, *, sr=False, bits=None, **params):
-    """``compile_layer(kind, dims)`` for the system's PEs (``params``: NTSystem parameters)."""
+def compile_for_system(kind, dims, *, sr=False, bits=None, lut=None, **params):
+    """``compile_layer(kind, dims)`` for the system's PEs and LUTs (``params``: NTSystem parameters;
+    ``lut``: ``{input tensor: "f" | "df"}``, the inputs read through the vault controllers' LUTs)."""
     system = _system(params)
     return compile_layer(kind, dims, pes=system["pes"], pe={key: system[key] for key in spec.PE_KEYS}, sr=sr,
-                         bits=bits)
+                         bits=bits, lut=lut, lut_params=spec.lut_functions(system))
 
 
 def _data_requests(program):
@@ -166,6 +167,8 @@ def run_layers(layers, inputs, **params):
     for layer in layers:
         if layer.pes != system["pes"] or layer.pe != {**layer.pe, **pe_params}:
             raise ProgramError(f"{layer.kind}: compiled for other PEs than the system's")
+        if layer.lut and layer.lut != spec.lut_functions(system):
+            raise ProgramError(f"{layer.kind}: compiled for other LUTs than the system's")
     outcome = nt_system([prepare_layer(layer, tensors) for layer, tensors in zip(layers, inputs)], **system)
     for layer, result in zip(layers, outcome):
         result["output"] = executor.unload(layer, {vault - 1: words for vault, words in result["final"].items()})

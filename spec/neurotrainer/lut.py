@@ -2,6 +2,11 @@
 
 The table is computed at elaboration by the generator and read by the golden model.
 
+Word rule (the LUTs on a vault controller's read path, ``nt_system``): a 32-bit vault word
+is one element, saturated to signed 16 bits before the table and its result sign-extended
+to 32 bits; a word of a 16-bit layer is two elements (``spec/neurotrainer/packing.py``), each
+half through its own table read, the results packed the same way.
+
 Parameters
 ----------
 See :data:`PARAMS`: ``function``, ``table_bits``, ``frac_bits``, ``out_frac_bits``.

@@ -70,10 +70,13 @@ def xorshift_seeds(seed, lanes):
     return np.where(mixed == 0, np.uint64(1), mixed)
 
 
-def row_layout(params):
-    """Payload of ``i_row``: ``a`` (32 bits), ``x`` (``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``."""
+def row_layout(params, lane_operands=False):
+    """Payload of ``i_row``: ``a`` (32 bits), ``x`` (``lanes`` 32-bit words), ``wide``, ``sr``, ``clear``, ``read``;
+    with ``lane_operands``, ``a_lanes`` (``lanes`` 32-bit words: lane ``i`` multiplies ``a_lanes[i]``; the PE,
+    whose product pass needs a lane's own operand) instead of ``a``."""
+    operand = {"a_lanes": data.ArrayLayout(unsigned(32), params["lanes"])} if lane_operands else {"a": unsigned(32)}
     return data.StructLayout({
-        "a": unsigned(32),
+        **operand,
         "x": data.ArrayLayout(unsigned(32), params["lanes"]),
         "wide": 1,
         "sr": 1,

@@ -9,11 +9,14 @@ each range is 8 bits, which is what this layout does (field order = bit order, L
 ========== ==== ==========================================================================
 field      bits meaning
 ========== ==== ==========================================================================
-op         1    0 = MAC (``y = a*x + y``), 1 = MAX (``y = max(x, y)`` with argmax)
+op         1    0 = MAC (``y = a*x + y``), 1 = MAX (``y = max(x, y)`` with argmax; with
+                ``transpose``: route, the max-pooling backward pass, below)
 wide       1    0 = 16-bit mode (two 16-bit pairs per lane), 1 = 32-bit mode (MAC only)
 sr         1    stochastic rounding (32-bit MAC only; the 16-bit mode always truncates)
-transpose  1    sweep CNT2 in the other order: reads the BUF1 block as its transpose (W^T)
-accumulate 1    MAC: each output row starts from its partial sum in the output buffer, not 0
+transpose  1    sweep CNT2 in the other order: reads the BUF1 block as its transpose (W^T);
+                with MAX (which reads no BUF1): route, the transpose of the pooling
+accumulate 1    MAC: each output row starts from its partial sum in the output buffer, not 0;
+                with MAX (no partial sums) and no ``transpose``: product, below
 emit       1    send the pass's results on the output stream (MAC results are always also
                 written to the output buffer)
 hold1      1    keep the BUF1 block after the pass: the next MAC pass reads it again
@@ -23,6 +26,18 @@ cnt2_inner 8    R - 1 of CNT2's inner level: the columns of the block (``WK``, `
 cnt1       8    R - 1 of CNT1: steps per output row (``WK x HK``, ``L``, ``1``)
 ========== ==== ==========================================================================
 
+Route (``op`` = MAX, ``transpose`` = 1; the derivative of max pooling, Section 3.3.3: the
+comparator "returns the maximum value and its ID for backpropagation"): of the ``N`` steps,
+step 0's BUF2 row gives each lane its argmax (bits 16 and up of a MAX result word), step 1's
+row its dY; each further step emits one output row, position ``e = s - 2`` of the window:
+dY where ``e`` is the argmax, 0 elsewhere (:data:`ROUTE_LOAD_STEPS` rows load, ``N - 2``
+rows emit; a route pass needs at least 3 steps).
+
+Product (``op`` = MAX, ``accumulate`` = 1, ``transpose`` = 0; the element-wise ``f'(z) * dx`` of
+the backward pass, on the MAC array): the steps come in pairs; the even step's BUF2 row is each
+lane's own ``a``, the odd step's row ``x``; one MAC row from 0 per pair (``wide`` and ``sr`` as
+a MAC pass), ``N / 2`` output rows, ``N`` even.
+
 Ranges are stored as the maximum counter value (count - 1, minimum 0) like the PMAG's
 ``R1 .. R7``, so every count from 1 to 256 is encodable.
 """
@@ -30,7 +45,7 @@ from amaranth.lib import data, enum
 
 from ...errors import ProgramError
 
-__all__ = ["PEOp", "PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT",
+__all__ = ["PEOp", "PE_PROGRAM_LAYOUT", "PE_PROGRAM_BYTES", "OP_MAC", "OP_MAX", "RANGE_LIMIT", "ROUTE_LOAD_STEPS",
            "encode_pe_program", "decode_pe_program"]
 
 #: Layout of the PE program word (the first field is the least significant bit).
@@ -62,6 +77,9 @@ class PEOp(enum.IntEnum, shape=1):
 #: ``op`` values (aliases of :class:`PEOp`'s members).
 OP_MAC = PEOp.MAC
 OP_MAX = PEOp.MAX
+
+#: Steps of a route pass that load its BUF2 rows (the argmax row, then the dY row) before it emits.
+ROUTE_LOAD_STEPS = 2
 
 #: Largest count of a range field (its maximum value is ``RANGE_LIMIT - 1``).
 RANGE_LIMIT = 256

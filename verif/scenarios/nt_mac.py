@@ -64,7 +64,8 @@ class _Generators:
 
 
 def reference(params, rows):
-    """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset."""
+    """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset (a row with ``a_lanes`` gives
+    lane ``i`` the operand ``a_lanes[i]`` instead of ``a``: the PE's product pass)."""
     frac, frac16, rounding = params["frac_bits"], params["frac_bits16"], params["rounding"]
     generators = _Generators(params)
     y = [0] * params["lanes"]
@@ -75,6 +76,7 @@ def reference(params, rows):
         if row["clear"]:
             y = [0] * params["lanes"]
         for lane, x in enumerate(row["x"]):
+            a = row["a_lanes"][lane] if "a_lanes" in row else row["a"]
             if row["wide"]:
                 if rounding == "truncate" or frac == 0:
                     offset = 0
@@ -82,12 +84,12 @@ def reference(params, rows):
                     offset = 1 << (frac - 1)
                 else:
                     offset = words[lane] & ((1 << frac) - 1) if row["sr"] else 0
-                total = _signed(row["a"], 32) * _signed(x, 32) + (_signed(y[lane], 32) << frac) + offset
+                total = _signed(a, 32) * _signed(x, 32) + (_signed(y[lane], 32) << frac) + offset
                 y[lane] = _saturate(total >> frac, 32) & _MASK32
             else:
                 halves = []
                 for half in (0, 16):
-                    total = _signed(row["a"] >> half, 16) * _signed(x >> half, 16) \
+                    total = _signed(a >> half, 16) * _signed(x >> half, 16) \
                         + (_signed(y[lane] >> half, 16) << frac16)
                     halves.append((_saturate(total >> frac16, 16) & 0xFFFF) << half)
                 y[lane] = halves[0] | halves[1]

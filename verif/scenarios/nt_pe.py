@@ -68,6 +68,8 @@ def reference(params, stimulus):
         rows, columns, per_output = fields["cnt2_outer"] + 1, fields["cnt2_inner"] + 1, fields["cnt1"] + 1
         steps = rows * columns
         outputs = -(-steps // per_output)
+        route = not mac and fields["transpose"]
+        product = not mac and fields["accumulate"] and not fields["transpose"]
         if mac:
             for index, word in enumerate(blocks1[block1]):
                 halves1[block1 % 2][index] = word
@@ -94,6 +96,29 @@ def reference(params, stimulus):
                 out[number % params["out_depth"]] = y
                 if fields["emit"]:
                     results.append({"y": list(y), "last": int(number == outputs - 1)})
+        elif product:
+            # Product (element-wise on the MAC array): rows in pairs, the first the lanes' own a, the second x;
+            # one MAC row from 0 per pair, also written to BUF Output.
+            for number in range(steps // 2):
+                a_row = buffer2[(2 * number % per_output) % half2]
+                x_row = buffer2[((2 * number + 1) % per_output) % half2]
+                mac_rows.append({"a_lanes": list(a_row), "x": list(x_row),
+                                 "wide": fields["wide"], "sr": fields["sr"], "clear": 1, "read": 1})
+                y = nt_mac.reference(params, mac_rows)[mac_results]
+                mac_results += 1
+                out[number % params["out_depth"]] = y
+                if fields["emit"]:
+                    results.append({"y": list(y), "last": int(number == steps // 2 - 1)})
+        elif route:
+            # Route (max-pooling backward): step 0's row gives the argmax, step 1's the dY; then one row per
+            # window position, dY where the position is the argmax.
+            index_row, value_row = buffer2[0 % per_output % half2], buffer2[1 % per_output % half2]
+            outputs = max(steps - 2, 0)
+            for number in range(outputs):
+                y = [value_row[lane] if (index_row[lane] >> 16) % (1 << params["index_bits"])
+                     == number % (1 << params["index_bits"]) else 0 for lane in range(lanes)]
+                if fields["emit"]:
+                    results.append({"y": y, "last": int(number == outputs - 1)})
         else:
             for number, window in enumerate(windows):
                 y = []
@@ -118,6 +143,11 @@ def _random_words(rng, count, full_range_probability=0.2):
     return [rng.randrange(-scale, scale) & _MASK32 for _ in range(count)]
 
 
+def _random_rows(rng, lanes, count):
+    words = _random_words(rng, count * lanes)
+    return [words[row * lanes:(row + 1) * lanes] for row in range(count)]
+
+
 def _fill_items(block, lanes=None):
     if lanes is None:
         return [{"data": word, "last": int(i == len(block) - 1)} for i, word in enumerate(block)]
@@ -140,8 +170,10 @@ class _Session:
             self.stimulus["i_in2"] += _fill_items([[word & _MASK32 for word in row] for row in block2], self.lanes)
 
 
-def random_session(params, rng, passes, max_probability=0.25):
-    """Random passes: MAC (16/32-bit, SR on/off, transpose, accumulate, holds) and MAX windows."""
+def random_session(params, rng, passes, max_probability=0.25, route_probability=0.0, product_probability=0.0):
+    """Random passes: MAC (16/32-bit, SR on/off, transpose, accumulate, holds), MAX windows and (with
+    ``route_probability``) route passes (MAX with transpose: argmax row, dY row, then window rows) and
+    (``product_probability``) product passes (MAX with accumulate: element-wise a x on the MAC array)."""
     lanes = params["lanes"]
     half1, half2 = params["in1_depth"] // 2, params["in2_depth"] // 2
     session = _Session(lanes)
@@ -150,11 +182,17 @@ def random_session(params, rng, passes, max_probability=0.25):
     written = 0    # BUF Output rows 0 .. written-1 hold results of this session
     for index in range(passes):
         op = OP_MAX if rng.random() < max_probability else OP_MAC
+        route = op == OP_MAX and rng.random() < route_probability
+        product = op == OP_MAX and not route and rng.random() < product_probability
         if op == OP_MAC and held1 is not None:
             rows, columns = held1
         else:
             rows = rng.randint(1, min(8, half1))
             columns = rng.randint(1, min(8, half1 // rows))
+        if route and rows * columns < 3:
+            rows, columns = 1, rng.randint(3, 8)     # a route pass needs a row to emit after its two loading rows
+        if product and rows * columns % 2:
+            rows, columns = 1, 2 * rng.randint(1, 4)  # a product pass takes its rows in pairs
         steps = rows * columns
         per_output = rng.randint(1, min(steps + 2, 255) if held2 is None else held2)
         if held2 is None:
@@ -162,8 +200,8 @@ def random_session(params, rng, passes, max_probability=0.25):
         outputs = -(-steps // per_output)
         fields = {
             "op": op, "wide": int(rng.random() < 0.6), "sr": int(rng.random() < 0.7),
-            "transpose": int(rng.random() < 0.4),
-            "accumulate": int(op == OP_MAC and outputs <= written and rng.random() < 0.4),
+            "transpose": int(route or (op == OP_MAC and rng.random() < 0.4)),
+            "accumulate": int(product or (op == OP_MAC and outputs <= written and rng.random() < 0.4)),
             "emit": int(rng.random() < 0.85 or index == passes - 1),
             "hold1": int(rng.random() < 0.25), "hold2": int(rng.random() < 0.25),
             "cnt2_outer": rows - 1, "cnt2_inner": columns - 1, "cnt1": per_output - 1,
@@ -173,7 +211,11 @@ def random_session(params, rng, passes, max_probability=0.25):
             block1 = _random_words(rng, min(steps + rng.randint(0, 2), half1))
         if held2 is None:
             length = min(min(per_output, steps) + rng.randint(0, 2), half2)
-            if op == OP_MAX and rng.random() < 0.5:
+            if route:
+                length = max(length, min(2, half2))
+                block2 = [[(rng.randrange(-3, 3) & 0xFFFF) | rng.randrange(min(steps + 2, 1 << 16)) << 16
+                           for _ in range(lanes)]] + _random_rows(rng, lanes, length - 1)
+            elif op == OP_MAX and rng.random() < 0.5:
                 block2 = [[rng.randrange(-3, 3) & 0xFFFF for _ in range(lanes)] for _ in range(length)]   # ties
             else:
                 words = _random_words(rng, length * lanes)
@@ -181,6 +223,8 @@ def random_session(params, rng, passes, max_probability=0.25):
         if op == OP_MAC:
             held1 = (rows, columns) if fields["hold1"] else None
             written = max(written, min(outputs, params["out_depth"]))
+        if product:
+            written = max(written, min(steps // 2, params["out_depth"]))
         if not fields["hold2"]:
             held2 = None
         elif block2 is not None:
@@ -222,6 +266,30 @@ def corner_session(params, rng):
     extremes = [[rng.choice([0x7FFF, 0x8000, 0xFFFF, 0]) for _ in range(lanes)] for _ in range(size)]
     for window in (vectors(0x1234), vectors(0xFFFF8000), extremes):
         session.add(dict(op=OP_MAX, cnt2_outer=size - 1, cnt2_inner=0, cnt1=size - 1), None, window)
+    # Route (max-pooling backward): every lane's argmax, the first and the last position, one beyond the window
+    # (no position gets dY), extreme dY; then a window of 2**index_bits + 2 positions (the index wraps).
+    index_mask = (1 << params["index_bits"]) - 1
+    window = size * size
+    for argmax in (0, window - 1, window, 0xFFFF):
+        if size > 1 or argmax < 2:
+            rows = [[(0x8000 | (argmax + lane) % (window + 1) << 16) & _MASK32 for lane in range(lanes)],
+                    [rng.choice([0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 1]) for _ in range(lanes)]]
+            session.add(dict(op=OP_MAX, transpose=1, cnt2_outer=0, cnt2_inner=window + 1, cnt1=1), None, rows)
+    # Product: 32-bit saturation at both ends with SR, zero, the 16-bit halves' extremes.
+    extremes32 = [0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0, 1 << params["frac_bits"]]
+    pairs = []
+    for a_word, x_word in ((0x7FFFFFFF, 0x7FFFFFFF), (0x80000000, 0x7FFFFFFF), (0, 0x80000000),
+                           (rng.choice(extremes32), rng.choice(extremes32))):
+        pairs += [[a_word ^ (lane & 1) for lane in range(lanes)], [x_word] * lanes]
+    half2 = params["in2_depth"] // 2
+    for rows in (pairs, [[0x7FFF8000] * lanes, [0x80007FFF] * lanes, [0x7FFF7FFF] * lanes, [0xFFFF0001] * lanes]):
+        for start in range(0, len(rows), half2 - half2 % 2):
+            block = rows[start:start + half2 - half2 % 2]
+            session.add(dict(op=OP_MAX, accumulate=1, wide=int(rows is pairs), sr=1, cnt2_outer=0,
+                             cnt2_inner=len(block) - 1, cnt1=len(block) - 1), None, block)
+    wrap = min(index_mask + 4, 256)       # 2**index_bits + 1 output rows: position 2**index_bits is 0 again
+    session.add(dict(op=OP_MAX, transpose=1, cnt2_outer=0, cnt2_inner=wrap - 1, cnt1=1), None,
+                [[(lane % 2) << 16 for lane in range(lanes)], [lane + 1 for lane in range(lanes)]])
     return session.stimulus
 
 
@@ -234,10 +302,17 @@ def scenarios(params, seed):
     rng = rng_for(seed, "nt_pe", "full rate")
     table.append(_scenario(params, "random passes at full rate", random_session(params, rng, 16)))
     rng = rng_for(seed, "nt_pe", "backpressure")
-    table.append(_scenario(params, "random passes with backpressure", random_session(params, rng, 24),
+    table.append(_scenario(params, "random passes with backpressure",
+                           random_session(params, rng, 24, route_probability=0.4, product_probability=0.4),
                            valid={"i_program": random_pattern(rng, 0.5), "i_in1": random_pattern(rng, 0.6),
                                   "i_in2": random_pattern(rng, 0.6)},
                            ready={"o_result": random_pattern(rng, 0.5)}))
+    rng = rng_for(seed, "nt_pe", "route")
+    table.append(_scenario(params, "random passes with route (max-pooling backward) at full rate",
+                           random_session(params, rng, 16, max_probability=0.5, route_probability=0.6)))
+    rng = rng_for(seed, "nt_pe", "product")
+    table.append(_scenario(params, "random passes with product (element-wise a x on the MAC array) at full rate",
+                           random_session(params, rng, 16, max_probability=0.5, product_probability=0.7)))
     rng = rng_for(seed, "nt_pe", "corners")
     corners = corner_session(params, rng)
     table.append(_scenario(params, "zeros, saturation, W^T accumulated, MAX ties and negatives", corners))

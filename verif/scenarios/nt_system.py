@@ -4,7 +4,8 @@ The system's ports are many streams driven by a host procedure (write the vault 
 ``config``, queue the PMAG and PE programs, read the vaults back), so its testbench
 (``verif/tb_nt_system.py``) drives the table itself. A scenario's ``stimulus`` is
 ``{"layers": [layer, ...]}``, each layer a dict ``kind``, ``dims``, ``inputs`` (the input
-tensors, integer words), ``sr`` and ``bits`` (compiler options) and ``pad_rows`` (max-pooling
+tensors, integer words), ``sr``, ``bits`` and ``lut`` (compiler options: ``{input: "f" | "df"}``,
+the inputs read through the vault controllers' activation LUTs) and ``pad_rows`` (max-pooling
 only: the window streams read every second image row as pad, Table 3's pad window on the
 window row). The layers run one after the other from reset. ``valid``/``ready`` name the
 patterns of the host's stream ports (``i_host__<v>``, ``i_read_program__<v>``,
@@ -14,7 +15,10 @@ Expected, per layer in order:
 
 - ``output``: the output tensor (nested lists, signed): numpy's integer result for integer
   layers (one operand in Q.F, ``v << F``, the other plain integers, so every MAC is exact);
-  for max-pooling ``{"max", "argmax"}`` of every window, numpy's max and first argmax;
+  for max-pooling ``{"max", "argmax"}`` of every window, numpy's max and first argmax; for
+  layers with a ``lut``, numpy's result on the operand as :func:`lut_reference` gives it (a
+  plain-Python LUT from ``math``'s functions and the interpolation rule of
+  ``hw/neurotrainer/docs/lut.md``, not the golden model's code);
 - ``vault <v>``: every word of system vault ``v`` (0 = common, ``1 + i`` = PE ``i``'s) after
   the layer, from the reference executor ``sim/neurotrainer/executor.py`` (the compiled
   streams through the PMAG and PE golden models, checked against numpy in
@@ -23,6 +27,8 @@ Expected, per layer in order:
   first layer of its scenario (the SR-LO state carried from layer to layer is tested against
   the golden model by the testbench's ``stochastic_rounding_state_carried``).
 """
+import math
+
 import numpy as np
 
 from trainforge.errors import ProgramError
@@ -31,7 +37,7 @@ from trainforge.sim.neurotrainer.integration_layers import compile_for_system, l
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
-KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool")
+KINDS = ("conv_ff", "conv_bp", "conv_up", "fc_ff", "fc_bp", "fc_up", "maxpool", "maxpool_bp")
 
 #: The layer kinds whose results the bus merges into the common vault.
 MERGED = ("conv_up", "fc_ff", "fc_bp")
@@ -39,7 +45,8 @@ MERGED = ("conv_up", "fc_ff", "fc_bp")
 
 def compile_layer(params, layer):
     """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied)."""
-    compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"], **params)
+    compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"],
+                                  lut=layer.get("lut"), **params)
     if layer["pad_rows"]:
         for job in compiled.pe_jobs:
             for program in job.in2.programs:
@@ -135,9 +142,30 @@ def make_inputs(kind, dims, generator, frac_bits, values=None, tiled=False):
     if kind == "fc_up":
         dy, x = draw((dims["h"], dims["n"]), -1000, 1000), draw((dims["k"], dims["n"]), -1000, 1000)
         return {"dy": dy, "x": x << frac_bits}, dy @ x.T
+    if kind == "act_bp":
+        # The reference needs the system's LUT (``lut_reference``); the callers that time the layer only
+        # take the inputs.
+        z, dx = draw((dims["h"], dims["n"]), -3000, 3000), draw((dims["h"], dims["n"]), -60, 60)
+        return {"z": z, "dx": dx << frac_bits}, None
     n, c, h, w = (dims[k] for k in ("n", "c", "h", "w"))
     x = draw((n, c, h, w), -4, 4)
+    if kind == "maxpool_bp":
+        dy = draw((n, c, h // dims["r"], w // dims["r"]), -(1 << 20), 1 << 20)
+        return unpool_inputs(x, dy, dims["r"])
     return {"x": x}, x
+
+
+def unpool_inputs(x, dy, r):
+    """Inputs of a max-pooling backward layer over the forward input ``x`` (numpy's max and first argmax, as the
+    forward pass's words ``max | argmax << 16``) and numpy's dX: ``dy`` at each window's argmax, 0 elsewhere."""
+    x, dy = np.asarray(x, dtype=np.int64), np.asarray(dy, dtype=np.int64)
+    n, c, h, w = x.shape
+    windows = x.reshape(n, c, h // r, r, w // r, r).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h // r, w // r, r * r)
+    argmax = windows.argmax(-1)
+    words = (windows.max(-1) & 0xFFFF) | (argmax << 16)
+    scattered = np.where(np.arange(r * r) == argmax[..., None], dy[..., None], 0)
+    dx = scattered.reshape(n, c, h // r, w // r, r, r).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h, w)
+    return {"pooled": words, "dy": dy}, dx
 
 
 def pooled(x, r, pad_rows=False):
@@ -191,8 +219,96 @@ def random_dims(kind, generator, params, several=False):
     raise AssertionError(f"no {kind} dimensions fit {params}")
 
 
-def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False):
-    return {"kind": kind, "dims": dict(dims), "inputs": inputs, "sr": sr, "bits": bits, "pad_rows": pad_rows}
+def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False, lut=None):
+    return {"kind": kind, "dims": dict(dims), "inputs": inputs, "sr": sr, "bits": bits, "pad_rows": pad_rows,
+            "lut": lut}
+
+
+_FUNCTIONS = {
+    "relu": lambda x: max(x, 0.0),
+    "relu_grad": lambda x: float(x > 0),
+    "tanh": math.tanh,
+    "tanh_grad": lambda x: 1.0 - math.tanh(x) ** 2,
+    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
+    "sigmoid_grad": lambda x: math.exp(-x) / (1.0 + math.exp(-x)) ** 2,
+}
+
+
+def lut_reference(params, function, values, bits):
+    """Plain-Python f(x) (``function = "f"``) or f'(x) (``"df"``) of the system's LUTs on integer elements.
+
+    The rule as ``hw/neurotrainer/docs/lut.md`` states it, written again from ``math``: breakpoints
+    ``T[n] = sat16(round(f(x_n) 2**out_frac))`` at ``x_n = (n 2**G - 2**15) / 2**frac``, segment and
+    position of ``x + 2**15``, ``T[i] + floor((T[i+1] - T[i]) j / 2**G)``; a 32-bit element is saturated
+    to 16 bits first.
+    """
+    name = params["activation"] + ("_grad" if function == "df" else "")
+    frac, out_frac, gap = params["lut_frac_bits"], params["lut_out_frac_bits"], 16 - params["lut_table_bits"]
+
+    def breakpoint(n):
+        x = (n * (1 << gap) - (1 << 15)) / (1 << frac)
+        try:
+            value = round(_FUNCTIONS[name](x) * (1 << out_frac))
+        except OverflowError:
+            value = 0
+        return min(max(value, -(1 << 15)), (1 << 15) - 1)
+
+    def one(x):
+        if bits == 32:
+            x = min(max(x, -(1 << 15)), (1 << 15) - 1)
+        u = x + (1 << 15)
+        i, j = u >> gap, u & ((1 << gap) - 1)
+        low, high = breakpoint(i), breakpoint(i + 1)
+        return low + ((high - low) * j >> gap)
+
+    values = np.asarray(values, dtype=np.int64)
+    return np.array([one(int(v)) for v in values.reshape(-1)], dtype=np.int64).reshape(values.shape)
+
+
+def _lut_layers(params, generator):
+    """Layers with an operand read through f(x) or f'(x): each LUT path (common and PE vaults, 16- and
+    32-bit words, f and f') once, with numpy's result on :func:`lut_reference`'s operand."""
+    pes, lanes, frac = params["pes"], params["lanes"], params["frac_bits"]
+    draw = generator.integers
+    layers = []
+    # FC FF (16-bit), x broadcast from the common vault through f: y = W f(x).
+    h, k, n = 2 * pes + 1, 9, 2 * lanes + 1
+    w, x = draw(-3, 4, (h, k)), draw(-2000, 2000, (k, n))
+    layers.append((_layer("fc_ff", dict(h=h, k=k, n=n), {"w": w, "x": x}, lut={"x": "f"}),
+                   (w @ lut_reference(params, "f", x, 16)).tolist()))
+    # Conv FF (16-bit), x from the PE vaults through f.
+    dims = dict(n=2 * lanes * pes - 1, d=2, h=4, w=4, o=2, hk=3, wk=3)
+    x, kernel = draw(-2000, 2000, (dims["n"], 2, 4, 4)), draw(-3, 4, (2, 2, 3, 3))
+    layers.append((_layer("conv_ff", dims, {"x": x, "w": kernel}, lut={"x": "f"}),
+                   _conv(lut_reference(params, "f", x, 16), kernel).tolist()))
+    # FC UP (32-bit), x broadcast through f, beyond 16 bits too (saturated before the table): dW = dY f(x)^T.
+    h, k, n = 2 * pes, lanes + 1, 5
+    dy, x = draw(-20, 20, (h, n)), draw(-60000, 60000, (k, n))
+    layers.append((_layer("fc_up", dict(h=h, k=k, n=n), {"dy": dy << frac, "x": x}, lut={"x": "f"}),
+                   (dy @ lut_reference(params, "f", x, 32).T).tolist()))
+    # FC BP (32-bit), dy broadcast through f': dX = W^T f'(dy).
+    h, k, n = 6, 2 * pes, lanes
+    w, dy = draw(-20, 20, (h, k)), draw(-60000, 60000, (h, n))
+    layers.append((_layer("fc_bp", dict(h=h, k=k, n=n), {"w": w << frac, "dy": dy}, lut={"dy": "df"}),
+                   (w.T @ lut_reference(params, "df", dy, 32)).tolist()))
+    # Conv UP (32-bit), x from the PE vaults through f'.
+    dims = dict(n=1, d=2 * pes, h=4, w=4, o=lanes, hk=2, wk=2)
+    x, dy = draw(-3000, 3000, (1, 2 * pes, 4, 4)), draw(-20, 20, (1, lanes, 3, 3))
+    fx = lut_reference(params, "df", x, 32)
+    reference = np.einsum("ndyxab,noyx->odab", _strided_windows(fx, 2, 2, 1, 0), dy)
+    layers.append((_layer("conv_up", dims, {"x": x, "dy": dy << frac}, lut={"x": "df"}), reference.tolist()))
+    # Max pooling of f(x) (32-bit words from the PE vaults), every second row a pad read: pads stay 0, not f(0).
+    dims = dict(n=2 * lanes, c=2, h=4, w=4, r=2)
+    x = draw(-3000, 3000, (2 * lanes, 2, 4, 4))
+    layers.append((_layer("maxpool", dims, {"x": x}, pad_rows=True, lut={"x": "f"}),
+                   pooled(lut_reference(params, "f", x, 32), 2, pad_rows=True)))
+    # The activation's backward step on the system: dz = f'(z) * dx, z read through f' and dx as it is, in
+    # pairs of rows from one stream, multiplied lane by lane by product passes (several passes per PE).
+    h, n = 4 * pes + 1, 2 * lanes + 1
+    z, dx = draw(-3000, 3000, (h, n)), draw(-60, 60, (h, n))
+    layers.append((_layer("act_bp", dict(h=h, n=n), {"z": z, "dx": dx << frac}),
+                   (lut_reference(params, "df", z, 32) * dx).tolist()))
+    return layers
 
 
 def _integer_layer(params, generator, kind, dims=None, values=None, several=False, pad_rows=False):
@@ -223,12 +339,19 @@ def _handshake(rng, params, valid, ready):
             "ready": {f"o_host_data__{v}": random_pattern(rng, ready) for v in range(vaults)}}
 
 
+def sr_inputs(params, generator, layer):
+    """Fractional inputs of an SR layer: Q.F values up to 16; ``act_bp``'s ``z`` up to 2 in the LUTs' input format
+    (where the derivatives are not 0: beyond, f'(z) of the sigmoid and tanh is 0, and so would be every product)."""
+    frac = params["frac_bits"]
+    limit = {"z": 1 << (params["lut_frac_bits"] + 1)}
+    return {name: generator.integers(-limit.get(name, 1 << (frac + 4)), limit.get(name, 1 << (frac + 4)),
+                                     size=layer.tensors[name][0]) for name in layer.inputs}
+
+
 def _sr_layer(params, generator, kind, dims):
     """An SR-LO 32-bit layer with the executor's output (it must differ from truncation, or SR is not seen)."""
-    frac = params["frac_bits"]
     layer = compile_for_system(kind, dims, sr=True, bits=32, **params)
-    inputs = {name: generator.integers(-(1 << (frac + 4)), 1 << (frac + 4), size=layer.tensors[name][0])
-              for name in layer.inputs}
+    inputs = sr_inputs(params, generator, layer)
     output = executor.execute(layer, inputs)["output"]
     truncated = executor.execute(compile_for_system(kind, dims, sr=False, bits=32, **params), inputs)["output"]
     assert not np.array_equal(output, truncated), f"SR-LO {kind}: the SR result equals truncation"
@@ -239,7 +362,7 @@ def sr_dims(params):
     """The SR-LO layers (kind, dims) of the table and of the carried-state test."""
     pes, lanes = params["pes"], params["lanes"]
     return (("fc_ff", dict(h=pes, k=20, n=lanes)), ("conv_up", dict(n=2, d=2 * pes, h=4, w=4, o=lanes, hk=2, wk=2)),
-            ("fc_up", dict(h=4, k=4, n=3)))
+            ("fc_up", dict(h=4, k=4, n=3)), ("act_bp", dict(h=4 * pes + 1, n=2 * lanes + 1)))
 
 
 #: Scaled-down layers of every kind that take the tiled lowering (conv: im2col gather run by the host,
@@ -293,7 +416,15 @@ def scenarios(params, seed):
         _integer_layer(params, generator, "fc_up", dict(h=2 * pes, k=lanes, n=40)),
         # Read pad requests: every second image row of the windows arrives as zeros.
         _integer_layer(params, generator, "maxpool", dict(n=2 * lanes, c=2, h=4, w=4, r=2), pad_rows=True),
+        # Max-pooling backward: all ties (argmax 0 everywhere), then 3 x 3 windows of an odd number of samples.
+        _integer_layer(params, generator, "maxpool_bp", dict(n=lanes, c=1, h=4, w=2, r=2), values=5),
+        _integer_layer(params, generator, "maxpool_bp", dict(n=lanes * pes + 1, c=1, h=3, w=6, r=3)),
     ]))
+    rng = rng_for(seed, "nt_system", "lut")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    table.append(_scenario(params, "activation LUTs on the read path: f(x) and f'(x), common and PE vaults, "
+                                   "16- and 32-bit words, with backpressure", _lut_layers(params, generator),
+                           _handshake(rng, params, 0.7, 0.6)))
     rng = rng_for(seed, "nt_system", "several blocks")
     generator = np.random.default_rng(rng.randrange(1 << 32))
     table.append(_scenario(params, "several result blocks per PE merged in turn, with backpressure", [
@@ -344,6 +475,8 @@ def timed_dims(params):
         ("fc_up", dict(h=16 * pes, k=lanes, n=8)),
         ("fc_up", dict(h=2 * pes, k=lanes, n=40)),
         ("maxpool", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
+        ("maxpool_bp", dict(n=2 * lanes * pes, c=2, h=4, w=4, r=2)),
+        ("act_bp", dict(h=8 * pes, n=4 * lanes)),
         ("conv_ff", dict(n=2, d=1, h=5, w=5, o=2, hk=3, wk=3, s=2, p=1)),
     ]
     fitting = []
