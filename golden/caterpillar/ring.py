@@ -31,7 +31,7 @@ __all__ = ["HOP_CYCLES", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
            "reduce_scatter_buffers", "ring_panels", "ring_gemv_forward", "ring_gemv_backward",
-           "backward_words", "backward_buffers", "backward_fetch_cycles", "ring_schedule", "RingField", "command", "check_command", "command_error",
+           "backward_words", "backward_buffers", "backward_fetch_cycles", "ring_schedule", "gemv_command_cycles", "RingField", "command", "check_command", "command_error",
            "command_schedule"]
 
 #: Short names of the :class:`~trainforge.spec.caterpillar.RingOp` members.
@@ -337,6 +337,17 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
             entries = backward_fetch_cycles(landings) + 1
         return core.Schedule(entries[-1], entries + RING_OUTPUT_LATENCY, cores * single.mac_cycles)
     raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")
+
+
+def gemv_command_cycles(op, mb, nb, *, overlap=False, **params):
+    """Cycles from the acceptance of a ring GEMV command (``RING_GEMV_FORWARD`` or ``RING_GEMV_BACKWARD``, row
+    panels of ``mb`` blocks on each of the ``cores`` cores) to the acceptance of the next command, without
+    stalls: :func:`ring_schedule`'s ``issue_cycles + COMMAND_LATENCY``. ``cores`` may exceed the generator's
+    range (the system model prices the paper's 2 x 16 cores); with one core it is the core's GEMV plus the
+    ring's command and output stages."""
+    if op not in (RING_GEMV_FORWARD, RING_GEMV_BACKWARD):
+        raise ProgramError(f"gemv_command_cycles takes RING_GEMV_FORWARD or RING_GEMV_BACKWARD, got {op!r}")
+    return ring_schedule(op, overlap=overlap, mb=mb, nb=nb, **params).issue_cycles + core.COMMAND_LATENCY
 
 
 def check_command(command, **params):
