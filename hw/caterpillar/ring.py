@@ -30,15 +30,22 @@ class CPRing(wiring.Component):
       word of the same chunk, read in the same cycle as the sender's) one
       cycle later, at the same address; the next step starts after the last
       word has landed: ``(cores - 1) * (cw + 1)`` cycles.
-    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``), Fig. 4(a, c):
-      core ``k`` (0 or 1) holds a row panel of ``mb`` blocks at ``base`` and
-      reads its part of ``x`` from its ring buffer words ``k * mb ..``; the
-      command reaches core 1 one hop after core 0; each core reduces
-      internally, core 0's output word crosses the hop and leaves ``o_data``
-      added to core 1's.
-    - ``GEMV_BACKWARD``, Fig. 4(b, d): ``e`` (``nb`` words on ``i_data``) goes
-      to core 0 and over the hop to core 1, which run the backward GEMV on
-      their panels; ``o_data`` alternates core 0's block ``b`` and core 1's.
+    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``), Fig. 4(a, c) on all
+      ``P = cores`` cores: core ``k`` holds row panel ``k`` of ``mb`` blocks at
+      ``base`` and reads its part of ``x`` from its ring buffer words
+      ``k * mb ..``; the command travels the ring, one hop (a shared stream
+      stage) per core, so core ``k`` starts ``k`` cycles after core 0. Each core
+      reduces internally; the partial outputs are summed by a chain of adds:
+      core 0's word crosses a hop to core 1's adder, which adds core 1's word
+      of the same block (produced in that same cycle) and passes the sum over
+      the next hop, up to core ``P - 1``, whose sum leaves on ``o_data``.
+    - ``GEMV_BACKWARD``, Fig. 4(b, d) on all cores: ``e`` (``nb`` words on
+      ``i_data``) goes to core 0 and along the ring, one hop per core; each
+      core runs the backward GEMV on its panel; core ``k``'s output words are
+      written into its ring buffer words ``k * mb ..`` (its chunk ``k``) as they
+      leave the core and are read out onto ``o_data`` block-major (word ``b``
+      of cores ``0 .. P - 1``, then ``b + 1``), one per cycle, the cycle after
+      their landing at the earliest.
     - ``LOAD`` (``core``, ``mb``, ``nb``, ``base``): the core's LOAD command and
       its ``i_data`` words, passed to core ``core``.
 
@@ -56,7 +63,7 @@ class CPRing(wiring.Component):
     Parameters
     ----------
     cores : int
-        Cores on the ring (``2 x C``; the two-core GEMV uses cores 0 and 1).
+        Cores on the ring (``2 x C``, 2..8; the GEMV spans all of them).
     n_r, width, acc_width, sram_depth, max_blocks, reduction, mac :
         Core parameters (:class:`~trainforge.hw.caterpillar.core.CPCore`).
 
