@@ -5,7 +5,7 @@ import pytest
 from trainforge.golden.caterpillar import core, ring
 
 
-@pytest.mark.parametrize("cores,n_r,size", [(2, 2, 1), (3, 4, 13), (4, 2, 17), (2, 4, 32)])
+@pytest.mark.parametrize("cores,n_r,size", [(2, 2, 1), (3, 4, 13), (4, 2, 17), (2, 4, 32), (8, 2, 37), (8, 3, 200)])
 def test_buffer_collectives_match_vector_collectives(cores, n_r, size, seed):
     generator = np.random.default_rng(seed)
     cw = ring.chunk_words(size, cores, n_r)
@@ -25,7 +25,7 @@ def test_buffer_collectives_match_vector_collectives(cores, n_r, size, seed):
         assert np.array_equal(gathered[k], reduced), f"core {k} after all-gather, seed={seed}"
 
 
-@pytest.mark.parametrize("cores,n_r,size", [(2, 4, 64), (3, 2, 7), (4, 4, 100)])
+@pytest.mark.parametrize("cores,n_r,size", [(2, 4, 64), (3, 2, 7), (4, 4, 100), (8, 2, 100)])
 def test_ring_schedule_of_collectives_is_collective_cycles(cores, n_r, size):
     cw = ring.chunk_words(size, cores, n_r)
     for op in (ring.RING_ALL_GATHER, ring.RING_REDUCE_SCATTER):
