@@ -208,7 +208,8 @@ class CPRing(wiring.Component):
         chunk_start = [Signal(self.buffer_addr_width, name=f"chunk_start_{k}") for k in range(cores)]
         for k in range(cores):
             unit = core_units[k]
-            m.d.comb += chunk_start[k].eq(k * cmd.mb)  # core k's chunk of a GEMV: x forward, d backward
+            with m.If(accept):  # core k's chunk of a GEMV (x forward, d backward), registered with the command
+                m.d.sync += chunk_start[k].eq(k * self.i_cmd.payload.mb)
             start = unit.i_cmd.valid & unit.i_cmd.ready & is_forward
             fetch = start | (feed_active[k] & (feed_word[k] != cmd.mb))
             m.d.comb += [
