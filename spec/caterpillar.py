@@ -104,8 +104,8 @@ class CoreEvent(enum.IntEnum, shape=3):
 
 class RingOp(enum.IntEnum, shape=3):
     """Op codes of the ``cp_ring`` ``i_cmd`` stream."""
-    GEMV_FORWARD = 0  #: Fig. 4(a, c): cores 0 and 1 reduce internally, core 0's result is added in core 1
-    GEMV_BACKWARD = 1  #: Fig. 4(b, d): ``e`` broadcast to cores 0 and 1, each produces its part of ``d``
+    GEMV_FORWARD = 0  #: Fig. 4(a, c) on all cores: each reduces internally, the partials summed by a chain of adds
+    GEMV_BACKWARD = 1  #: Fig. 4(b, d) on all cores: ``e`` passed along the ring, each core produces its part of ``d``
     LOAD = 2  #: the core LOAD of one core's weights (``core``, ``mb``, ``nb``, ``base``)
     WRITE = 3  #: ``i_data`` into the ring buffers: ``words`` words per core, core 0 first
     READ = 4  #: the ring buffers onto ``o_data``: ``words`` words per core, core 0 first
@@ -186,7 +186,7 @@ def _check_core_params(values):
 
 #: The parameters of ``cp_ring``.
 RING_PARAMS = ParamSchema((
-    Param("cores", int, 2, "cores on the ring (2 x C)", minimum=2, maximum=4),
+    Param("cores", int, 2, "cores on the ring (2 x C); the GEMV spans all of them", minimum=2, maximum=8),
     replace(_N_R, doc="PEs per row and per column of each core"),
     _WIDTH,
     replace(_ACC_WIDTH, doc="accumulator, bus and ring width in bits (wraps around)"),

@@ -2,7 +2,7 @@
 
 ``scenario_table`` runs ``verif/scenarios/cp_ring.py``: every directed and
 random program (WRITE, READ, ALL_GATHER, REDUCE_SCATTER, LOAD and the
-two-core GEMVs; under backpressure and, unstalled, cycle exact against the
+ring GEMVs; under backpressure and, unstalled, cycle exact against the
 golden :func:`~trainforge.golden.caterpillar.ring.ring_schedule`) with results
 from a plain-integer reference. ``reset_mid_stream`` queues a program built
 with the golden model (:mod:`trainforge.golden.caterpillar.ring`), resets the
@@ -69,26 +69,29 @@ class RingProgram:
         self._add(f"load core {core} {np.shape(weights)}", golden.RING_LOAD,
                   inputs=core_golden.load_words(weights, self.n_r), core=core, mb=mb, nb=nb, base=base)
 
-    def two_core_gemv(self, weights, base, x, e, overlap):
-        """LOAD both panels, put x in the buffers by an all-gather, then GEMV forward and backward."""
-        mb, panels = golden.two_core_panels(weights, self.n_r)
+    def ring_gemv(self, weights, base, x, e, overlap):
+        """LOAD the row panels into every core, put x in the buffers by an all-gather, then GEMV forward and
+        backward."""
+        mb, panels = golden.ring_panels(weights, self.n_r, self.cores)
         nb = core_golden.blocks(weights.shape[1], self.n_r)
         for core, panel in enumerate(panels):
             self.load(core, panel, base)
-        x_words = golden.vector_words(x, 2 * mb, self.n_r)
+        x_words = golden.vector_words(x, self.cores * mb, self.n_r)
         depth = self.buffers.shape[1]
         slices = np.zeros((self.cores, self.cores * mb, self.n_r), dtype=np.int64)
-        for core in range(2):  # core k starts with its part of x as its chunk k
+        for core in range(self.cores):  # core k starts with its part of x as its chunk k
             slices[core, core * mb:(core + 1) * mb] = x_words[core * mb:(core + 1) * mb]
         assert self.cores * mb <= depth
         self.write(slices)
         self.all_gather(mb)
-        y, _ = golden.two_core_gemv_forward(weights, x, overlap=overlap, **self.params)
+        y, _ = golden.ring_gemv_forward(weights, x, overlap=overlap, **self.params)
         self._add(f"gemv forward {np.shape(weights)} overlap={overlap}", golden.RING_GEMV_FORWARD,
                   outputs=golden.vector_words(y, nb, self.n_r), overlap=overlap, mb=mb, nb=nb, base=base)
-        d, _ = golden.two_core_gemv_backward(weights, e, overlap=not overlap, **self.params)
+        d, _ = golden.ring_gemv_backward(weights, e, overlap=not overlap, **self.params)
+        self.buffers = golden.backward_buffers(self.buffers, d, mb)
         self._add(f"gemv backward {np.shape(weights)} overlap={not overlap}", golden.RING_GEMV_BACKWARD,
-                  inputs=golden.vector_words(e, nb, self.n_r), outputs=golden.two_core_backward_words(d, mb, self.n_r),
+                  inputs=golden.vector_words(e, nb, self.n_r),
+                  outputs=golden.backward_words(d, mb, self.n_r, self.cores),
                   overlap=not overlap, mb=mb, nb=nb, base=base)
 
 
@@ -126,13 +129,13 @@ def random_program(bench, generator):
     for _ in range(2):
         collectives(program, generator, int(generator.integers(1, cores * n_r * max_blocks, endpoint=True)))
     width = bench.params["width"]
-    panel_rows = 2 * max_blocks * n_r
+    panel_rows = cores * max_blocks * n_r
     for _ in range(2):
         rows = int(generator.integers(1, panel_rows, endpoint=True))
         cols = int(generator.integers(1, max_blocks * n_r, endpoint=True))
-        while -(-core_golden.blocks(rows, n_r) // 2) * core_golden.blocks(cols, n_r) > bench.params["sram_depth"]:
+        while -(-core_golden.blocks(rows, n_r) // cores) * core_golden.blocks(cols, n_r) > bench.params["sram_depth"]:
             rows = max(1, rows // 2)  # each core's panel must fit its PEs' memories
-        program.two_core_gemv(random_values(generator, width, (rows, cols)), 0,
+        program.ring_gemv(random_values(generator, width, (rows, cols)), 0,
                               random_values(generator, width, rows), random_values(generator, width, cols),
                               overlap=bool(generator.integers(2)))
     return program
@@ -144,7 +147,7 @@ async def run_and_check(bench, program, ports):
 
 
 scenario_table = table_test(table, (
-    "Every scenario of the table: WRITE, READ, collectives, LOAD, two-core GEMVs; cycle exact and "
+    "Every scenario of the table: WRITE, READ, collectives, LOAD, ring GEMVs; cycle exact and "
     "stalled."
 ))
 

@@ -42,13 +42,14 @@ def test_reduce_scatter_and_all_gather(seed):
     assert ring.collective_cycles(64, 1, 4) == 0
 
 
-def test_two_core_gemv(seed):
+@pytest.mark.parametrize("cores", [2, 3, 8])
+def test_ring_gemv(cores, seed):
     generator = np.random.default_rng(seed)
     weights = generator.integers(-20, 20, size=(11, 7))
     x = generator.integers(-20, 20, size=11)
     e = generator.integers(-20, 20, size=7)
-    y, _ = ring.two_core_gemv_forward(weights, x, n_r=2)
-    d, _ = ring.two_core_gemv_backward(weights, e, n_r=2)
+    y, _ = ring.ring_gemv_forward(weights, x, n_r=2, cores=cores)
+    d, _ = ring.ring_gemv_backward(weights, e, n_r=2, cores=cores)
     assert np.array_equal(y, x @ weights), f"forward: expected {x @ weights} got {y} seed={seed}"
     assert np.array_equal(d, weights @ e), f"backward: expected {weights @ e} got {d} seed={seed}"
 

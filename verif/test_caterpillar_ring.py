@@ -5,7 +5,7 @@ import pytest
 from trainforge.golden.caterpillar import core, ring
 
 
-@pytest.mark.parametrize("cores,n_r,size", [(2, 2, 1), (3, 4, 13), (4, 2, 17), (2, 4, 32)])
+@pytest.mark.parametrize("cores,n_r,size", [(2, 2, 1), (3, 4, 13), (4, 2, 17), (2, 4, 32), (8, 2, 37), (8, 3, 200)])
 def test_buffer_collectives_match_vector_collectives(cores, n_r, size, seed):
     generator = np.random.default_rng(seed)
     cw = ring.chunk_words(size, cores, n_r)
@@ -25,7 +25,7 @@ def test_buffer_collectives_match_vector_collectives(cores, n_r, size, seed):
         assert np.array_equal(gathered[k], reduced), f"core {k} after all-gather, seed={seed}"
 
 
-@pytest.mark.parametrize("cores,n_r,size", [(2, 4, 64), (3, 2, 7), (4, 4, 100)])
+@pytest.mark.parametrize("cores,n_r,size", [(2, 4, 64), (3, 2, 7), (4, 4, 100), (8, 2, 100)])
 def test_ring_schedule_of_collectives_is_collective_cycles(cores, n_r, size):
     cw = ring.chunk_words(size, cores, n_r)
     for op in (ring.RING_ALL_GATHER, ring.RING_REDUCE_SCATTER):
@@ -33,12 +33,32 @@ def test_ring_schedule_of_collectives_is_collective_cycles(cores, n_r, size):
         assert schedule.issue_cycles == ring.collective_cycles(size, cores, n_r), (cores, n_r, size)
 
 
-def test_two_core_gemv_cycles_are_one_hop_after_one_core(seed):
+@pytest.mark.parametrize("cores", [2, 3, 8])
+def test_ring_gemv_forward_is_one_core_plus_a_hop_per_core(cores, seed):
+    """The chain of adds: the last word leaves ``cores - 1`` hops after a single core's, plus the output stage."""
     generator = np.random.default_rng(seed)
-    weights = generator.integers(-20, 20, size=(9, 5))
-    _, forward = ring.two_core_gemv_forward(weights, np.ones(9), n_r=2)
-    _, backward = ring.two_core_gemv_backward(weights, np.ones(5), n_r=2)
-    for op, cycles in ((core.OP_GEMV_FORWARD, forward), (core.OP_GEMV_BACKWARD, backward)):
-        single = core.schedule(op, 3, 3, n_r=2)
-        assert cycles == (core.COMMAND_LATENCY + single.output_offsets[-1] + ring.HOP_CYCLES
-                          + ring.RING_OUTPUT_LATENCY), (op, cycles)
+    weights = generator.integers(-20, 20, size=(9 * cores, 5))
+    _, forward = ring.ring_gemv_forward(weights, np.ones(9 * cores), n_r=2, cores=cores)
+    single = core.schedule(core.OP_GEMV_FORWARD, -(-core.blocks(9 * cores, 2) // cores), 3, n_r=2)
+    assert forward == (core.COMMAND_LATENCY + single.output_offsets[-1] + (cores - 1) * ring.HOP_CYCLES
+                       + ring.RING_OUTPUT_LATENCY), (cores, forward)
+
+
+@pytest.mark.parametrize("cores", [2, 4, 8])
+def test_ring_gemv_backward_words_without_contention(cores):
+    """A core period of at least ``cores`` cycles (nb = cores blocks, no overlap): word ``b`` of core ``k`` lands
+    ``k`` hops after core 0's, is read the cycle after and enters the output stage one cycle later."""
+    mb, nb = 3, cores
+    single = core.schedule(core.OP_GEMV_BACKWARD, mb, nb, n_r=2)
+    schedule = ring.ring_schedule(ring.RING_GEMV_BACKWARD, mb=mb, nb=nb, cores=cores, n_r=2)
+    expected = [core.COMMAND_LATENCY + int(single.output_offsets[b]) + k * ring.HOP_CYCLES + 2
+                + ring.RING_OUTPUT_LATENCY for b in range(mb) for k in range(cores)]
+    assert schedule.output_offsets.tolist() == expected, cores
+
+
+def test_ring_gemv_backward_words_contend_for_the_port():
+    """Eight cores producing a word every 2 cycles (nb 1, overlap, bus reduction of 2 PEs): after the first
+    word, o_data carries one word every cycle."""
+    schedule = ring.ring_schedule(ring.RING_GEMV_BACKWARD, mb=4, nb=1, cores=8, n_r=2, overlap=True)
+    offsets = schedule.output_offsets
+    assert offsets.tolist() == list(range(offsets[0], offsets[0] + 32)), offsets.tolist()

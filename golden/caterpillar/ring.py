@@ -1,4 +1,4 @@
-"""Golden and cycle models of the ring of ``2 x C`` cores: all-gather, reduce-scatter, two-core GEMV.
+"""Golden and cycle models of the ring of ``2 x C`` cores: all-gather, reduce-scatter, the GEMV on all cores.
 
 The cores form a unidirectional systolic ring: core ``k`` sends to core
 ``(k + 1) % P`` (``P = 2C``); a word takes one cycle per hop, and a link
@@ -30,8 +30,8 @@ __all__ = ["HOP_CYCLES", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "
            "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
-           "reduce_scatter_buffers", "two_core_panels", "two_core_gemv_forward", "two_core_gemv_backward",
-           "two_core_backward_words", "ring_schedule", "RingField", "command", "check_command", "command_error",
+           "reduce_scatter_buffers", "ring_panels", "ring_gemv_forward", "ring_gemv_backward",
+           "backward_words", "backward_buffers", "backward_fetch_cycles", "ring_schedule", "gemv_command_cycles", "RingField", "command", "check_command", "command_error",
            "command_schedule"]
 
 #: Short names of the :class:`~trainforge.spec.caterpillar.RingOp` members.
@@ -169,25 +169,28 @@ def reduce_scatter_buffers(buffers, chunk_words, **params):
     return result
 
 
-def two_core_panels(weights, n_r):
-    """Row panels of ``W`` for the two cores of Fig. 4: ``Mb`` blocks split as ``ceil(Mb / 2)`` on core 0
-    and the rest on core 1, both zero-padded to ``mb = ceil(Mb / 2)`` blocks.
+def ring_panels(weights, n_r, cores):
+    """Row panels of ``W`` for the ``P = cores`` cores of the ring GEMV (Fig. 4 on ``P`` cores): ``Mb`` blocks
+    split as ``mb = ceil(Mb / P)`` blocks per core, core ``k`` holding blocks ``k * mb .. (k + 1) * mb - 1``
+    (the last panels zero-padded, possibly all zeros).
 
     Returns
     -------
     mb : int
-    panels : list of two numpy.ndarray, shape (mb * n_r, n)
+    panels : list of ``cores`` numpy.ndarray, shape (mb * n_r, n)
     """
     weights = np.asarray(weights, dtype=np.int64)
-    mb = -(-core.blocks(weights.shape[0], n_r) // 2)
+    mb = -(-core.blocks(weights.shape[0], n_r) // cores)
     rows = mb * n_r
-    padded = core.pad(weights, 2 * rows, weights.shape[1])
-    return mb, [padded[:rows], padded[rows:]]
+    padded = core.pad(weights, cores * rows, weights.shape[1])
+    return mb, [padded[k * rows:(k + 1) * rows] for k in range(cores)]
 
 
-def two_core_gemv_forward(weights, x, *, overlap=False, **params):
-    """Fig. 4(a, c): each core holds a row panel of ``W`` (:func:`two_core_panels`) and the matching part of
-    ``x``, and reduces internally; core 0 passes its partial output to core 1, which adds it.
+def ring_gemv_forward(weights, x, *, overlap=False, **params):
+    """Fig. 4(a, c) on all ``P`` cores: core ``k`` holds row panel ``k`` of ``W`` (:func:`ring_panels`) and the
+    matching part of ``x``, and reduces internally; the partial outputs are summed by a chain of adds along the
+    ring: core 0's word crosses the hop to core 1, which adds its own word and passes the sum on, up to core
+    ``P - 1``, whose sum is the output.
 
     Returns
     -------
@@ -197,50 +200,90 @@ def two_core_gemv_forward(weights, x, *, overlap=False, **params):
         From the ring's acceptance of the command to the last output word, without stalls
         (:func:`ring_schedule`).
     """
-    n_r, acc_width, reduction = _ring_params(params, "n_r", "acc_width", "reduction")
+    cores, n_r, acc_width, reduction = _ring_params(params, "cores", "n_r", "acc_width", "reduction")
     weights = np.asarray(weights, dtype=np.int64)
-    mb, panels = two_core_panels(weights, n_r)
-    inputs = vector_words(x, 2 * mb, n_r).reshape(2, -1)
-    partial = [core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width)[1].reshape(-1)
-               for panel, vector in zip(panels, inputs)]
-    y = wrap(partial[0].astype(np.uint64) + partial[1].astype(np.uint64), acc_width, True)
+    mb, panels = ring_panels(weights, n_r, cores)
+    inputs = vector_words(x, cores * mb, n_r).reshape(cores, -1)
+    total = np.zeros(panels[0].shape[1], dtype=np.uint64)
+    for panel, vector in zip(panels, inputs):  # the chain: core k adds its partial to the sum of cores 0 .. k-1
+        partial = core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width)[1].reshape(-1)
+        total = total + partial[:total.size].astype(np.int64).astype(np.uint64)
+    y = wrap(total, acc_width, True)
     nb = core.blocks(weights.shape[1], n_r)
-    schedule = ring_schedule(RING_GEMV_FORWARD, mb=mb, nb=nb, n_r=n_r, reduction=reduction, overlap=overlap)
+    schedule = ring_schedule(RING_GEMV_FORWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
+                             overlap=overlap)
     return y[:weights.shape[1]], int(schedule.output_offsets[-1])
 
 
-def two_core_gemv_backward(weights, e, *, overlap=False, **params):
-    """Fig. 4(b, d): ``e`` is broadcast to both cores; each reduces within itself and produces its part of ``d``.
+def ring_gemv_backward(weights, e, *, overlap=False, **params):
+    """Fig. 4(b, d) on all ``P`` cores: ``e`` is broadcast along the ring (core ``k`` gets it ``k`` hops after
+    core 0); each core reduces within itself and produces its part of ``d``, rows ``k * mb * n_r ..`` of
+    ``W e``.
 
     Returns
     -------
     d : numpy.ndarray
     cycles : int
-        From the ring's acceptance of the command to the last output word, without stalls: ``e`` reaches
-        core 1 one hop after core 0 (:func:`ring_schedule`).
+        From the ring's acceptance of the command to the last output word, without stalls
+        (:func:`ring_schedule`).
     """
-    n_r, acc_width, reduction = _ring_params(params, "n_r", "acc_width", "reduction")
+    cores, n_r, acc_width, reduction = _ring_params(params, "cores", "n_r", "acc_width", "reduction")
     weights = np.asarray(weights, dtype=np.int64)
-    mb, panels = two_core_panels(weights, n_r)
+    mb, panels = ring_panels(weights, n_r, cores)
     parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width)[1].reshape(-1) for panel in panels]
     nb = core.blocks(weights.shape[1], n_r)
-    schedule = ring_schedule(RING_GEMV_BACKWARD, mb=mb, nb=nb, n_r=n_r, reduction=reduction, overlap=overlap)
+    schedule = ring_schedule(RING_GEMV_BACKWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
+                             overlap=overlap)
     return np.concatenate(parts)[:weights.shape[0]], int(schedule.output_offsets[-1])
 
 
-def two_core_backward_words(d, mb, n_r):
-    """The ``o_data`` words of the two-core backward GEMV: block ``b`` of core 0, then block ``b`` of core 1.
+def backward_words(d, mb, n_r, cores):
+    """The ``o_data`` words of the ring's backward GEMV, block-major: word ``b`` of core 0, of core 1, ...,
+    of core ``P - 1``, then word ``b + 1`` of each.
 
     Parameters
     ----------
     d : array_like
-        The output of :func:`two_core_gemv_backward` (padded with zeros to ``2 * mb * n_r``).
+        The output of :func:`ring_gemv_backward` (padded with zeros to ``cores * mb * n_r``).
 
     Returns
     -------
-    numpy.ndarray, shape (2 * mb, n_r)
+    numpy.ndarray, shape (cores * mb, n_r)
     """
-    return vector_words(d, 2 * mb, n_r).reshape(2, mb, n_r).transpose(1, 0, 2).reshape(-1, n_r)
+    return vector_words(d, cores * mb, n_r).reshape(cores, mb, n_r).transpose(1, 0, 2).reshape(-1, n_r)
+
+
+def backward_buffers(buffers, d, mb):
+    """Ring buffers after the backward GEMV: core ``k``'s part of ``d`` lands in its own chunk ``k``
+    (buffer words ``k * mb .. (k + 1) * mb - 1``; an all-gather with ``cw = mb`` then gives every core all of
+    ``d``). Other words are unchanged.
+
+    Parameters
+    ----------
+    buffers : array_like, shape (P, depth, n_r)
+    d : array_like
+        The output of :func:`ring_gemv_backward`, any length up to ``P * mb * n_r`` (zero-padded).
+    """
+    result = np.array(buffers, dtype=np.int64)
+    cores, _, n_r = result.shape
+    words = vector_words(d, cores * mb, n_r).reshape(cores, mb, n_r)
+    for k in range(cores):
+        result[k, k * mb:(k + 1) * mb] = words[k]
+    return result
+
+
+def backward_fetch_cycles(landings):
+    """Cycles (from acceptance) in which the ring reads each backward output word from its ring buffer.
+
+    ``landings[b, k]``: the cycle core ``k``'s word ``b`` is written into its ring buffer. The words are read
+    in block-major order, one per cycle at most, each in the cycle after its landing at the earliest:
+    ``F = max(landing + 1, previous F + 1)``.
+    """
+    fetches, previous = [], -1
+    for landing in np.asarray(landings, dtype=np.int64).reshape(-1):
+        previous = max(int(landing) + 1, previous + 1)
+        fetches.append(previous)
+    return np.asarray(fetches, dtype=np.int64)
 
 
 def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
@@ -255,11 +298,16 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     - ``RING_ALL_GATHER``, ``RING_REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
       ``(cores - 1) * (cw + HOP_CYCLES)``: each step reads ``cw`` words in every core, each written in the
       neighbour one cycle later (the hop), then the next step starts.
-    - ``RING_GEMV_FORWARD``, ``RING_GEMV_BACKWARD``: cores 0 and 1 run the core's GEMV
-      (:func:`~.core.schedule`), core 0 from the cycle after acceptance and core 1 one hop later (the command,
-      and backward the vector ``e``, travel the ring). Forward, each word of core 0 crosses the hop and leaves
-      added to core 1's word; backward, core 0's word of block ``b`` leaves, then core 1's. Both then cross
-      the output stage (``RING_OUTPUT_LATENCY``).
+    - ``RING_GEMV_FORWARD``, ``RING_GEMV_BACKWARD`` (Fig. 4 on all ``P`` cores): every core runs the core's
+      GEMV (:func:`~.core.schedule`) on its row panel, core 0 from the cycle after acceptance and core ``k``
+      ``k`` hops later (the command, and backward the vector ``e``, travel the ring core to core). Forward, the
+      partial outputs are summed by a chain of adds: core ``k``'s word ``b`` meets the running sum of cores
+      ``0 .. k-1`` (one hop from core ``k - 1``) in the cycle core ``k`` produces it, so core ``P - 1``'s sum
+      enters the output stage ``(P - 1) * HOP_CYCLES`` after core 0's word. Backward, core ``k``'s word ``b``
+      is written into its ring buffer (chunk ``k``, word ``k * mb + b``) as it leaves the core; the ring
+      reads the words block-major (word ``b`` of cores ``0 .. P-1``, then ``b + 1``), one per cycle, each
+      in the cycle after its landing at the earliest (:func:`backward_fetch_cycles`), and the read word
+      enters the output stage one cycle later.
     - ``RING_LOAD``: the core's LOAD (:func:`~.core.schedule`) on one core, plus one cycle to pass the command
       and one to see the core idle again.
     Every result word crosses the ring's output stream stage (``RING_OUTPUT_LATENCY`` cycles); the ring
@@ -281,13 +329,25 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     if op in (RING_GEMV_FORWARD, RING_GEMV_BACKWARD):
         core_op = core.OP_GEMV_FORWARD if op == RING_GEMV_FORWARD else core.OP_GEMV_BACKWARD
         single = core.schedule(core_op, mb, nb, n_r=n_r, reduction=reduction, overlap=overlap)
-        first = latency + single.output_offsets
-        if op == RING_GEMV_FORWARD:
-            offsets = first + HOP_CYCLES
-        else:
-            offsets = np.stack([first, first + HOP_CYCLES], axis=1).reshape(-1)
-        return core.Schedule(offsets[-1], offsets + RING_OUTPUT_LATENCY, 2 * single.mac_cycles)
+        first = latency + single.output_offsets  # core 0's o_data transfers (core k's: k hops later)
+        if op == RING_GEMV_FORWARD:  # the chain of adds: core P - 1's sums enter the output stage
+            entries = first + (cores - 1) * HOP_CYCLES
+        else:  # landed in the ring buffers, read block-major (one cycle), then into the output stage
+            landings = first[:, None] + HOP_CYCLES * np.arange(cores)[None, :]
+            entries = backward_fetch_cycles(landings) + 1
+        return core.Schedule(entries[-1], entries + RING_OUTPUT_LATENCY, cores * single.mac_cycles)
     raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")
+
+
+def gemv_command_cycles(op, mb, nb, *, overlap=False, **params):
+    """Cycles from the acceptance of a ring GEMV command (``RING_GEMV_FORWARD`` or ``RING_GEMV_BACKWARD``, row
+    panels of ``mb`` blocks on each of the ``cores`` cores) to the acceptance of the next command, without
+    stalls: :func:`ring_schedule`'s ``issue_cycles + COMMAND_LATENCY``. ``cores`` may exceed the generator's
+    range (the system model prices the paper's 2 x 16 cores); with one core it is the core's GEMV plus the
+    ring's command and output stages."""
+    if op not in (RING_GEMV_FORWARD, RING_GEMV_BACKWARD):
+        raise ProgramError(f"gemv_command_cycles takes RING_GEMV_FORWARD or RING_GEMV_BACKWARD, got {op!r}")
+    return ring_schedule(op, overlap=overlap, mb=mb, nb=nb, **params).issue_cycles + core.COMMAND_LATENCY
 
 
 def check_command(command, **params):

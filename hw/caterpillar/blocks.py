@@ -49,14 +49,18 @@ BLOCKS = (
         name="cp_ring",
         component=CPRing,
         testbench="tb_cp_ring",
-        summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, two-core GEMV of Fig. 4, systolic hops",
-        # make test: 3 PEs per line (a tree that is not a power of two) and 24 words (base can be out of range).
+        summary="CATERPILLAR ring of cp_cores: all-gather, reduce-scatter, GEMV of Fig. 4 on all cores, systolic hops",
+        # make test: 3 PEs per line (a tree that is not a power of two) and 24 words (base can be out of range);
+        # a ring of 4 cores (the GEMV's chain of adds over more than two cores).
         test_params=(
             {"cores": 3, "n_r": 3, "sram_depth": 24, "max_blocks": 4, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
-        ),
-        regress_params=(
             {"cores": 4, "n_r": 2, "sram_depth": 32, "max_blocks": 4},
+        ),
+        # make regress: 8 cores (the largest ring), with the bus and the tree reduction.
+        regress_params=(
+            {"cores": 8, "n_r": 2, "sram_depth": 32, "max_blocks": 4},
+            {"cores": 8, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree"},
             {"cores": 3, "n_r": 4, "sram_depth": 16, "max_blocks": 3, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
         ),

@@ -30,15 +30,22 @@ class CPRing(wiring.Component):
       word of the same chunk, read in the same cycle as the sender's) one
       cycle later, at the same address; the next step starts after the last
       word has landed: ``(cores - 1) * (cw + 1)`` cycles.
-    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``), Fig. 4(a, c):
-      core ``k`` (0 or 1) holds a row panel of ``mb`` blocks at ``base`` and
-      reads its part of ``x`` from its ring buffer words ``k * mb ..``; the
-      command reaches core 1 one hop after core 0; each core reduces
-      internally, core 0's output word crosses the hop and leaves ``o_data``
-      added to core 1's.
-    - ``GEMV_BACKWARD``, Fig. 4(b, d): ``e`` (``nb`` words on ``i_data``) goes
-      to core 0 and over the hop to core 1, which run the backward GEMV on
-      their panels; ``o_data`` alternates core 0's block ``b`` and core 1's.
+    - ``GEMV_FORWARD`` (``mb``, ``nb``, ``base``, ``overlap``), Fig. 4(a, c) on all
+      ``P = cores`` cores: core ``k`` holds row panel ``k`` of ``mb`` blocks at
+      ``base`` and reads its part of ``x`` from its ring buffer words
+      ``k * mb ..``; the command travels the ring, one hop (a shared stream
+      stage) per core, so core ``k`` starts ``k`` cycles after core 0. Each core
+      reduces internally; the partial outputs are summed by a chain of adds:
+      core 0's word crosses a hop to core 1's adder, which adds core 1's word
+      of the same block (produced in that same cycle) and passes the sum over
+      the next hop, up to core ``P - 1``, whose sum leaves on ``o_data``.
+    - ``GEMV_BACKWARD``, Fig. 4(b, d) on all cores: ``e`` (``nb`` words on
+      ``i_data``) goes to core 0 and along the ring, one hop per core; each
+      core runs the backward GEMV on its panel; core ``k``'s output words are
+      written into its ring buffer words ``k * mb ..`` (its chunk ``k``) as they
+      leave the core and are read out onto ``o_data`` block-major (word ``b``
+      of cores ``0 .. P - 1``, then ``b + 1``), one per cycle, the cycle after
+      their landing at the earliest.
     - ``LOAD`` (``core``, ``mb``, ``nb``, ``base``): the core's LOAD command and
       its ``i_data`` words, passed to core ``core``.
 
@@ -56,7 +63,7 @@ class CPRing(wiring.Component):
     Parameters
     ----------
     cores : int
-        Cores on the ring (``2 x C``; the two-core GEMV uses cores 0 and 1).
+        Cores on the ring (``2 x C``, 2..8; the GEMV spans all of them).
     n_r, width, acc_width, sram_depth, max_blocks, reduction, mac :
         Core parameters (:class:`~trainforge.hw.caterpillar.core.CPCore`).
 
@@ -150,7 +157,7 @@ class CPRing(wiring.Component):
         in_transfer = self.i_data.valid & self.i_data.ready
         words = cmd.words
 
-        # ---- commands to the cores: core 0 (or the LOAD target) first, core 1 one hop later ----
+        # ---- commands to the cores: core 0 (or the LOAD target) first; a GEMV travels the ring core to core ----
         sent = Signal()  # the command has been given to its first core
         core_op = Mux(is_forward, CoreOp.GEMV_FORWARD, Mux(is_backward, CoreOp.GEMV_BACKWARD, CoreOp.LOAD))
         core_command = Signal(core_units[0].cmd_layout)
@@ -162,24 +169,26 @@ class CPRing(wiring.Component):
             core_command.qb.eq(1),
             core_command.base.eq(cmd.base),
         ]
-        # GEMV: the command goes to core 0 and, in the same cycle, into the command hop (the shared
-        # stream stage), from which core 1 takes it one cycle later at the earliest. Both readies are registers.
-        m.submodules.command_hop = command_hop = StreamStage(core_units[1].cmd_layout)
+        # GEMV: core k takes the command from command hop k (a shared stream stage; core 0 from the ring's
+        # command register) in the same cycle as hop k + 1 does, so core k + 1 gets it one cycle later at the
+        # earliest. Every hop's ready is a register.
+        command_hops = [None] + [StreamStage(core_units[k].cmd_layout) for k in range(1, cores)]
+        for k in range(1, cores):
+            m.submodules[f"command_hop_{k}"] = command_hops[k]
         gemv_offer = busy & is_gemv & ~sent
-        m.d.comb += [
-            command_hop.i_stream.valid.eq(gemv_offer & core_units[0].i_cmd.ready),
-            command_hop.i_stream.payload.eq(core_command),
-            command_hop.o_stream.ready.eq(core_units[1].i_cmd.ready),
-        ]
         for k, unit in enumerate(core_units):
-            valid = busy & is_load & (cmd.core == k) & ~sent
-            payload = core_command.as_value()
+            onward_ready = command_hops[k + 1].i_stream.ready if k + 1 < cores else Const(1)
             if k == 0:
-                valid = valid | (gemv_offer & command_hop.i_stream.ready)
-            if k == 1:
-                valid = valid | command_hop.o_stream.valid
-                payload = Mux(command_hop.o_stream.valid, command_hop.o_stream.payload.as_value(), payload)
-            m.d.comb += [unit.i_cmd.valid.eq(valid), unit.i_cmd.payload.eq(payload)]
+                hop_valid, hop_payload = gemv_offer, core_command.as_value()
+            else:
+                hop_valid, hop_payload = command_hops[k].o_stream.valid, command_hops[k].o_stream.payload.as_value()
+                m.d.comb += command_hops[k].o_stream.ready.eq(unit.i_cmd.ready & onward_ready)
+            if k + 1 < cores:
+                m.d.comb += [command_hops[k + 1].i_stream.valid.eq(hop_valid & unit.i_cmd.ready),
+                             command_hops[k + 1].i_stream.payload.eq(hop_payload)]
+            load_here = busy & is_load & (cmd.core == k) & ~sent
+            m.d.comb += [unit.i_cmd.valid.eq(load_here | (hop_valid & onward_ready)),
+                         unit.i_cmd.payload.eq(Mux(hop_valid, hop_payload, core_command.as_value()))]
         first_given = Signal()
         m.d.comb += first_given.eq(
             _bit([unit.i_cmd.valid & unit.i_cmd.ready for unit in core_units], Mux(is_load, cmd.core, 0)) & ~sent
@@ -190,19 +199,22 @@ class CPRing(wiring.Component):
         with m.If(busy & is_load & sent & load_target_idle):
             m.d.sync += busy.eq(0)
 
-        # ---- GEMV forward: each core's part of x from its ring buffer ----
-        feed_valid = [Signal(name=f"feed_valid_{k}") for k in range(2)]
-        feed_active = [Signal(name=f"feed_active_{k}") for k in range(2)]
-        feed_word = [Signal(range(self.max_blocks + 1), name=f"feed_word_{k}") for k in range(2)]
-        feed_advance = [Signal(name=f"feed_advance_{k}") for k in range(2)]
-        feed_addr = [Signal(self.buffer_addr_width, name=f"feed_addr_{k}") for k in range(2)]
-        for k in range(2):
+        # ---- GEMV forward: each core's part of x from its ring buffer (chunk k: words k * mb ..) ----
+        feed_valid = [Signal(name=f"feed_valid_{k}") for k in range(cores)]
+        feed_active = [Signal(name=f"feed_active_{k}") for k in range(cores)]
+        feed_word = [Signal(range(self.max_blocks + 1), name=f"feed_word_{k}") for k in range(cores)]
+        feed_advance = [Signal(name=f"feed_advance_{k}") for k in range(cores)]
+        feed_addr = [Signal(self.buffer_addr_width, name=f"feed_addr_{k}") for k in range(cores)]
+        chunk_start = [Signal(self.buffer_addr_width, name=f"chunk_start_{k}") for k in range(cores)]
+        for k in range(cores):
             unit = core_units[k]
+            with m.If(accept):  # core k's chunk of a GEMV (x forward, d backward), registered with the command
+                m.d.sync += chunk_start[k].eq(k * self.i_cmd.payload.mb)
             start = unit.i_cmd.valid & unit.i_cmd.ready & is_forward
             fetch = start | (feed_active[k] & (feed_word[k] != cmd.mb))
             m.d.comb += [
                 feed_advance[k].eq(~feed_valid[k] | unit.i_data.ready),
-                feed_addr[k].eq(k * cmd.mb + Mux(start, 0, feed_word[k])),
+                feed_addr[k].eq(chunk_start[k] + Mux(start, 0, feed_word[k])),
             ]
             with m.If(feed_advance[k]):
                 m.d.sync += feed_valid[k].eq(fetch)
@@ -213,59 +225,66 @@ class CPRing(wiring.Component):
             with m.Elif(feed_advance[k] & (feed_word[k] == cmd.mb)):
                 m.d.sync += feed_active[k].eq(0)
 
-        # ---- GEMV backward: e to core 0 and over the hop to core 1 ----
-        # The hop is the shared stream stage: core 1 takes e one cycle after core 0 at the earliest.
-        m.submodules.e_hop = e_hop = StreamStage(core_units[1].data_layout)
-        hop_free = e_hop.i_stream.ready  # a register
-        e_hop_valid = e_hop.o_stream.valid
-        e_hop_word = e_hop.o_stream.payload
-        m.d.comb += [
-            e_hop.i_stream.valid.eq(in_transfer & is_backward),
-            e_hop.i_stream.payload.eq(_operands(self.i_data.payload, n_r, self.width)),
-            e_hop.o_stream.ready.eq(busy & is_backward & core_units[1].i_data.ready),
-        ]
+        # ---- GEMV backward: e to core 0 and along the ring, one hop (a shared stream stage) per core ----
+        # Core k takes each e word in the same cycle as hop k + 1 does, so core k + 1 gets it a cycle later.
+        e_hops = [None] + [StreamStage(core_units[k].data_layout) for k in range(1, cores)]
+        for k in range(1, cores):
+            m.submodules[f"e_hop_{k}"] = e_hops[k]
+        e_valid, e_word = [], []
+        for k, unit in enumerate(core_units):
+            onward_ready = e_hops[k + 1].i_stream.ready if k + 1 < cores else Const(1)
+            if k == 0:
+                hop_valid = busy & is_backward & self.i_data.valid
+                hop_payload = _operands(self.i_data.payload, n_r, self.width)
+            else:
+                hop_valid, hop_payload = e_hops[k].o_stream.valid, e_hops[k].o_stream.payload.as_value()
+                m.d.comb += e_hops[k].o_stream.ready.eq(busy & is_backward & unit.i_data.ready & onward_ready)
+            if k + 1 < cores:
+                m.d.comb += [e_hops[k + 1].i_stream.valid.eq(hop_valid & unit.i_data.ready),
+                             e_hops[k + 1].i_stream.payload.eq(hop_payload)]
+            e_valid.append(hop_valid & onward_ready)
+            e_word.append(hop_payload)
 
         for k, unit in enumerate(core_units):
-            if k < 2:
-                valid = Mux(is_forward, feed_valid[k], Mux(is_load, self.i_data.valid & (cmd.core == k), 0))
-                payload = Mux(is_forward, _operands(senders[k].data, n_r, self.width),
-                              _operands(self.i_data.payload, n_r, self.width))
-                if k == 0:
-                    valid = Mux(is_backward, self.i_data.valid & hop_free, valid)
-                else:
-                    valid = Mux(is_backward, e_hop_valid, valid)
-                    payload = Mux(is_backward, e_hop_word.as_value(), payload)
-            else:
-                valid = is_load & self.i_data.valid & (cmd.core == k)
-                payload = _operands(self.i_data.payload, n_r, self.width)
+            valid = Mux(is_forward, feed_valid[k],
+                        Mux(is_backward, e_valid[k], is_load & self.i_data.valid & (cmd.core == k)))
+            payload = Mux(is_forward, _operands(senders[k].data, n_r, self.width),
+                          Mux(is_backward, e_word[k], _operands(self.i_data.payload, n_r, self.width)))
             m.d.comb += [unit.i_data.valid.eq(busy & valid), unit.i_data.payload.eq(payload)]
 
-        # ---- GEMV outputs: forward through the output hop and core 1's adder; backward alternating ----
-        # Forward: core 0's words cross the hop (the shared stream stage) and join core 1's in the adder.
-        m.submodules.out_hop = out_hop = StreamStage(self.word_layout)
-        out_hop_valid = out_hop.o_stream.valid
-        out_hop_word = out_hop.o_stream.payload
-        forward_sum = Signal(self.word_layout)
-        for lane in range(n_r):
-            m.d.comb += forward_sum[lane].eq(out_hop_word[lane] + core_units[1].o_data.payload[lane])
-        turn = Signal()  # backward: whose block leaves next
-        forward_valid = out_hop_valid & core_units[1].o_data.valid
-        with m.If(out_transfer & is_backward):
-            m.d.sync += turn.eq(~turn)
-        m.d.comb += [
-            out_hop.i_stream.valid.eq(core_units[0].o_data.valid & is_forward),
-            out_hop.i_stream.payload.eq(core_units[0].o_data.payload),
-            out_hop.o_stream.ready.eq(out_transfer & is_forward),
-            core_units[0].o_data.ready.eq(Mux(is_forward, out_hop.i_stream.ready,
-                                              is_backward & ~turn & result.ready)),
-            core_units[1].o_data.ready.eq(Mux(is_forward, out_hop_valid & result.ready,
-                                              is_backward & turn & result.ready)),
-        ]
-        for unit in core_units[2:]:
-            m.d.comb += unit.o_data.ready.eq(0)  # only LOADs run on the other cores
+        # ---- GEMV forward outputs: a chain of adds along the ring ----
+        # Core 0's word crosses sum hop 1 (a shared stream stage) and meets core 1's word in core 1's adder;
+        # the sum crosses hop 2 to core 2's adder, and so on; core P - 1's sum is the result.
+        sum_hops = [None] + [StreamStage(self.word_layout) for _ in range(1, cores)]
+        for k in range(1, cores):
+            m.submodules[f"sum_hop_{k}"] = sum_hops[k]
+        for k, unit in enumerate(core_units):
+            onward_ready = sum_hops[k + 1].i_stream.ready if k + 1 < cores else result.ready
+            if k == 0:
+                running_valid, running = unit.o_data.valid, unit.o_data.payload.as_value()
+                upstream_valid = Const(1)
+            else:
+                upstream_valid = sum_hops[k].o_stream.valid
+                running_valid = upstream_valid & unit.o_data.valid
+                running = Signal(self.word_layout, name=f"running_sum_{k}")
+                for lane in range(n_r):
+                    m.d.comb += running[lane].eq(sum_hops[k].o_stream.payload[lane] + unit.o_data.payload[lane])
+                m.d.comb += sum_hops[k].o_stream.ready.eq(is_forward & unit.o_data.valid & onward_ready)
+            if k + 1 < cores:
+                m.d.comb += [sum_hops[k + 1].i_stream.valid.eq(is_forward & running_valid),
+                             sum_hops[k + 1].i_stream.payload.eq(running)]
+            # Backward: every output word lands in the core's ring buffer as it leaves the core.
+            m.d.comb += unit.o_data.ready.eq(Mux(is_forward, upstream_valid & onward_ready, busy & is_backward))
+        forward_valid, forward_sum = running_valid, running
+
+        # ---- GEMV backward outputs: core k's words into its chunk k, read out block-major ----
+        landed = [Signal(range(self.max_blocks + 1), name=f"landed_{k}") for k in range(cores)]
+        for k, unit in enumerate(core_units):
+            with m.If(busy & is_backward & unit.o_data.valid):
+                m.d.sync += landed[k].eq(landed[k] + 1)
 
         # ---- WRITE: i_data into the buffers, core-major ----
-        io_word = Signal(range(self.buffer_depth + 1))
+        io_word = Signal(range(self.buffer_depth + 1))  # READ, WRITE: the word; backward read-out: the block
         io_core = Signal(range(cores))
         io_last = (io_word == words - 1) & (io_core == cores - 1)
         with m.If(in_transfer & is_write):
@@ -275,24 +294,32 @@ class CPRing(wiring.Component):
             with m.If(io_last):
                 m.d.sync += busy.eq(0)
 
-        # ---- READ: the buffers onto o_data, core-major ----
+        # ---- READ (core-major) and the backward read-out (block-major): the buffers onto o_data ----
         read_valid = Signal()
         read_core = Signal(range(cores))  # the core whose word is in the read registers
         read_done = Signal()  # every word has been read
         read_advance = ~read_valid | result.ready
-        read_fetch = busy & is_read & ~read_done
+        landed_here = Signal(range(self.max_blocks + 1))
+        m.d.comb += landed_here.eq(_word(landed, io_core))
+        read_fetch = busy & ~read_done & (is_read | (is_backward & (landed_here > io_word)))
         with m.If(read_advance):
             m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core)]
-            with m.If(read_fetch):
+            with m.If(read_fetch & is_read):
                 m.d.sync += io_word.eq(io_word + 1)
                 with m.If(io_word == words - 1):
                     m.d.sync += [io_word.eq(0), io_core.eq(io_core + 1)]
                 with m.If(io_last):
                     m.d.sync += read_done.eq(1)
+            with m.If(read_fetch & is_backward):
+                m.d.sync += io_core.eq(io_core + 1)
+                with m.If(io_core == cores - 1):
+                    m.d.sync += [io_core.eq(0), io_word.eq(io_word + 1)]
+                    with m.If(io_word == cmd.mb - 1):
+                        m.d.sync += read_done.eq(1)
 
         # ---- result counting for GEMV and READ ----
         out_count = Signal(range(cores * self.buffer_depth + 1))  # READ: up to every word of every buffer
-        out_total = Mux(is_forward, cmd.nb, Mux(is_backward, 2 * cmd.mb, cores * words))
+        out_total = Mux(is_forward, cmd.nb, Mux(is_backward, cores * cmd.mb, cores * words))
         with m.If(out_transfer):
             m.d.sync += out_count.eq(out_count + 1)
             with m.If(out_count == out_total - 1):
@@ -300,15 +327,12 @@ class CPRing(wiring.Component):
 
         read_word = Signal(self.word_layout)
         m.d.comb += read_word.eq(_word([port.data for port in senders], read_core))
-        backward_valid = Mux(turn, core_units[1].o_data.valid, core_units[0].o_data.valid)
-        backward_word = Mux(turn, core_units[1].o_data.payload.as_value(), core_units[0].o_data.payload.as_value())
+        from_buffers = is_read | is_backward
         m.d.comb += [
-            result.valid.eq(busy & Mux(is_read, read_valid,
-                                            Mux(is_forward, forward_valid, is_backward & backward_valid))),
-            result.payload.eq(Mux(is_read, read_word.as_value(),
-                                       Mux(is_forward, forward_sum.as_value(), backward_word))),
+            result.valid.eq(busy & Mux(from_buffers, read_valid, is_forward & forward_valid)),
+            result.payload.eq(Mux(from_buffers, read_word.as_value(), forward_sum.as_value())),
             self.i_data.ready.eq(busy & Mux(is_write, 1,
-                                            Mux(is_backward, core_units[0].i_data.ready & hop_free,
+                                            Mux(is_backward, core_units[0].i_data.ready & e_hops[1].i_stream.ready,
                                                 is_load & _bit([unit.i_data.ready for unit in core_units],
                                                                cmd.core)))),
         ]
@@ -346,26 +370,28 @@ class CPRing(wiring.Component):
             for lane in range(n_r):
                 m.d.comb += scatter_sum[lane].eq(arriving[lane] + owns[k].data[lane])
             write_here = in_transfer & is_write & (io_core == k)
-            sender_addr = Mux(is_collective, chunk_base[k] + word, io_word)
-            sender_en = Mux(is_collective, 1, read_advance)
-            if k < 2:
-                sender_addr = Mux(is_forward, feed_addr[k], sender_addr)
-                sender_en = Mux(is_forward, feed_advance[k], sender_en)
+            backward_here = is_backward & core_units[k].o_data.valid
+            sender_addr = Mux(is_collective, chunk_base[k] + word,
+                              Mux(is_forward, feed_addr[k], Mux(is_backward, chunk_start[k] + io_word, io_word)))
+            sender_en = Mux(is_collective, 1, Mux(is_forward, feed_advance[k], read_advance))
             m.d.comb += [
                 senders[k].addr.eq(sender_addr),
                 senders[k].en.eq(sender_en),
                 owns[k].addr.eq(chunk_base[previous] + word),
                 owns[k].en.eq(1),
-                landings[k].en.eq(busy & (write_here | (is_collective & land_valid))),
-                landings[k].addr.eq(Mux(is_write, io_word, land_addr[k])),
+                landings[k].en.eq(busy & (write_here | (is_collective & land_valid) | backward_here)),
+                landings[k].addr.eq(Mux(is_write, io_word,
+                                        Mux(is_backward, chunk_start[k] + landed[k], land_addr[k]))),
                 landings[k].data.eq(Mux(is_write, self.i_data.payload.as_value(),
-                                        Mux(is_scatter, scatter_sum.as_value(), arriving.as_value()))),
+                                        Mux(is_backward, core_units[k].o_data.payload.as_value(),
+                                            Mux(is_scatter, scatter_sum.as_value(), arriving.as_value())))),
             ]
 
         # ---- per-command state back to idle ----
         with m.If(accept):
-            m.d.sync += [sent.eq(0), turn.eq(0), io_word.eq(0), io_core.eq(0),
+            m.d.sync += [sent.eq(0), io_word.eq(0), io_core.eq(0),
                          read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
+            m.d.sync += [counter.eq(0) for counter in landed]
         return m
 
     def _range_checks(self, m, given):

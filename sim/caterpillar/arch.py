@@ -186,28 +186,34 @@ def epoch_counts(widths, method, samples, batch=1):
     return {"macs": macs, "weight_accesses": 2 * updates * weights}
 
 
-def _gemv_cycles(m, n, cores, config, overlap):
-    """Forward + backward GEMV of an ``m x n`` layer split in row panels over ``cores`` cores, with the
-    cross-core reduction (reduce-scatter then all-gather) of the outputs."""
+def _ring_gemv(op, rows, n, cores, config, overlap):
+    """Cycles of one ring GEMV command (Fig. 4 on ``cores`` cores, row panels of ``rows`` rows each, ``n``
+    columns): the golden ring schedule (:func:`trainforge.golden.caterpillar.ring.gemv_command_cycles`):
+    forward, the chain of adds over the cores; backward, ``e`` along the ring and the parts of ``d`` read
+    out of the cores."""
     n_r = config.n_r
-    mb = core.blocks(-(-m // cores), n_r)
-    nb = core.blocks(n, n_r)
-    forward = core.schedule(core.OP_GEMV_FORWARD, mb, nb, n_r=n_r, reduction=config.reduction, overlap=overlap)
-    backward_mb = core.blocks(m, n_r)
-    backward_nb = core.blocks(-(-n // cores), n_r)
-    backward = core.schedule(core.OP_GEMV_BACKWARD, backward_mb, backward_nb, n_r=n_r,
-                             reduction=config.reduction, overlap=overlap)
-    exchange = 2 * ring.collective_cycles(n, cores, n_r) + 2 * ring.collective_cycles(m, cores, n_r)
-    return (forward.issue_cycles + backward.issue_cycles + 2 * core.COMMAND_LATENCY + exchange)
+    return ring.gemv_command_cycles(op, core.blocks(rows, n_r), core.blocks(n, n_r), overlap=overlap, cores=cores,
+                                    n_r=n_r, reduction=config.reduction)
+
+
+def _gemv_cycles(m, n, cores, config, overlap):
+    """Forward + backward GEMV of an ``m x n`` layer split in row panels over ``cores`` cores (the ring GEMV,
+    Fig. 4 on all cores: the chain of adds sums the partial outputs), then the moves the next layer needs: the
+    ``n`` outputs from the end of the chain to the cores as the next layer's inputs (one ring collective) and
+    the cores' parts of the ``m`` backward outputs to every core as the next layer's error (an all-gather)."""
+    n_r = config.n_r
+    rows = -(-m // cores)
+    forward = _ring_gemv(ring.RING_GEMV_FORWARD, rows, n, cores, config, overlap)
+    backward = _ring_gemv(ring.RING_GEMV_BACKWARD, rows, n, cores, config, overlap)
+    exchange = ring.collective_cycles(n, cores, n_r) + ring.collective_cycles(m, cores, n_r)
+    return forward + backward + exchange
 
 
 def _forward_cycles(m, n, cores, config):
-    """Forward GEMV of an ``m x n`` layer in row panels over ``cores`` cores (no overlap), with the
-    reduce-scatter and all-gather of its ``n`` outputs: the forward half of :func:`_gemv_cycles`."""
-    n_r = config.n_r
-    forward = core.schedule(core.OP_GEMV_FORWARD, core.blocks(-(-m // cores), n_r), core.blocks(n, n_r),
-                            n_r=n_r, reduction=config.reduction, overlap=False)
-    return forward.issue_cycles + core.COMMAND_LATENCY + 2 * ring.collective_cycles(n, cores, n_r)
+    """Forward ring GEMV of an ``m x n`` layer in row panels over ``cores`` cores (no overlap), with the move of
+    its ``n`` outputs to the cores: the forward half of :func:`_gemv_cycles`."""
+    return (_ring_gemv(ring.RING_GEMV_FORWARD, -(-m // cores), n, cores, config, False)
+            + ring.collective_cycles(n, cores, config.n_r))
 
 
 def _feedback_cycles(outputs, width, cores, config):
@@ -321,14 +327,11 @@ def _stage_cycles(shapes, pieces, config, streamed):
             m, n = shapes[layer]
             group = sharing[layer]
             mb, nb = core.blocks(rows, n_r), core.blocks(n, n_r)
-            forward = core.schedule(core.OP_GEMV_FORWARD, mb, nb, n_r=n_r, reduction=config.reduction,
-                                    overlap=True)
-            backward = core.schedule(core.OP_GEMV_BACKWARD, mb, nb, n_r=n_r, reduction=config.reduction,
-                                     overlap=True)
+            forward = _ring_gemv(ring.RING_GEMV_FORWARD, rows, n, group, config, True)
+            backward = _ring_gemv(ring.RING_GEMV_BACKWARD, rows, n, group, config, True)
             update = core.schedule(core.OP_UPDATE, mb, nb, 1, n_r=n_r)
-            exchange = 2 * ring.collective_cycles(n, group, n_r) + 2 * ring.collective_cycles(m, group, n_r)
-            compute = (forward.issue_cycles + backward.issue_cycles + update.issue_cycles
-                       + 3 * core.COMMAND_LATENCY + exchange)
+            exchange = ring.collective_cycles(n, group, n_r) + ring.collective_cycles(m, group, n_r)
+            compute = forward + backward + update.issue_cycles + core.COMMAND_LATENCY + exchange
             total += max(compute, streamed * rows * n / config.offcore_words_per_cycle)
         slowest = max(slowest, total)
     return slowest

@@ -1,4 +1,4 @@
-"""Scenario table of ``cp_ring``: programs of WRITE, READ, ALL_GATHER, REDUCE_SCATTER, LOAD and two-core GEMV commands.
+"""Scenario table of ``cp_ring``: programs of WRITE, READ, ALL_GATHER, REDUCE_SCATTER, LOAD and ring GEMV commands.
 
 A scenario's stimulus is a program (command words on ``i_cmd``, their words on
 ``i_data``); the expected ``o_data`` words are what its READ commands return.
@@ -14,12 +14,13 @@ wrapped to ``acc_width`` bits:
   ``k + 1`` adds it to its own copy of that chunk (both read before the step's writes);
 - LOAD (``core``, ``mb``, ``nb``, ``base``): the core's LOAD words, word ``a * n_r + r``
   (``a = jb * Mb + ib``) carrying ``W[ib * n_r + r, jb * n_r + c]`` on lane ``c``;
-- two-core GEMV (Fig. 4): ``W`` (``Mb x Nb`` blocks) split in two row panels of ``mb = ceil(Mb / 2)`` blocks
-  (core 1's zero-padded), LOADed into cores 0 and 1 at ``base``; forward, core ``k`` takes its part of
-  ``x`` from its ring-buffer words ``k * mb ..`` (the low ``width`` bits of each lane, signed) and
-  ``o_data`` carries the ``nb`` words of ``y = x^T W``; backward, ``e`` comes as ``nb`` ``i_data`` words and
-  ``o_data`` alternates word ``b`` of core 0's part of ``d = W e`` and word ``b`` of core 1's. Sums wrap to
-  ``acc_width`` bits.
+- ring GEMV (Fig. 4 on all ``P`` cores): ``W`` (``Mb x Nb`` blocks) split in ``P`` row panels of
+  ``mb = ceil(Mb / P)`` blocks (the last ones zero-padded), panel ``k`` LOADed into core ``k`` at ``base``; forward,
+  core ``k`` takes its part of ``x`` from its ring-buffer words ``k * mb ..`` (the low ``width`` bits of each
+  lane, signed) and ``o_data`` carries the ``nb`` words of ``y = x^T W`` (the plain sum over all rows);
+  backward, ``e`` comes as ``nb`` ``i_data`` words and ``o_data`` carries ``d = W e`` block-major: word ``b``
+  of core 0's part, of core 1's, ..., of core ``P - 1``'s, then word ``b + 1``; each core's part also lands
+  in its buffer words ``k * mb ..`` (a READ after it returns them). Sums wrap to ``acc_width`` bits.
 
 Out-of-range commands (``spec.caterpillar.ring_command_limits``): the expected ``o_error`` word of each rejected
 command is written by hand (the :class:`RingField` the row puts out of range, and the ``op``); a rejected command
@@ -101,38 +102,46 @@ class _Program:
             for ib in range(mb):
                 self.inputs += [[panel[ib * n_r + r][jb * n_r + c] for c in range(n_r)] for r in range(n_r)]
 
-    def two_core_gemv(self, weights, base, x, e, overlap):
-        """LOAD both panels, put ``x`` in the ring buffers by a WRITE of each core's part and an all-gather,
-        then the GEMV forward (``overlap``) and backward (the other ``overlap``)."""
-        n_r, acc, width = self.n_r, self.acc_width, self.width
+    def ring_gemv(self, weights, base, x, e, overlap):
+        """LOAD the ``P`` row panels (one per core), put ``x`` in the ring buffers by a WRITE of each core's part
+        and an all-gather, then the GEMV forward (``overlap``) and backward (the other ``overlap``), then a
+        read-back of the buffers (core ``k``'s part of ``d`` in its chunk ``k``)."""
+        n_r, acc, width, cores = self.n_r, self.acc_width, self.width, self.cores
         rows, cols = len(weights), len(weights[0])
-        mb, nb = -(-_blocks(rows, n_r) // 2), _blocks(cols, n_r)
+        mb, nb = -(-_blocks(rows, n_r) // cores), _blocks(cols, n_r)
         padded = [[weights[i][j] if i < rows and j < cols else 0 for j in range(nb * n_r)]
-                  for i in range(2 * mb * n_r)]
-        for core in range(2):
+                  for i in range(cores * mb * n_r)]
+        for core in range(cores):
             self.load(core, padded[core * mb * n_r:(core + 1) * mb * n_r], mb, nb, base)
-        x = [x[i] if i < rows else 0 for i in range(2 * mb * n_r)]
-        parts = [[[0] * n_r for _ in range(self.cores * mb)] for _ in range(self.cores)]
-        for core in range(2):  # core k starts with its part of x as its chunk k
+        x = [x[i] if i < rows else 0 for i in range(cores * mb * n_r)]
+        parts = [[[0] * n_r for _ in range(cores * mb)] for _ in range(cores)]
+        for core in range(cores):  # core k starts with its part of x as its chunk k
             for word in range(mb):
                 parts[core][core * mb + word] = x[(core * mb + word) * n_r:(core * mb + word + 1) * n_r]
         self.write(parts)
         self.all_gather(mb)
-        # Forward: each core's operands are the low width bits of its buffer words k * mb ..
+        # Forward: each core's operands are the low width bits of its buffer words k * mb ..; y = x^T W.
         operands = []
-        for core in range(2):
+        for core in range(cores):
             for word in self.buffers[core][core * mb:(core + 1) * mb]:
                 operands += [_signed(lane, width) for lane in word]
         self.commands.append(_command(RingOp.GEMV_FORWARD, overlap=overlap, mb=mb, nb=nb, base=base))
-        y = [_signed(sum(operands[i] * padded[i][j] for i in range(2 * mb * n_r)), acc) for j in range(nb * n_r)]
+        y = [_signed(sum(operands[i] * padded[i][j] for i in range(cores * mb * n_r)), acc)
+             for j in range(nb * n_r)]
         self.outputs += [y[b * n_r:(b + 1) * n_r] for b in range(nb)]
-        # Backward: e on i_data, d = W e, core 0's word b then core 1's.
+        # Backward: e on i_data, d = W e; word b of core 0, 1, ..., P - 1, then word b + 1; core k's words
+        # also stay in its buffer words k * mb ...
         e = [e[j] if j < cols else 0 for j in range(nb * n_r)]
         self.commands.append(_command(RingOp.GEMV_BACKWARD, overlap=not overlap, mb=mb, nb=nb, base=base))
         self.inputs += [e[b * n_r:(b + 1) * n_r] for b in range(nb)]
-        d = [_signed(sum(padded[i][j] * e[j] for j in range(nb * n_r)), acc) for i in range(2 * mb * n_r)]
+        d = [_signed(sum(padded[i][j] * e[j] for j in range(nb * n_r)), acc) for i in range(cores * mb * n_r)]
         for b in range(mb):
-            self.outputs += [d[b * n_r:(b + 1) * n_r], d[(mb + b) * n_r:(mb + b + 1) * n_r]]
+            for core in range(cores):
+                self.outputs.append(d[(core * mb + b) * n_r:(core * mb + b + 1) * n_r])
+        for core in range(cores):
+            for b in range(mb):
+                self.buffers[core][core * mb + b] = d[(core * mb + b) * n_r:(core * mb + b + 1) * n_r]
+        self.read(cores * mb)
 
     def collectives(self, partials):
         """Reduce-scatter of the partial vectors (one per core), read-back, all-gather, read-back."""
@@ -148,10 +157,10 @@ class _Program:
 
 
 def _random_weights(params, rng, rows_most, cols_most, base=0):
-    """A random ``rows x cols`` matrix whose two panels fit the PEs' memories above ``base``."""
+    """A random ``rows x cols`` matrix whose ``cores`` row panels fit the PEs' memories above ``base``."""
     n_r, low, high = params["n_r"], -(1 << (params["width"] - 1)), (1 << (params["width"] - 1)) - 1
     rows, cols = rng.randint(1, rows_most), rng.randint(1, cols_most)
-    while -(-_blocks(rows, n_r) // 2) * _blocks(cols, n_r) > params["sram_depth"] - base:
+    while -(-_blocks(rows, n_r) // params["cores"]) * _blocks(cols, n_r) > params["sram_depth"] - base:
         rows = max(1, rows // 2)
     return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
 
@@ -162,16 +171,16 @@ def _random_vector(params, rng, size, bits=None):
 
 
 def _gemvs(params, rng, program, count):
-    """``count`` random two-core GEMVs of random shapes (panels up to ``max_blocks`` blocks each way)."""
+    """``count`` random ring GEMVs of random shapes (panels up to ``max_blocks`` blocks each way)."""
     n_r, max_blocks = params["n_r"], params["max_blocks"]
     for _ in range(count):
-        weights = _random_weights(params, rng, 2 * max_blocks * n_r, max_blocks * n_r)
-        program.two_core_gemv(weights, 0, _random_vector(params, rng, len(weights)),
+        weights = _random_weights(params, rng, params["cores"] * max_blocks * n_r, max_blocks * n_r)
+        program.ring_gemv(weights, 0, _random_vector(params, rng, len(weights)),
                               _random_vector(params, rng, len(weights[0])), rng.randrange(2))
 
 
 def _random_vectors(params, rng):
-    """Collectives on random partial vectors of random sizes, then random two-core GEMVs."""
+    """Collectives on random partial vectors of random sizes, then random ring GEMVs."""
     cores, n_r, max_blocks = params["cores"], params["n_r"], params["max_blocks"]
     program = _Program(params)
     for _ in range(2):
@@ -193,12 +202,13 @@ def _directed_corners(params, rng):
     program.write([[[high if core % 2 == 0 else low] * n_r for _ in range(cores)] for core in range(cores)])
     program.reduce_scatter(1)
     program.read(cores)
-    program.two_core_gemv([[0] * (2 * n_r) for _ in range(n_r + 1)], 0, [0] * (n_r + 1), [0] * (2 * n_r), 1)
+    program.ring_gemv([[0] * (2 * n_r) for _ in range(n_r + 1)], 0, [0] * (n_r + 1), [0] * (2 * n_r), 1)
     low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    program.two_core_gemv([[low] * n_r for _ in range(3 * n_r)], 0, [low] * (3 * n_r), [high] * n_r, 0)
-    program.two_core_gemv([_random_vector(params, rng, n_r - 1)], 4, _random_vector(params, rng, 1),
+    program.ring_gemv([[low] * n_r for _ in range((cores + 1) * n_r)], 0, [low] * ((cores + 1) * n_r),
+                      [high] * n_r, 0)
+    program.ring_gemv([_random_vector(params, rng, n_r - 1)], 4, _random_vector(params, rng, 1),
                           _random_vector(params, rng, n_r - 1), 1)
-    program.two_core_gemv([[value] for value in _random_vector(params, rng, n_r + 1)], 4,
+    program.ring_gemv([[value] for value in _random_vector(params, rng, n_r + 1)], 4,
                           _random_vector(params, rng, n_r + 1), _random_vector(params, rng, 1), 0)
     return program
 
@@ -266,8 +276,8 @@ def _out_of_range(params, rng):
         program.reject(RingField.BASE, RingOp.LOAD, base=depth)
     # GEMVs at mb = nb = max_blocks (as far as the memory holds them) run.
     nb = max(1, min(max_blocks, depth // max_blocks))
-    weights = [_random_vector(params, rng, nb * n_r) for _ in range(2 * max_blocks * n_r)]
-    program.two_core_gemv(weights, 0, _random_vector(params, rng, len(weights)),
+    weights = [_random_vector(params, rng, nb * n_r) for _ in range(cores * max_blocks * n_r)]
+    program.ring_gemv(weights, 0, _random_vector(params, rng, len(weights)),
                           _random_vector(params, rng, nb * n_r), rng.randrange(2))
     return program
 
@@ -305,8 +315,8 @@ def _low_bits(words, width):
 
 
 def golden(params, scenario):
-    """Run the golden ring-buffer and two-core GEMV functions command by command on the ring buffers and a
-    local-memory image of cores 0 and 1 (``image[core, r, c, address]``); cycles from :func:`ring_schedule`."""
+    """Run the golden ring-buffer and ring GEMV functions command by command on the ring buffers and a
+    local-memory image of every core (``image[core, r, c, address]``); cycles from :func:`ring_schedule`."""
     cores, n_r, width = params["cores"], params["n_r"], params["width"]
     buffers = np.zeros((cores, cores * params["max_blocks"], n_r), dtype=np.int64)
     image = np.zeros((cores, n_r, n_r, params["sram_depth"]), dtype=np.int64)
@@ -342,16 +352,17 @@ def golden(params, scenario):
             loaded = _low_bits(take(mb * nb * n_r), width).reshape(mb * nb, n_r, n_r)
             image[command["core"], :, :, base:base + mb * nb] = loaded.transpose(1, 2, 0)
         else:
-            weights = np.concatenate([resident(core, mb, nb, base) for core in range(2)])
+            weights = np.concatenate([resident(core, mb, nb, base) for core in range(cores)])
             if op == RingOp.GEMV_FORWARD:
                 x = np.concatenate([_low_bits(buffers[core, core * mb:(core + 1) * mb], width).reshape(-1)
-                                    for core in range(2)])
-                y, _ = golden_ring.two_core_gemv_forward(weights, x, overlap=overlap, **params)
+                                    for core in range(cores)])
+                y, _ = golden_ring.ring_gemv_forward(weights, x, overlap=overlap, **params)
                 outputs += golden_ring.vector_words(y, nb, n_r).tolist()
             else:
                 e = _low_bits(take(nb), width).reshape(-1)
-                d, _ = golden_ring.two_core_gemv_backward(weights, e, overlap=overlap, **params)
-                outputs += golden_ring.two_core_backward_words(d, mb, n_r).tolist()
+                d, _ = golden_ring.ring_gemv_backward(weights, e, overlap=overlap, **params)
+                outputs += golden_ring.backward_words(d, mb, n_r, cores).tolist()
+                buffers = golden_ring.backward_buffers(buffers, d, mb)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
         accepted += schedule.issue_cycles + COMMAND_LATENCY
     timed = not scenario.valid and not scenario.ready
