@@ -34,56 +34,59 @@ def test_cp_splits_three_layers_over_two_cores_in_equal_shares():
     Each core takes 6 weights in layer order: core 0 layer 1 (2 rows) and row 1
     of layer 2, core 1 row 2 of layer 2 and layer 3 (2 rows). Per core:
     - a whole 2 x 2 layer (Mb = Nb = 1) alone on its core (P = 1): forward one block of
-      1 MAC, which drains (2): I = 3, command 3 + 1 + 6 = 10; backward 3 + 1 + 8 = 12;
-      UPDATE 1 * 1 * (1 + 1) + 6 = 8, + 1 command: 9; no exchange: 10 + 12 + 9 = 31;
-    - one row of layer 2 (Mb = Nb = 1), shared by P = 2 cores: forward 3 + 2 + 6 = 11, backward
-      3 + 2 + 8 = 13, UPDATE 9, exchange coll(2) + coll(2) with coll(2) = 1 * (1 + 1) = 2: 4; 37.
-    A pipeline step is 31 + 37 = 68 cycles on both cores; 10 samples and the
-    2 L = 6 steps of filling and draining: 16 * 68 = 1088 cycles.
-    (Every core holding a row of each layer: 3 * 37 = 111 per step, slower.)
+      1 MAC, which drains (2): I = 3, command 3 + 1 + 7 = 11 (the execute pipeline's 5 stages, one of them
+      the read stage); backward 3 + 1 + 9 = 13;
+      UPDATE 1 * 1 * (1 + 1) + 6 = 8, + 1 command: 9; no exchange: 11 + 13 + 9 = 33;
+    - one row of layer 2 (Mb = Nb = 1), shared by P = 2 cores: forward 3 + 2 + 7 = 12, backward
+      3 + 2 + 9 = 14, UPDATE 9, exchange coll(2) + coll(2) with coll(2) = 1 * (1 + 1) = 2: 4; 39.
+    A pipeline step is 33 + 39 = 72 cycles on both cores; 10 samples and the
+    2 L = 6 steps of filling and draining: 16 * 72 = 1152 cycles.
+    (Every core holding a row of each layer: 3 * 39 = 117 per step, slower.)
     """
     timing = arch.epoch_cycles((2, 2, 2, 2), "CP", 10, TINY)
-    assert timing["cycles"] == 1088, timing
-    # 10 samples x 3 passes x 12 weights over 1088 cycles x 8 PEs
-    assert timing["utilization"] == pytest.approx(360 / (1088 * 8)), timing
+    assert timing["cycles"] == 1152, timing
+    # 10 samples x 3 passes x 12 weights over 1152 cycles x 8 PEs
+    assert timing["utilization"] == pytest.approx(360 / (1152 * 8)), timing
     mapping = arch.cp_allocation(arch.layer_shapes((2, 2, 2, 2)), TINY)
     assert mapping["mapping"] == "equal shares", mapping
     assert mapping["pieces"] == [[(0, 2), (1, 1)], [(1, 1), (2, 2)]], mapping
-    assert mapping["stage_cycles"] == 68, mapping
+    assert mapping["stage_cycles"] == 72, mapping
 
 
 def test_cp_every_core_mapping_on_one_wide_layer():
     """One 4 x 2 layer (8 weights) on 2 cores: the three mappings by hand.
 
-    - groups (the layer on both cores, 2 rows each, Mb = Nb = 1, I = 3): forward 3 + 2 + 6 = 11, backward
-      3 + 2 + 8 = 13, UPDATE 9, exchange coll(2) + coll(4) = 2 + 1 * (1 + 1) = 4: 37;
-    - equal shares: the same two panels (4 weights each): 37;
-    - every core: again the same two panels: 37.
-    The first of equal candidates is kept: "groups"; (10 + 2) * 37 = 444 cycles.
+    - groups (the layer on both cores, 2 rows each, Mb = Nb = 1, I = 3): forward 3 + 2 + 7 = 12, backward
+      3 + 2 + 9 = 14 (a GEMV's output offsets include the core's read stage), UPDATE 9, exchange
+      coll(2) + coll(4) = 2 + 1 * (1 + 1) = 4: 39;
+    - equal shares: the same two panels (4 weights each): 39;
+    - every core: again the same two panels: 39.
+    The first of equal candidates is kept: "groups"; (10 + 2) * 39 = 468 cycles.
     """
     timing = arch.epoch_cycles((4, 2), "CP", 10, TINY)
-    assert timing["cycles"] == 444, timing
+    assert timing["cycles"] == 468, timing
     assert timing["cp_mapping"] == "groups", timing
 
 
 def test_dfa_has_its_own_schedule():
     """2-4-2 on 2 cores, one sample per update. DFA per sample:
     - layer 1 (2 x 4) forward, row panels of ceil(2 / 2) = 1 row: Mb = 1, Nb = 2: 2 blocks of 1 MAC + gap 2:
-      I = (2 - 1) * 3 + 1 + 2 = 6, the ring command 6 + 2 + 6 = 14, + coll(4) = 1 * (1 + 1) = 2: 16;
+      I = (2 - 1) * 3 + 1 + 2 = 6, the ring command 6 + 2 + 7 = 15 (the core's read stage included),
+      + coll(4) = 1 * (1 + 1) = 2: 17;
       UPDATE 1 * 1 * (2 + 1) + 6 = 9, + 1: 10;
-    - layer 2 (4 x 2) forward, 2 rows per core: Mb = 1, Nb = 1: I = 3, 3 + 8 = 11, + coll(2) = 2: 13;
+    - layer 2 (4 x 2) forward, 2 rows per core: Mb = 1, Nb = 1: I = 3, 3 + 9 = 12, + coll(2) = 2: 14;
       UPDATE 2 + 6 + 1 = 9;
     - the feedback of hidden layer 1, B_1^T e: e of 2 (Mb = 1), 4 outputs in column panels of 2 (Nb = 1): 3,
       + 1, + coll(4) = 2: 6.
-    Sum 16 + 10 + 13 + 9 + 6 = 54 per sample: 540 for 10 samples.
+    Sum 17 + 10 + 14 + 9 + 6 = 56 per sample: 560 for 10 samples.
     SGD per sample (forward and backward ring GEMV through W of every layer, then the update):
-    - layer 1: forward 14; backward Mb = 1, Nb = 2: I = 2 + 2 = 4, 4 + 2 + 8 = 14; exchange
-      coll(4) + coll(2) = 4; UPDATE 10: 14 + 14 + 4 + 10 = 42;
-    - layer 2: forward 11; backward Mb = Nb = 1: 3 + 10 = 13; exchange coll(2) + coll(4) = 4; UPDATE 9: 37.
-    79 per sample: 790 (what DFA would be timed with on SGD's schedule).
+    - layer 1: forward 15; backward Mb = 1, Nb = 2: I = 2 + 2 = 4, 4 + 2 + 9 = 15; exchange
+      coll(4) + coll(2) = 4; UPDATE 10: 15 + 15 + 4 + 10 = 44;
+    - layer 2: forward 12; backward Mb = Nb = 1: 3 + 11 = 14; exchange coll(2) + coll(4) = 4; UPDATE 9: 39.
+    83 per sample: 830 (what DFA would be timed with on SGD's schedule).
     """
-    assert arch.epoch_cycles((2, 4, 2), "DFA", 10, TINY)["cycles"] == 540
-    assert arch.epoch_cycles((2, 4, 2), "SGD", 10, TINY)["cycles"] == 790
+    assert arch.epoch_cycles((2, 4, 2), "DFA", 10, TINY)["cycles"] == 560
+    assert arch.epoch_cycles((2, 4, 2), "SGD", 10, TINY)["cycles"] == 830
 
 
 @pytest.mark.parametrize("network", list(arch.NETWORKS))
@@ -127,15 +130,15 @@ def test_ring_gemv_on_the_papers_arrays_by_hand():
     """SGD's forward + backward GEMV of one layer on the paper's two arrays, from the ring GEMV's rules above.
 
     2 x 16 cores of 4 x 4 PEs (tree, R = 2), a 500 x 500 layer: row panels of ceil(500 / 32) = 16 rows, Mb = 4,
-    Nb = 125. Forward: 125 blocks of 4 MACs, gap 3, period 7: I = 124 * 7 + 4 + 3 = 875, command 875 + 32 + 6
-    = 913. Backward: 4 blocks of 125 MACs, period 128 (at least 32: no contention for the port): I = 3 * 128 +
-    125 + 3 = 512, command 512 + 32 + 8 = 552. Exchange: coll(500) over 32 cores = 31 * (ceil(16 / 4) + 1) =
-    155, twice: 310. Total 1775.
+    Nb = 125. Forward: 125 blocks of 4 MACs, gap 3, period 7: I = 124 * 7 + 4 + 3 = 875, command 875 + 32 + 7
+    = 914 (the core's read stage included). Backward: 4 blocks of 125 MACs, period 128 (at least 32: no contention for the port): I = 3 * 128 +
+    125 + 3 = 512, command 512 + 32 + 9 = 553. Exchange: coll(500) over 32 cores = 31 * (ceil(16 / 4) + 1) =
+    155, twice: 310. Total 1777.
 
     2 x 4 cores of 16 x 16 PEs (tree, R = 4), a 2500 x 2000 layer: ceil(2500 / 8) = 313 rows, Mb = 20, Nb = 125.
-    Forward: period 20 + 5 = 25, I = 124 * 25 + 20 + 5 = 3125, command 3125 + 8 + 6 = 3139. Backward: period
-    125 + 5 = 130, I = 19 * 130 + 125 + 5 = 2600, command 2600 + 16 = 2616. Exchange: coll(2000) =
-    7 * (ceil(250 / 16) + 1) = 119, coll(2500) = 7 * (ceil(313 / 16) + 1) = 147. Total 6021.
+    Forward: period 20 + 5 = 25, I = 124 * 25 + 20 + 5 = 3125, command 3125 + 8 + 7 = 3140. Backward: period
+    125 + 5 = 130, I = 19 * 130 + 125 + 5 = 2600, command 2600 + 17 = 2617. Exchange: coll(2000) =
+    7 * (ceil(250 / 16) + 1) = 119, coll(2500) = 7 * (ceil(313 / 16) + 1) = 147. Total 6023.
     """
-    assert arch._gemv_cycles(500, 500, 32, arch.CONFIGS["2x16-cores-4x4"], False) == 1775
-    assert arch._gemv_cycles(2500, 2000, 8, arch.CONFIGS["2x4-cores-16x16"], False) == 6021
+    assert arch._gemv_cycles(500, 500, 32, arch.CONFIGS["2x16-cores-4x4"], False) == 1777
+    assert arch._gemv_cycles(2500, 2000, 8, arch.CONFIGS["2x4-cores-16x16"], False) == 6023
