@@ -50,7 +50,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .core import pad_rows, run_cores
 from ...spec.tensordash import TILE_PARAMS, resolve_pattern
 
-__all__ = ["OPERATIONS", "Lowered", "LayerCycles", "lower", "lanes_stream", "layer_cycles", "tile_program",
+__all__ = ["OPERATIONS", "Lowered", "LayerCycles", "lower", "lanes_stream", "layer_cycles", "pass_cycles", "tile_program",
            "assemble", "direct_conv", "direct_input_gradient", "direct_weight_gradient"]
 
 #: The three training operations, in Table II order.
@@ -250,6 +250,35 @@ def layer_cycles(lowered, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["co
     macs = count_b * lowered.a.shape[0] * lowered.b.shape[1]
     return LayerCycles(dense=len(blocks) * a_blocks * total, tensordash=tensordash * a_blocks, macs=int(macs),
                        effectual_fraction=float(np.mean(lowered.b != 0)) if lowered.b.size else 1.0)
+
+
+def pass_cycles(lowered, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["cols"].default,
+                lanes=TILE_PARAMS["lanes"].default, depth=TILE_PARAMS["depth"].default,
+                pattern=TILE_PARAMS["pattern"].default, max_rows=1024):
+    """Dense and TensorDash cycles of every tile pass of one lowered operation, in the order they run.
+
+    The passes are :func:`tile_program`'s (B block outer, A block, then part), each ending on its ``read``
+    row; their sums are :func:`layer_cycles`' totals. What a pass costs between two ``read`` rows is what
+    a result reduction serialised over reads would see.
+
+    Returns
+    -------
+    tensordash, dense : ndarray of int64, shape (passes,)
+        Scheduling cycles of each pass up to its ``read`` row, and its stream rows (one per dense cycle).
+    """
+    pattern = resolve_pattern(pattern, lanes, depth)
+    effectual = lanes_stream(lowered.b != 0, lanes)
+    _, total, _ = effectual.shape
+    a_blocks = -(-lowered.a.shape[0] // cols)
+    blocks = _block_rows(effectual, rows)
+    parts = _parts(total, max_rows)
+    starts = np.cumsum([0] + parts[:-1])
+    # (B blocks, parts): each B block's part is simulated once and runs once per A block.
+    cycles = np.stack([_stand_alone_cycles(blocks[:, :, start:start + length], pattern, depth)
+                       for start, length in zip(starts, parts)], axis=1)
+    tensordash = np.repeat(cycles[:, None, :], a_blocks, axis=1).reshape(-1).astype(np.int64)
+    dense = np.tile(np.asarray(parts, dtype=np.int64), len(blocks) * a_blocks)
+    return tensordash, dense
 
 
 def tile_program(lowered, rows=TILE_PARAMS["rows"].default, cols=TILE_PARAMS["cols"].default, lanes=TILE_PARAMS["lanes"].default,
