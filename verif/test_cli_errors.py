@@ -95,6 +95,13 @@ def test_closed_pipe_exits_quietly(tmp_path):
     assert result.stderr == "", result.stderr
 
 
+def _default_sigint():
+    """In the child: SIGINT's default action, as under a terminal. A shell starts background jobs with SIGINT
+    ignored, and Python then installs no handler of its own, so a suite run with ``make test &`` would see the
+    interrupt lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("argv", [
     ["bench", "--repeat", "1000"],                                                # DSM sweeps in a process pool
     ["hypar", "figures"],                                                         # numpy, in this process
@@ -104,7 +111,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, argv):
     process = subprocess.Popen([sys.executable, "-m", "trainforge.cli", *argv, "--out", str(tmp_path / "out.json")
                                 if argv[0] == "bench" else str(tmp_path / "out")],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_default_sigint)
     time.sleep(4)
     assert process.poll() is None, "the command ended before it could be interrupted"
     os.killpg(process.pid, signal.SIGINT)
