@@ -63,27 +63,38 @@ def scenarios(params, seed):
     table = []
     depth, most_layers = params["queue_depth"], params["max_layers"]
     names = port_names(params)
+
+    def fit(layers, words):
+        """``layers`` capped at the layer table, ``words`` per queue and layer capped so that they fit a queue."""
+        layers = min(layers, most_layers)
+        return layers, min(words, depth // layers)
+
+    layers, most = fit(2, 4)
     rng = rng_for(seed, "nt_sequencer", "two layers")
     table.append(_scenario(params, "two layers, every queue, full rate",
-                           _random_program(rng, params, 2, min(4, depth // 2)), [2], delay=3))
+                           _random_program(rng, params, layers, most), [layers], delay=3))
+    layers, most = fit(3, 2)
     rng = rng_for(seed, "nt_sequencer", "slow idle")
-    table.append(_scenario(params, "three layers, the system idle 25 cycles after the last word",
-                           _random_program(rng, params, 3, 2), [3], delay=25))
+    table.append(_scenario(params, "up to three layers, the system idle 25 cycles after the last word",
+                           _random_program(rng, params, layers, most), [layers], delay=25))
+    layers, most = fit(4, 3)
     rng = rng_for(seed, "nt_sequencer", "empty")
-    program = _random_program(rng, params, 4, 3, empty=0.5)
-    program[1]["words"] = [[] for _ in names]          # a layer with no words at all
-    program[3]["words"][0] = [rng.getrandbits(spec.queue_widths(params["pes"])[0]) for _ in range(2)]
-    table.append(_scenario(params, "empty queues and an empty layer", program, [4], delay=0))
+    program = _random_program(rng, params, layers, most, empty=0.5)
+    program[0]["words"] = [[] for _ in names]          # a layer with no words at all
+    program[-1]["words"][0] = [rng.getrandbits(spec.queue_widths(params["pes"])[0]) for _ in range(min(2, most))]
+    table.append(_scenario(params, "empty queues and an empty layer", program, [layers], delay=0))
+    layers, most = fit(3, 5)
     rng = rng_for(seed, "nt_sequencer", "backpressure")
     table.append(_scenario(params, "backpressure on every queue, gaps in the loads",
-                           _random_program(rng, params, 3, min(5, depth // 3)), [3], delay=7,
+                           _random_program(rng, params, layers, most), [layers], delay=7,
                            valid={"i_load": random_pattern(rng, 0.6)},
                            ready={name: random_pattern(rng, 0.4) for name in names}))
+    layers, most = fit(2, 3)
     rng = rng_for(seed, "nt_sequencer", "runs")
     table.append(_scenario(params, "run twice (pointers restart), then the first layer only",
-                           _random_program(rng, params, 2, 3), [2, 1], delay=4))
+                           _random_program(rng, params, layers, most), [layers, 1], delay=4))
     rng = rng_for(seed, "nt_sequencer", "full")
-    program = _random_program(rng, params, most_layers, 1, empty=0.7)
+    program = _random_program(rng, params, most_layers, int(most_layers <= depth), empty=0.7)
     for layer in program[1:]:
         layer["words"][-1] = []
     program[0]["words"][-1] = [rng.getrandbits(32) for _ in range(depth)]   # a full PE queue in one layer
