@@ -137,26 +137,25 @@ class NTSequencer(wiring.Component):
                 queue.count.eq(entry.counts[number]),
             ]
 
-        with m.Switch(state):
-            with m.Case(SequencerState.IDLE):
-                with m.If(self.i_start.valid & (self.i_start.payload != 0)):
-                    m.d.sync += [layer.eq(0), layers.eq(self.i_start.payload), state.eq(SequencerState.FETCH)]
-            with m.Case(SequencerState.FETCH):
-                m.d.sync += state.eq(SequencerState.LATCH)
-            with m.Case(SequencerState.LATCH):
-                m.d.sync += [config.eq(entry.config), state.eq(SequencerState.ISSUE)]
-            with m.Case(SequencerState.ISSUE):
-                with m.If(every_queue_done):
-                    m.d.sync += [settle.eq(spec.IDLE_SETTLE_CYCLES), state.eq(SequencerState.SETTLE)]
-            with m.Case(SequencerState.SETTLE):
-                m.d.sync += settle.eq(settle - 1)
-                with m.If(settle == 1):
-                    m.d.sync += state.eq(SequencerState.WAIT_IDLE)
-            with m.Case(SequencerState.WAIT_IDLE):
-                with m.If(self.system_idle):
-                    m.d.sync += layer.eq(layer + 1)
-                    with m.If(layer + 1 == layers):
-                        m.d.sync += state.eq(SequencerState.IDLE)
-                    with m.Else():
-                        m.d.sync += state.eq(SequencerState.FETCH)
+        with m.If(state == SequencerState.IDLE):
+            with m.If(self.i_start.valid & (self.i_start.payload != 0)):
+                m.d.sync += [layer.eq(0), layers.eq(self.i_start.payload), state.eq(SequencerState.FETCH)]
+        with m.Elif(state == SequencerState.FETCH):
+            m.d.sync += state.eq(SequencerState.LATCH)
+        with m.Elif(state == SequencerState.LATCH):
+            m.d.sync += [config.eq(entry.config), state.eq(SequencerState.ISSUE)]
+        with m.Elif(state == SequencerState.ISSUE):
+            with m.If(every_queue_done):
+                m.d.sync += [settle.eq(spec.IDLE_SETTLE_CYCLES), state.eq(SequencerState.SETTLE)]
+        with m.Elif(state == SequencerState.SETTLE):
+            m.d.sync += settle.eq(settle - 1)
+            with m.If(settle == 1):
+                m.d.sync += state.eq(SequencerState.WAIT_IDLE)
+        with m.Elif(state == SequencerState.WAIT_IDLE):
+            with m.If(self.system_idle):
+                m.d.sync += layer.eq(layer + 1)
+                with m.If(layer + 1 == layers):
+                    m.d.sync += state.eq(SequencerState.IDLE)
+                with m.Else():
+                    m.d.sync += state.eq(SequencerState.FETCH)
         return m
