@@ -75,6 +75,8 @@ class NTSystem(wiring.Component):
         f(x) of the LUTs (``relu``, ``tanh``, ``sigmoid``); f'(x) is its derivative.
     lut_table_bits, lut_frac_bits, lut_out_frac_bits : int
         The LUTs' ``table_bits``, ``frac_bits``, ``out_frac_bits`` (:class:`~trainforge.hw.neurotrainer.lut.NTLUT`).
+    max_layers, queue_depth : int
+        The iBuffer's layer table entries and program words per queue.
 
     Members
     -------
@@ -86,6 +88,13 @@ class NTSystem(wiring.Component):
     idle : Out(1)
         Every PMAG waits for a program with no request pending (sample it from the second
         cycle after the last program was taken): all writes are in the vaults.
+    i_ibuffer : In(stream.Signature(ibuffer_load_layout))
+        Host loads of the iBuffer (:class:`~trainforge.hw.neurotrainer.sequencer.NTSequencer`'s ``i_load``).
+    i_start : In(stream.Signature(range(max_layers + 1)))
+        Runs the iBuffer's first ``L`` layers without the host.
+    busy : Out(1)
+        The sequencer runs a program: it drives every program stream and ``config`` (the
+        ``i_*_program`` ports and ``config`` are ignored).
 
     Attributes
     ----------
