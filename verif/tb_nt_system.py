@@ -20,6 +20,7 @@ from trainforge.sim.neurotrainer.ibuffer_loads import sequencer_loads, system_pr
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, host_images, layer_config, \
     run_layers, vault_programs
 from trainforge.sim.neurotrainer.layer_chain import run_program
+from trainforge.sim.neurotrainer.system_training import SGD_LAYERS, layer_inputs, sgd_layers, sgd_step, update
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
@@ -337,3 +338,37 @@ async def sequenced_program(dut):
             assert bad.size == 0, (f"{name}: vault {vault} word {bad[0]} expected {int(want[bad[0]]):#x}, got "
                                    f"{int(words[bad[0]]):#x} ({bad.size} mismatches) {bench.where()}")
         dut._log.info("%s: %d layers run by the sequencer, %d iBuffer loads", name, count, len(loads))
+
+
+@cocotb.test()
+async def sgd_step_mlp(dut):
+    """One SGD step of a two-layer MLP on the system (``sim/neurotrainer/system_training.py``): FF, FF through f(x),
+    the loss gradient from the host, BP (SR-LO), f'(z)·dx (SR-LO), two weight gradients (SR-LO), the update by the
+    host. Each layer's inputs are the host's moves of the RTL's own earlier outputs; every layer's output and both
+    updated weight matrices must equal the golden step bit for bit."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    params = bench.params
+    if not (params["rounding"] == "sr_lo" and params["frac_bits"] == params["lut_frac_bits"]
+            == params["lut_out_frac_bits"]):
+        dut._log.info("the SGD step needs SR-LO and frac_bits = lut_frac_bits = lut_out_frac_bits: not run")
+        return
+    problem = table.sgd_problem(params, bench.seed)
+    w1, w2, x, target = (np.asarray(problem[name]) for name in ("w1", "w2", "x", "target"))
+    expected = sgd_step(w1, w2, x, target, grad_shift=problem["grad_shift"], lr_shift=problem["lr_shift"], **params)
+    layers = sgd_layers(x.shape[0], w1.shape[0], w2.shape[0], x.shape[1], **params)
+    outputs = {}
+    for name, kind, _ in SGD_LAYERS:
+        layer = layers[name]
+        inputs = layer_inputs(name, outputs, w1, w2, x, target, problem["grad_shift"])
+        final = await run_layer(harness, layer, inputs, f"SGD {name} ({kind})")
+        outputs[name] = executor.unload(layer, {vault - 1: words for vault, words in final.items()})
+        want = expected["outputs"][name]
+        assert np.array_equal(outputs[name], want), (
+            f"SGD step, {name} ({kind}): output {outputs[name].tolist()}, golden step {want.tolist()} {bench.where()}")
+    for label, weights, gradient, want in (("W1", w1, outputs["up1"], expected["w1"]),
+                                           ("W2", w2, outputs["up2"], expected["w2"])):
+        got = update(weights, gradient, problem["lr_shift"])
+        assert np.array_equal(got, want), f"SGD step: updated {label} {got.tolist()}, golden {want.tolist()} " \
+                                          f"{bench.where()}"
+    dut._log.info("SGD step: %d layers, W1 %s and W2 %s updated bit-exactly", len(SGD_LAYERS), w1.shape, w2.shape)

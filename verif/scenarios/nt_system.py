@@ -535,3 +535,17 @@ def sequenced_programs(params, seed):
                          "tensors": tensors, "outputs": [reset_first, carried[1]["output"]], "sr": True,
                          "images": images})
     return programs
+
+
+def sgd_problem(params, seed):
+    """A small MLP (6 inputs, 4 hidden, 3 outputs, ``lanes + 1`` samples) for one SGD step on the system: Q``F``
+    weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step``, ``verif/test_nt_sgd_step.py``)."""
+    frac = params["frac_bits"]
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "sgd").randrange(1 << 32))
+    inputs, hidden, outputs, samples = 6, 2 * params["pes"], 3, params["lanes"] + 1
+    one = 1 << frac
+    return {"w1": generator.integers(-one, one, size=(hidden, inputs)),
+            "w2": generator.integers(-one, one, size=(outputs, hidden)),
+            "x": generator.integers(-one, one, size=(inputs, samples)),
+            "target": generator.integers(-one, one, size=(outputs, samples)),
+            "grad_shift": 0, "lr_shift": 3}
