@@ -8,7 +8,6 @@ from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
 from .mac import NTMAC
 from .router import NTRouter
-from ..synthesis import replica_attrs
 from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, ROUTE_LOAD_STEPS, PEOp
 
 __all__ = ["NTPE"]
@@ -230,9 +229,6 @@ class NTPE(wiring.Component):
         row_phase = Signal(2)
         row_a = [Signal(32, name=f"row_a_{lane}") for lane in range(lanes)]    # per lane: the product's operands
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
-        # The comparators' copy of each lane's low half (a replica of ``row_x``: the MAC's operand registers and the
-        # comparators pull ``row_x`` apart on the FPGA, so the compare chain gets a register of its own).
-        row_x_compare = [Signal(16, name=f"row_x_compare_{lane}", attrs=replica_attrs()) for lane in range(lanes)]
         m.d.comb += [
             consumer_ready.eq(Mux(route, router.i_row.ready,
                                   Mux(use_mac, mac.i_row.ready | (product & ~row_phase[0]), comparator.i_row.ready))),
@@ -300,8 +296,8 @@ class NTPE(wiring.Component):
                 m.d.sync += row_a[lane].eq(Mux(product & stage_phase[0], row_x[lane],
                                                Mux(stage_preload, one, read1.data)))
             for lane in range(lanes):
-                x = Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32], read2.data[32 * lane:32 * lane + 32])
-                m.d.sync += [row_x[lane].eq(x), row_x_compare[lane].eq(x[:16])]
+                m.d.sync += row_x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32],
+                                               read2.data[32 * lane:32 * lane + 32]))
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
         # Product: the first row of each pair only becomes the second's a (above); the second goes to the MAC array.
@@ -320,7 +316,7 @@ class NTPE(wiring.Component):
         for lane in range(lanes):
             m.d.comb += [
                 mac_row.x[lane].eq(row_x[lane]),
-                compare_row.x[lane].eq(row_x_compare[lane]),
+                compare_row.x[lane].eq(row_x[lane][:16]),
                 router.i_row.payload.x[lane].eq(row_x[lane]),
                 mac_row.a_lanes[lane].eq(row_a[lane]),
             ]
