@@ -135,6 +135,7 @@ def _pmag_counter_proof():
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
     "nt_system": "array stream ports (one per host channel): the wrapper takes single ports",
+    "nt_sequencer": "array stream ports (one per PMAG and PE queue): the wrapper takes single ports",
     "nt_pe": "not inductive at depth 4 (UNKNOWN): needs a deeper induction or invariants of its sequencer",
 }
 

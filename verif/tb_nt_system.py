@@ -16,8 +16,11 @@ import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from trainforge.sim.neurotrainer import executor
+from trainforge.sim.neurotrainer.ibuffer_loads import sequencer_loads, system_program
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, host_images, layer_config, \
     run_layers, vault_programs
+from trainforge.sim.neurotrainer.layer_chain import run_program
+from trainforge.sim.neurotrainer.system_training import SGD_LAYERS, layer_inputs, sgd_layers, sgd_step, update
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
@@ -290,6 +293,82 @@ async def no_combinational_ready_path(dut):
     bench = await start(dut)
     vaults, pes = bench.component.pes + 1, bench.component.pes
     inputs, outputs = stream_ports(bench)
-    assert len(inputs) == 3 * vaults + pes and len(outputs) == vaults, \
+    assert len(inputs) == 3 * vaults + pes + 2 and len(outputs) == vaults, \
         f"stream ports not found: {inputs} {outputs} {bench.where()}"
     await check_no_ready_path(bench, inputs, outputs, cycles=60, ready_period=7)
+
+
+@cocotb.test()
+async def sequenced_program(dut):
+    """Multi-layer programs run by the iBuffer / layer sequencer: the host loads the vaults and the iBuffer once,
+    starts the program and reads the vaults back when ``busy`` falls; no program word or ``config`` from the
+    testbench. Every layer's output equals numpy (integer program) or the reference executor / the golden model's
+    carried run (SR-LO), and every vault word the golden model's run (``sim/neurotrainer/layer_chain.py``)."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    component, params = bench.component, bench.params
+    ibuffer = StreamSource(dut, "i_ibuffer", bench.cycle, bench.rng, valid_probability=0.8)
+    start_program = StreamSource(dut, "i_start", bench.cycle, bench.rng)
+    for number, program in enumerate(table.sequenced_programs(params, bench.seed)):
+        if number:
+            await bench.reset()
+        layers, images, name = program["layers"], program["images"], program["name"]
+        used = {vault + 1: max(layer.vault_words[vault] for layer in layers) for vault in layers[0].vault_words}
+        await host_write(harness, {vault: images[vault][:words] for vault, words in used.items()}, name)
+        loads, count = sequencer_loads(params, system_program(layers, component.pes))
+        ibuffer.send([pack(component.ibuffer_load_layout, load) for load in loads])
+        await bench.wait_until(lambda: ibuffer.idle, 4 * len(loads) + 100, f"the iBuffer loads ({name})")
+        start_program.send([count])
+        await bench.wait_until(lambda: start_program.idle, 100, f"the start ({name})")
+        await RisingEdge(dut.clk)
+        limit = sum(len(job.passes) * 300 for layer in layers for job in layer.pe_jobs) + \
+            20 * sum(words for layer in layers for words in layer.vault_words.values()) + 2000
+        await bench.wait_until(lambda: dut.busy.value == 0, limit, f"the end of the program ({name})")
+        assert all(source.idle for source in harness.sources()), f"{name}: the testbench sent program words"
+        final = await host_read(harness, used, name)
+        expected = run_program(layers, images, **params)
+        for layer, want, result in zip(layers, program["outputs"], expected):
+            got = executor.unload(layer, {vault - 1: words for vault, words in final.items()})
+            assert np.array_equal(got, np.asarray(want)), (
+                f"{name}: {layer.kind} {layer.dims} output {got.tolist()}, expected {np.asarray(want).tolist()} "
+                f"{bench.where()}")
+        for vault, words in final.items():
+            want = expected[-1]["final"][vault][:words.size]
+            bad = np.flatnonzero(words != want)
+            assert bad.size == 0, (f"{name}: vault {vault} word {bad[0]} expected {int(want[bad[0]]):#x}, got "
+                                   f"{int(words[bad[0]]):#x} ({bad.size} mismatches) {bench.where()}")
+        dut._log.info("%s: %d layers run by the sequencer, %d iBuffer loads", name, count, len(loads))
+
+
+@cocotb.test()
+async def sgd_step_mlp(dut):
+    """One SGD step of a two-layer MLP on the system (``sim/neurotrainer/system_training.py``): FF, FF through f(x),
+    the loss gradient from the host, BP (SR-LO), f'(z)·dx (SR-LO), two weight gradients (SR-LO), the update by the
+    host. Each layer's inputs are the host's moves of the RTL's own earlier outputs; every layer's output and both
+    updated weight matrices must equal the golden step bit for bit."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    params = bench.params
+    if not (params["rounding"] == "sr_lo" and params["frac_bits"] == params["lut_frac_bits"]
+            == params["lut_out_frac_bits"]):
+        dut._log.info("the SGD step needs SR-LO and frac_bits = lut_frac_bits = lut_out_frac_bits: not run")
+        return
+    problem = table.sgd_problem(params, bench.seed)
+    w1, w2, x, target = (np.asarray(problem[name]) for name in ("w1", "w2", "x", "target"))
+    expected = sgd_step(w1, w2, x, target, grad_shift=problem["grad_shift"], lr_shift=problem["lr_shift"], **params)
+    layers = sgd_layers(x.shape[0], w1.shape[0], w2.shape[0], x.shape[1], **params)
+    outputs = {}
+    for name, kind, _ in SGD_LAYERS:
+        layer = layers[name]
+        inputs = layer_inputs(name, outputs, w1, w2, x, target, problem["grad_shift"])
+        final = await run_layer(harness, layer, inputs, f"SGD {name} ({kind})")
+        outputs[name] = executor.unload(layer, {vault - 1: words for vault, words in final.items()})
+        want = expected["outputs"][name]
+        assert np.array_equal(outputs[name], want), (
+            f"SGD step, {name} ({kind}): output {outputs[name].tolist()}, golden step {want.tolist()} {bench.where()}")
+    for label, weights, gradient, want in (("W1", w1, outputs["up1"], expected["w1"]),
+                                           ("W2", w2, outputs["up2"], expected["w2"])):
+        got = update(weights, gradient, problem["lr_shift"])
+        assert np.array_equal(got, want), f"SGD step: updated {label} {got.tolist()}, golden {want.tolist()} " \
+                                          f"{bench.where()}"
+    dut._log.info("SGD step: %d layers, W1 %s and W2 %s updated bit-exactly", len(SGD_LAYERS), w1.shape, w2.shape)

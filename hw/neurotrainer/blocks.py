@@ -8,8 +8,19 @@ from .pe import NTPE
 from .vault import NTVault
 from .bus import NTBus
 from .integration import NTSystem
+from .sequencer import NTSequencer
 
 BLOCKS = (
+    Block(
+        name="nt_sequencer",
+        component=NTSequencer,
+        testbench="tb_nt_sequencer",
+        summary="NeuroTrainer iBuffer and layer sequencer: a program queue per PMAG and PE and a layer table, "
+                "layers run one after the other without the host (Sec. 4, Fig. 12)",
+        test_params=({"queue_depth": 16, "max_layers": 4},),
+        regress_params=({"pes": 4, "queue_depth": 4, "max_layers": 2}, {"pes": 3, "queue_depth": 128,
+                                                                        "max_layers": 16}),
+    ),
     Block(
         name="nt_bus",
         component=NTBus,

@@ -1,14 +1,16 @@
 """A small NeuroTrainer module for the integration test: vaults with PMAGs, the bus and the PEs (Sections 3.1-3.4)."""
-from amaranth import Cat, Module, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import integration as spec
+from ...spec.neurotrainer.sequencer import config_layout
 from .bus import NTBus
 from .pe import NTPE
 from .row_packer import NTRowPacker
 from .row_unpacker import NTRowUnpacker
+from .sequencer import NTSequencer
 from .vault_controller import NTVaultController
 
 __all__ = ["NTSystem"]
@@ -73,6 +75,8 @@ class NTSystem(wiring.Component):
         f(x) of the LUTs (``relu``, ``tanh``, ``sigmoid``); f'(x) is its derivative.
     lut_table_bits, lut_frac_bits, lut_out_frac_bits : int
         The LUTs' ``table_bits``, ``frac_bits``, ``out_frac_bits`` (:class:`~trainforge.hw.neurotrainer.lut.NTLUT`).
+    max_layers, queue_depth : int
+        The iBuffer's layer table entries and program words per queue.
 
     Members
     -------
@@ -84,6 +88,13 @@ class NTSystem(wiring.Component):
     idle : Out(1)
         Every PMAG waits for a program with no request pending (sample it from the second
         cycle after the last program was taken): all writes are in the vaults.
+    i_ibuffer : In(stream.Signature(ibuffer_load_layout))
+        Host loads of the iBuffer (:class:`~trainforge.hw.neurotrainer.sequencer.NTSequencer`'s ``i_load``).
+    i_start : In(stream.Signature(range(max_layers + 1)))
+        Runs the iBuffer's first ``L`` layers without the host.
+    busy : Out(1)
+        The sequencer runs a program: it drives every program stream and ``config`` (the
+        ``i_*_program`` ports and ``config`` are ignored).
 
     Attributes
     ----------
@@ -114,10 +125,9 @@ class NTSystem(wiring.Component):
         self.unpacker = [NTRowUnpacker(lanes=self.lanes) for _ in range(self.pes)]
         self.host_layout = self.vaults[0].host_layout
         self.pmag_program_layout = self.vaults[0].program_layout
-        self.config_layout = data.StructLayout({
-            "wide": 1, "broadcast_in1": 1, "local_in1": 1, "merge": 1,
-            "in1_block": unsigned(16), "in2_block": unsigned(16), "out_rows": unsigned(16),
-        })
+        self.config_layout = config_layout()
+        self.sequencer = NTSequencer(pes=self.pes, **{key: self.params[key] for key in spec.SEQUENCER_KEYS})
+        self.ibuffer_load_layout = self.sequencer.load_layout
         super().__init__({
             "i_host": In(stream.Signature(self.host_layout)).array(self.pes + 1),
             "o_host_data": Out(stream.Signature(unsigned(32))).array(self.pes + 1),
@@ -126,6 +136,9 @@ class NTSystem(wiring.Component):
             "i_pe_program": In(stream.Signature(unsigned(32))).array(self.pes),
             "config": In(self.config_layout),
             "idle": Out(1),
+            "i_ibuffer": In(stream.Signature(self.ibuffer_load_layout)),
+            "i_start": In(stream.Signature(range(self.max_layers + 1))),
+            "busy": Out(1),
         })
 
     @staticmethod
@@ -136,16 +149,34 @@ class NTSystem(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        config, bus = self.config, self.bus
+        bus, sequencer = self.bus, self.sequencer
         m.submodules.bus = bus
+        # The iBuffer / layer sequencer: while it runs a program (busy) it drives every program stream and
+        # the config; otherwise the program ports and ``config`` do.
+        m.submodules.sequencer = sequencer
+        wiring.connect(m, wiring.flipped(self.i_ibuffer), sequencer.i_load)
+        wiring.connect(m, wiring.flipped(self.i_start), sequencer.i_start)
+        autonomous = sequencer.busy
+        config = Signal(self.config_layout)
+        m.d.comb += [
+            config.eq(Mux(autonomous, sequencer.o_config, self.config)),
+            self.busy.eq(autonomous),
+        ]
         for index, vault in enumerate(self.vaults):
             m.submodules[f"vault_{index}"] = vault
             wiring.connect(m, wiring.flipped(self.i_host[index]), vault.i_host)
             wiring.connect(m, wiring.flipped(self.o_host_data[index]), vault.o_host_data)
-            wiring.connect(m, wiring.flipped(self.i_read_program[index]), vault.i_read_program)
-            wiring.connect(m, wiring.flipped(self.i_write_program[index]), vault.i_write_program)
+            self._join(m, sequencer.o_read_program[index], vault.i_read_program, autonomous)
+            self._join(m, self.i_read_program[index], vault.i_read_program, ~autonomous)
+            self._join(m, sequencer.o_write_program[index], vault.i_write_program, autonomous)
+            self._join(m, self.i_write_program[index], vault.i_write_program, ~autonomous)
             m.d.comb += vault.wide.eq(config.wide)
-        m.d.comb += self.idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults))
+        idle = Signal()
+        m.d.comb += [
+            idle.eq(sum(vault.idle for vault in self.vaults) == len(self.vaults)),
+            sequencer.system_idle.eq(idle),
+            self.idle.eq(idle),
+        ]
 
         common = self.vaults[0]
         # Credit-gated broadcast: a word goes on the bus only when every PE's FIFO has a free word for it.
@@ -176,7 +207,8 @@ class NTSystem(wiring.Component):
             m.submodules[f"pe_{index}_packer1"] = packer1
             m.submodules[f"pe_{index}_packer2"] = packer2
             m.submodules[f"pe_{index}_unpacker"] = unpacker
-            wiring.connect(m, wiring.flipped(self.i_pe_program[index]), pe.i_program)
+            self._join(m, sequencer.o_pe_program[index], pe.i_program, autonomous)
+            self._join(m, self.i_pe_program[index], pe.i_program, ~autonomous)
             m.d.comb += [
                 packer1.wide.eq(config.wide), packer1.block.eq(config.in1_block),
                 packer2.wide.eq(config.wide), packer2.block.eq(config.in2_block),

@@ -10,6 +10,9 @@ from ..synthesis import replica_attrs
 
 __all__ = ["NTMAC"]
 
+#: The four partial products of a lane, named ``<half of a>_<half of x>``.
+PARTIAL_PRODUCTS = ("low_low", "low_high", "high_low", "high_high")
+
 
 class NTMAC(wiring.Component):
     """A row of k fixed-point MACs computing ``y = a * x + y`` in 32-bit or dual 16-bit mode.
@@ -33,8 +36,8 @@ class NTMAC(wiring.Component):
     - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
       random number per MAC).
 
-    Five-stage pipeline: the operands registered per lane (the 17-bit halves, ``a`` replicated
-    beside each lane's multipliers); one split multiplier array per lane (four registered 17x17 partial
+    Five-stage pipeline: the operands registered per multiplier (the 17-bit halves, each a replica
+    for each of the two multipliers that read it); one split multiplier array per lane (four registered 17x17 partial
     products shared by both modes: 4 MULT18 per lane); two registered sums of partial products
     (the rounding offset enters here); the rounded product ``(p + r) >> F`` (per half
     ``p_h >> F16``), feed-forward since ``((y << F) + p + r) >> F = y + ((p + r) >> F)``
@@ -130,12 +133,15 @@ class NTMAC(wiring.Component):
         # partial products of the 16-bit halves. The low halves enter zero-extended in 32-bit mode
         # (they are the unsigned low digits of a and x) and sign-extended in 16-bit mode (they are
         # the low 16-bit operands); the high halves are signed in both modes.
-        # Stage 0 registers them first, per lane: the 17-bit operands of the halves (their extension
-        # bits computed in front) and a replica of ``a`` beside each lane's multipliers, so that the
-        # registers feeding a MULT18 sit next to it and the broadcast of ``a`` ends at registers.
+        # Stage 0 registers them first, one register pair per multiplier: the 17-bit operand halves
+        # (their extension bits computed in front), each half replicated for the two partial products
+        # that read it, so that every MULT18 is fed by registers of its own that can sit beside it and
+        # the broadcast of ``a`` and ``x`` ends at registers.
         row = self.i_row.payload
-        operands = [{name: Signal(signed(17), name=f"{name}_{lane}", attrs=replica_attrs() if name[0] == "a" else {})
-                     for name in ("a_low", "a_high", "x_low", "x_high")} for lane in range(self.lanes)]
+        operands = [{(name, product): Signal(signed(17), name=f"{name}_for_{product}_{lane}", attrs=replica_attrs())
+                     for product in PARTIAL_PRODUCTS
+                     for name in (f"a_{product.split('_')[0]}", f"x_{product.split('_')[1]}")}
+                    for lane in range(self.lanes)]
         operands_valid = Signal()
         operands_wide = Signal()
         operands_sr = Signal()
@@ -169,8 +175,10 @@ class NTMAC(wiring.Component):
         halves16 = [[Signal(signed(34), name=f"product16_{lane}_{half}") for half in range(2)]
                     for lane in range(self.lanes)]
         rounded_valid = Signal()
-        rounded_wide = Signal()
-        rounded_clear = Signal()
+        # The accumulator loop's mode and clear, one replica per lane (each drives 32 bits of its lane's
+        # loop only, so that the register can sit beside it).
+        rounded_wide = [Signal(name=f"rounded_wide_{lane}", attrs=replica_attrs()) for lane in range(self.lanes)]
+        rounded_clear = [Signal(name=f"rounded_clear_{lane}", attrs=replica_attrs()) for lane in range(self.lanes)]
         rounded_read = Signal()
 
         # Stage 4: the accumulator loop, a saturating add only; results to the output stage.
@@ -205,26 +213,20 @@ class NTMAC(wiring.Component):
                 sums_clear.eq(products_clear),
                 sums_read.eq(products_read),
                 rounded_valid.eq(sums_valid),
-                rounded_wide.eq(sums_wide),
-                rounded_clear.eq(sums_clear),
+                *(replica.eq(sums_wide) for replica in rounded_wide),
+                *(replica.eq(sums_clear) for replica in rounded_clear),
                 rounded_read.eq(sums_read),
             ]
             for lane in range(self.lanes):
                 x, registers = row.x[lane], operands[lane]
                 a = row.a_lanes[lane] if self.lane_operands else row.a
-                m.d.sync += [
-                    registers["a_low"].eq(Cat(a[:16], ~row.wide & a[15])),
-                    registers["a_high"].eq(a[16:32].as_signed()),
-                    registers["x_low"].eq(Cat(x[:16], ~row.wide & x[15])),
-                    registers["x_high"].eq(x[16:32].as_signed()),
-                ]
-                a_low, a_high, x_low, x_high = (registers[name] for name in ("a_low", "a_high", "x_low", "x_high"))
-                m.d.sync += [
-                    low_low[lane].eq(a_low * x_low),
-                    low_high[lane].eq(a_low * x_high),
-                    high_low[lane].eq(a_high * x_low),
-                    high_high[lane].eq(a_high * x_high),
-                ]
+                halves = {"a_low": Cat(a[:16], ~row.wide & a[15]), "a_high": a[16:32].as_signed(),
+                          "x_low": Cat(x[:16], ~row.wide & x[15]), "x_high": x[16:32].as_signed()}
+                for (name, _), register in registers.items():
+                    m.d.sync += register.eq(halves[name])
+                for product, target in zip(PARTIAL_PRODUCTS, (low_low, low_high, high_low, high_high)):
+                    a_half, x_half = (f"{operand}_{half}" for operand, half in zip("ax", product.split("_")))
+                    m.d.sync += target[lane].eq(registers[a_half, product] * registers[x_half, product])
 
         for lane in range(self.lanes):
             # 32-bit mode: p = a*x from the four partial products, plus the rounding offset.
@@ -249,7 +251,7 @@ class NTMAC(wiring.Component):
                     m.d.sync += rounded16[lane][half].eq(
                         _clamp(m, halves16[lane][half][frac16:].as_signed(), 17, f"q16_{lane}_{half}"))
 
-            y_old = Mux(rounded_clear, 0, accumulators[lane])
+            y_old = Mux(rounded_clear[lane], 0, accumulators[lane])
             sum32 = Signal(signed(34), name=f"sum32_{lane}")
             m.d.comb += sum32.eq(y_old.as_signed() + rounded32[lane])
             y32 = _saturate(m, sum32, 32, f"y32_{lane}")
@@ -259,7 +261,7 @@ class NTMAC(wiring.Component):
                 m.d.comb += sum16.eq(y_old[16 * half:16 * half + 16].as_signed() + rounded16[lane][half])
                 saturated.append(_saturate(m, sum16, 16, f"y16_{lane}_{half}"))
             updated = Signal(32, name=f"updated_{lane}")
-            m.d.comb += updated.eq(Mux(rounded_wide, y32, Cat(*saturated)))
+            m.d.comb += updated.eq(Mux(rounded_wide[lane], y32, Cat(*saturated)))
             m.d.comb += output_stage.i_stream.payload[lane].eq(updated)
             with m.If(accumulate):
                 m.d.sync += accumulators[lane].eq(updated)

@@ -15,10 +15,10 @@ See :data:`PARAMS`.
 from dataclasses import replace
 
 from ..params import Param, ParamSchema
-from . import lut, pe
+from . import lut, pe, sequencer
 from .mac import check_seed
 
-__all__ = ["PARAMS", "PE_KEYS", "LUT_KEYS", "ACTIVATIONS", "LUT_OFF", "LUT_SELECT", "LUT_SELECT_SHIFT",
+__all__ = ["PARAMS", "PE_KEYS", "LUT_KEYS", "SEQUENCER_KEYS", "ACTIVATIONS", "LUT_OFF", "LUT_SELECT", "LUT_SELECT_SHIFT",
            "LUT_ADDRESS_MASK", "lut_alias", "lut_functions"]
 
 #: The system parameters that are the PEs' (the compiler's ``pe``).
@@ -60,6 +60,14 @@ def _pe(name, default, doc, **limits):
     return replace(pe.PARAMS[name], default=default, doc=doc, **limits)
 
 
+def _sequencer(name, default, doc):
+    return replace(sequencer.PARAMS[name], default=default, doc=doc)
+
+
+#: The system parameters that are its iBuffer / layer sequencer's (``nt_sequencer``; ``pes`` is the system's).
+SEQUENCER_KEYS = ("max_layers", "queue_depth")
+
+
 #: The parameters of ``nt_system``.
 PARAMS = ParamSchema((
     Param("pes", int, 2, "number of PEs (each with its own vault)", minimum=2, maximum=4),
@@ -85,4 +93,6 @@ PARAMS = ParamSchema((
     _lut("table_bits", 6, "log2 of the LUTs' segments"),
     _lut("frac_bits", 8, "fraction bits of the LUTs' 16-bit input"),
     _lut("out_frac_bits", 8, "fraction bits of the LUTs' 16-bit output"),
+    _sequencer("max_layers", 4, "layer table entries of the iBuffer (power of two)"),
+    _sequencer("queue_depth", 64, "program words of each iBuffer queue (power of two)"),
 ), constraints=(check_seed,))

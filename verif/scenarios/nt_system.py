@@ -490,3 +490,62 @@ def timed_dims(params):
                 max(layer.vault_words[pe] for pe in range(params["pes"])) <= params["pe_vault_depth"]:
             fitting.append((kind, dims))
     return fitting
+
+
+def sequenced_programs(params, seed):
+    """Multi-layer programs the iBuffer / layer sequencer runs without the host (``tb_nt_system.sequenced_program``).
+
+    Each: ``name``, ``layers`` (chained, ``sim/neurotrainer/layer_chain.py``), ``links``, ``tensors`` (what the host
+    loads, per layer), ``outputs`` (per layer the expected output tensor: numpy for the integer program, the
+    reference executor's first layer and the golden model's carried run for SR-LO; ``None``: the golden model's)
+    and ``sr`` (compare the vaults with the golden model's run, with the SR-LO state carried).
+    """
+    from trainforge.sim.neurotrainer.layer_chain import chain, host_images, run_program
+
+    pes, lanes = params["pes"], params["lanes"]
+    programs = []
+    rng = rng_for(seed, "nt_system", "sequenced", "fc ff 16")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    n = 2 * lanes - 1                                    # two samples per 16-bit lane word, one padding column
+    hidden, inputs, outputs = 4 * pes, 6, 2 * pes + 1
+    first = compile_for_system("fc_ff", dict(h=hidden, k=inputs, n=n), **params)
+    second = compile_for_system("fc_ff", dict(h=outputs, k=hidden, n=n), **params)
+    layers = chain([first, second], ["x"])
+    w1 = generator.integers(-5, 6, size=(hidden, inputs))
+    x = generator.integers(-5, 6, size=(inputs, n))
+    w2 = generator.integers(-5, 6, size=(outputs, hidden))
+    tensors = [{"w": w1, "x": x}, {"w": w2}]
+    programs.append({"name": "FC FF -> FC FF (16-bit), y = W2 (W1 x)", "layers": layers, "links": ["x"],
+                     "tensors": tensors, "outputs": [w1 @ x, w2 @ (w1 @ x)], "sr": False,
+                     "images": host_images(layers, ["x"], tensors, **params)})
+    if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
+        rng = rng_for(seed, "nt_system", "sequenced", "sr")
+        generator = np.random.default_rng(rng.randrange(1 << 32))
+        first = compile_for_system("fc_ff", dict(h=2 * pes, k=12, n=lanes), sr=True, bits=32, **params)
+        second = compile_for_system("fc_ff", dict(h=pes + 1, k=2 * pes, n=lanes), sr=True, bits=32, **params)
+        layers = chain([first, second], ["x"])
+        tensors = [sr_inputs(params, generator, first), {"w": sr_inputs(params, generator, second)["w"]}]
+        images = host_images(layers, ["x"], tensors, **params)
+        carried = run_program(layers, images, **params)
+        reset_first = executor.execute(first, tensors[0])["output"]
+        fresh = executor.execute(second, {"w": tensors[1]["w"], "x": carried[0]["output"]})["output"]
+        assert not np.array_equal(fresh, carried[1]["output"]), \
+            "SR-LO program: the carried LFSR state makes no difference, the test would not see it"
+        programs.append({"name": "SR-LO FC FF -> FC FF (32-bit), the LFSR carried", "layers": layers, "links": ["x"],
+                         "tensors": tensors, "outputs": [reset_first, carried[1]["output"]], "sr": True,
+                         "images": images})
+    return programs
+
+
+def sgd_problem(params, seed):
+    """A small MLP (6 inputs, 4 hidden, 3 outputs, ``lanes + 1`` samples) for one SGD step on the system: Q``F``
+    weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step``, ``verif/test_nt_sgd_step.py``)."""
+    frac = params["frac_bits"]
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "sgd").randrange(1 << 32))
+    inputs, hidden, outputs, samples = 6, 2 * params["pes"], 3, params["lanes"] + 1
+    one = 1 << frac
+    return {"w1": generator.integers(-one, one, size=(hidden, inputs)),
+            "w2": generator.integers(-one, one, size=(outputs, hidden)),
+            "x": generator.integers(-one, one, size=(inputs, samples)),
+            "target": generator.integers(-one, one, size=(outputs, samples)),
+            "grad_shift": 0, "lr_shift": 3}
