@@ -48,17 +48,23 @@ def test_random_regression(block_name, simulator, seed, request):
     if os.environ.get(REPLAY_ENV):
         env[REPLAY_ENV] = os.environ[REPLAY_ENV]
     base = request.config.option.seed
+    replay_command = (f"pytest --regress --seed {base} --transactions {transactions} '{request.node.nodeid}' "
+                      f"(one pass: {REPLAY_ENV}=<scenario seed> with the same command)")
+    failure = None
     try:
         simulation.run(block_name, BLOCKS[block_name].testbench, {}, simulator, seed,
                        testcase="random_regression", extra_env=env)
-    finally:
-        if report.exists():
-            record = json.loads(report.read_text())
-            record.update(simulator=simulator, base_seed=base, test_seed=seed,
-                          replay_command=f"pytest --regress --seed {base} --transactions {transactions} "
-                                         f"'{request.node.nodeid}' (one pass: {REPLAY_ENV}=<scenario seed>)")
-            report.write_text(json.dumps(record, indent=1) + "\n")
+    except simulation.SimulationFailure as error:
+        failure = error
+    assert report.exists(), f"{block_name} on {simulator} wrote no regression counts: {failure}"
     record = json.loads(report.read_text())
+    record.update(simulator=simulator, base_seed=base, test_seed=seed, replay_command=replay_command)
+    report.write_text(json.dumps(record, indent=1) + "\n")
+    seeds = sorted({detail["scenario_seed"] for detail in record["mismatch_details"]})
+    assert record["mismatches"] == 0, (
+        f"{block_name} on {simulator}: {record['mismatches']} mismatching scenarios of {record['scenarios']}, "
+        f"scenario seeds {seeds}; first: {record['mismatch_details'][0]['message'].splitlines()[0]}; "
+        f"replay: {replay_command}")
+    assert failure is None, str(failure)
     assert record["transactions"] >= transactions or os.environ.get(REPLAY_ENV), (
         f"{block_name} on {simulator}: only {record['transactions']} transactions of {transactions}")
-    assert record["mismatches"] == 0
