@@ -52,15 +52,16 @@ def summary(records):
 
 def table(summary_dict):
     """The summary as a Markdown table (also what ``make regress`` prints at its end)."""
-    lines = ["| block | simulator | transactions (in + out) | resets mid-stream | mismatches | tx/s | seeds to replay |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = ["| block | simulator | target | transactions (in + out) | resets mid-stream | mismatches | tx/s "
+             "| seeds to replay |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in summary_dict["rows"]:
         seeds = ", ".join(str(s) for s in row["mismatch_seeds"])
         replay = (f"`--seed {row['base_seed']}`, scenario seeds {seeds}" if row["mismatches"] else "")
-        lines.append(f"| {row['block']} | {row['simulator']} | {row['transactions']:,} "
+        lines.append(f"| {row['block']} | {row['simulator']} | {row['target']:,} | {row['transactions']:,} "
                      f"({row['input_beats']:,} + {row['output_beats']:,}) | {row['resets_mid_stream']} | "
                      f"{row['mismatches']} | {row['transactions_per_second']} | {replay} |")
-    lines.append(f"| total | | {summary_dict['total_transactions']:,} | | {summary_dict['total_mismatches']} | | |")
+    lines.append(f"| total | | | {summary_dict['total_transactions']:,} | | {summary_dict['total_mismatches']} | | |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,6 @@ end and written under ``build/reports/regress/``.
 import os
 import random
 import sys
-import time
 import zlib
 
 import pytest
@@ -57,17 +56,17 @@ class _SeedToWorkers:
         node.workerinput["trainforge_seed"] = node.config.option.seed
 
 
-def pytest_sessionstart(session):
-    session.config.trainforge_started = time.time()
-
-
 def pytest_terminal_summary(terminalreporter, config):
-    """With --regress, on the controller: gather this session's random-regression runs and print their table."""
+    """With --regress, on the controller: gather the random-regression runs and print their table.
+
+    Every run under build/reports/regress/runs/ counts (each test replaces its own block and simulator's
+    file), so that sessions over different blocks or simulators add up to one table.
+    """
     if not config.getoption("--regress") or hasattr(config, "workerinput"):
         return
     from trainforge.regression import REPORTS, table, write_summary
 
-    result = write_summary(since=getattr(config, "trainforge_started", None))
+    result = write_summary()
     if result is None:
         return
     terminalreporter.section("random regression: transactions and mismatches per block")
