@@ -88,7 +88,7 @@ async def _reset_mid_stream(bench, scenario, sources, sinks, encode, rng):
             + sum(len(sink.received) for sink in sinks.values()) - received)
 
 
-async def run_regression(bench, module, target, replay=None, golden_cycles=True):
+async def run_regression(bench, module, target, replay=None, golden_cycles=True, run_scenario=None):
     """Run passes of ``module``'s table until ``target`` checked transactions; return the counts (a dict).
 
     Parameters
@@ -102,8 +102,11 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True)
         A scenario seed: run that single pass (whole table) only.
     golden_cycles : bool
         Check the output cycles against the golden cycle model, as ``scenario_table`` does.
+    run_scenario : async callable, optional
+        ``run_scenario(bench, shapes, sources, sinks, scenario)``: a testbench's own runner of one table
+        scenario (raising ``AssertionError`` on a mismatch), instead of :func:`scenario.run_on_rtl`.
     """
-    _, sources, sinks, encode = _stream_drivers(bench)
+    shapes, sources, sinks, encode = _stream_drivers(bench)
     record = {
         "block": bench.block.name, "params": bench.params, "cocotb_seed": bench.seed, "target": target,
         "replay": replay, "transactions": 0,
@@ -117,7 +120,7 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True)
             record["transactions"] < target if replay is None else iteration == 0):
         seed = replay if replay is not None else scenario_seed(bench.seed, iteration)
         for index, scenario in enumerate(module.scenarios(bench.params, seed)):
-            in_bits = _in_bits(bench, module, scenario, encode, golden_cycles)
+            in_bits = _in_bits(bench, module, scenario, encode, golden_cycles and run_scenario is None)
             await bench.reset()
             rng = rng_for(seed, "reset mid-stream", index)
             if rng.random() < RESET_PROBABILITY:
@@ -126,7 +129,11 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True)
             sent = {port: len(source.sent) for port, source in sources.items()}
             received = {port: len(sink.received) for port, sink in sinks.items()}
             try:
-                await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits), encode=encode)
+                if run_scenario is None:
+                    await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits),
+                                     encode=encode)
+                else:
+                    await run_scenario(bench, shapes, sources, sinks, scenario)
             except AssertionError as failure:
                 for source in sources.values():
                     source.drop()
@@ -150,17 +157,18 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True)
     return record
 
 
-def regression_test(table, golden_cycles=True):
+def regression_test(table, golden_cycles=True, run_scenario=None):
     """The cocotb test ``random_regression`` of a block's table (:func:`run_regression`), skipped without a target.
 
-    A testbench says ``random_regression = regression_test(table)``.
+    A testbench says ``random_regression = regression_test(table)``, or passes its own one-scenario
+    runner as ``run_scenario`` (see :func:`run_regression`).
     """
     async def random_regression(dut):
         bench = await start(dut)
         target = int(os.environ[TRANSACTIONS_ENV])
         replay = os.environ.get(REPLAY_ENV) or None
         record = await run_regression(bench, table, target, replay=None if replay is None else int(replay),
-                                      golden_cycles=golden_cycles)
+                                      golden_cycles=golden_cycles, run_scenario=run_scenario)
         path = os.environ.get(REPORT_ENV) or "regress.json"
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as handle:
