@@ -48,7 +48,7 @@ from scenario import _in_bits, _stream_drivers, rng_for, run_on_rtl
 from tbutil import start
 
 __all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "scenario_seed",
-           "run_regression", "regression_test"]
+           "TableHarness", "run_regression", "regression_test"]
 
 #: Number of checked transactions to reach; the test is skipped when it is not set.
 TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
@@ -69,26 +69,67 @@ def scenario_seed(seed, iteration):
     return zlib.crc32(f"{seed}:regress:{iteration}".encode()) & 0x7FFFFFFF
 
 
-async def _reset_mid_stream(bench, scenario, sources, sinks, encode, rng):
+class TableHarness:
+    """Drivers on every stream port of the block, for a whole cocotb test; plays one table scenario at a time.
+
+    Parameters
+    ----------
+    bench : tbutil.Bench
+    module : module
+        The block's scenario table.
+    golden_cycles : bool
+        Check the output cycles against the golden cycle model, as ``scenario_table`` does.
+    run_scenario : async callable, optional
+        ``run_scenario(bench, shapes, sources, sinks, scenario)``: a testbench's own runner of one table
+        scenario (raising ``AssertionError`` on a mismatch), instead of :func:`scenario.run_on_rtl`.
+
+    A testbench with drivers of its own gives :func:`regression_test` another class with the same
+    members: ``sources`` and ``sinks`` (port -> monitor, whose ``sent`` and ``received`` are counted),
+    ``play(scenario)`` (checked), ``start(scenario)`` (traffic starts, nothing waits) and ``drop()``.
+    """
+
+    def __init__(self, bench, module, golden_cycles=True, run_scenario=None):
+        self.bench, self.module, self.golden_cycles, self.run_scenario = bench, module, golden_cycles, run_scenario
+        self.shapes, self.sources, self.sinks, self.encode = _stream_drivers(bench)
+
+    async def play(self, scenario):
+        if self.run_scenario is not None:
+            await self.run_scenario(self.bench, self.shapes, self.sources, self.sinks, scenario)
+            return
+        in_bits = _in_bits(self.bench, self.module, scenario, self.encode, self.golden_cycles)
+        await run_on_rtl(self.bench, in_bits, self.sources, self.sinks, decode=lambda port, bits: int(bits),
+                         encode=self.encode)
+
+    async def start(self, scenario):
+        await FallingEdge(self.bench.dut.clk)
+        for port, source in self.sources.items():
+            source.follow(scenario.valid.get(port, (1,)))
+            source.send([self.encode(port, item) for item in scenario.stimulus.get(port, ())])
+        for port, sink in self.sinks.items():
+            sink.follow(scenario.ready.get(port, (1,)))
+
+    def drop(self):
+        for source in self.sources.values():
+            source.drop()
+
+
+def _beats(harness):
+    return (sum(len(source.sent) for source in harness.sources.values())
+            + sum(len(sink.received) for sink in harness.sinks.values()))
+
+
+async def _reset_mid_stream(bench, harness, scenario, rng):
     """Start ``scenario``'s traffic, reset the block after a random number of cycles; return the beats accepted before."""
-    await FallingEdge(bench.dut.clk)
-    sent = sum(len(source.sent) for source in sources.values())
-    received = sum(len(sink.received) for sink in sinks.values())
-    for port, source in sources.items():
-        source.follow(scenario.valid.get(port, (1,)))
-        source.send([encode(port, item) for item in scenario.stimulus.get(port, ())])
-    for port, sink in sinks.items():
-        sink.follow(scenario.ready.get(port, (1,)))
+    before = _beats(harness)
+    await harness.start(scenario)
     for _ in range(rng.randrange(1, 2 * scenario.transfers + 12)):
         await RisingEdge(bench.dut.clk)
-    for source in sources.values():
-        source.drop()
+    harness.drop()
     await bench.reset()
-    return (sum(len(source.sent) for source in sources.values()) - sent
-            + sum(len(sink.received) for sink in sinks.values()) - received)
+    return _beats(harness) - before
 
 
-async def run_regression(bench, module, target, replay=None, golden_cycles=True, run_scenario=None):
+async def run_regression(bench, module, target, replay=None, harness=None):
     """Run passes of ``module``'s table until ``target`` checked transactions; return the counts (a dict).
 
     Parameters
@@ -100,13 +141,11 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True,
         Checked transactions to reach (the last pass stops at the scenario that reaches it).
     replay : int, optional
         A scenario seed: run that single pass (whole table) only.
-    golden_cycles : bool
-        Check the output cycles against the golden cycle model, as ``scenario_table`` does.
-    run_scenario : async callable, optional
-        ``run_scenario(bench, shapes, sources, sinks, scenario)``: a testbench's own runner of one table
-        scenario (raising ``AssertionError`` on a mismatch), instead of :func:`scenario.run_on_rtl`.
+    harness : TableHarness or alike, optional
+        Plays the scenarios (default: a :class:`TableHarness` of ``module``).
     """
-    shapes, sources, sinks, encode = _stream_drivers(bench)
+    harness = harness or TableHarness(bench, module)
+    sources, sinks = harness.sources, harness.sinks
     record = {
         "block": bench.block.name, "params": bench.params, "cocotb_seed": bench.seed, "target": target,
         "replay": replay, "transactions": 0,
@@ -120,23 +159,17 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True,
             record["transactions"] < target if replay is None else iteration == 0):
         seed = replay if replay is not None else scenario_seed(bench.seed, iteration)
         for index, scenario in enumerate(module.scenarios(bench.params, seed)):
-            in_bits = _in_bits(bench, module, scenario, encode, golden_cycles and run_scenario is None)
             await bench.reset()
             rng = rng_for(seed, "reset mid-stream", index)
             if rng.random() < RESET_PROBABILITY:
-                record["beats_before_reset"] += await _reset_mid_stream(bench, in_bits, sources, sinks, encode, rng)
+                record["beats_before_reset"] += await _reset_mid_stream(bench, harness, scenario, rng)
                 record["resets_mid_stream"] += 1
             sent = {port: len(source.sent) for port, source in sources.items()}
             received = {port: len(sink.received) for port, sink in sinks.items()}
             try:
-                if run_scenario is None:
-                    await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits),
-                                     encode=encode)
-                else:
-                    await run_scenario(bench, shapes, sources, sinks, scenario)
+                await harness.play(scenario)
             except AssertionError as failure:
-                for source in sources.values():
-                    source.drop()
+                harness.drop()
                 record["mismatches"] += 1
                 if len(record["mismatch_details"]) < DETAILED_MISMATCHES:
                     record["mismatch_details"].append({
@@ -157,18 +190,20 @@ async def run_regression(bench, module, target, replay=None, golden_cycles=True,
     return record
 
 
-def regression_test(table, golden_cycles=True, run_scenario=None):
+def regression_test(table, golden_cycles=True, run_scenario=None, harness=None):
     """The cocotb test ``random_regression`` of a block's table (:func:`run_regression`), skipped without a target.
 
-    A testbench says ``random_regression = regression_test(table)``, or passes its own one-scenario
-    runner as ``run_scenario`` (see :func:`run_regression`).
+    A testbench says ``random_regression = regression_test(table)``; it may pass its own one-scenario
+    runner as ``run_scenario``, or a harness class (``harness(bench)``, the members of
+    :class:`TableHarness`) for drivers of its own.
     """
     async def random_regression(dut):
         bench = await start(dut)
         target = int(os.environ[TRANSACTIONS_ENV])
         replay = os.environ.get(REPLAY_ENV) or None
+        plays = harness(bench) if harness is not None else TableHarness(bench, table, golden_cycles, run_scenario)
         record = await run_regression(bench, table, target, replay=None if replay is None else int(replay),
-                                      golden_cycles=golden_cycles, run_scenario=run_scenario)
+                                      harness=plays)
         path = os.environ.get(REPORT_ENV) or "regress.json"
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as handle:
