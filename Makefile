@@ -43,8 +43,12 @@ verilog: $(VENV)/.installed
 test: $(VENV)/.installed-dask $(VENV)/.installed-fpga simulators
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup verif
 
+# make regress TRANSACTIONS=1000000: the long sweeps, and the random regression of every block with a
+# random_regression test, TRANSACTIONS checked stream transactions per block and simulator (default 2000).
+# Its table (transactions and mismatches per block) is printed at the end, in build/reports/regress/.
+TRANSACTIONS ?= 2000
 regress: $(VENV)/.installed-dask simulators
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress verif
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress --transactions $(TRANSACTIONS) verif
 
 # Every formal proof (build/formal/<proof>/, report build/formal/report.json), then the check that each fails
 # on its deliberately broken designs. make formal ARGS="td_scheduler" runs one block's.

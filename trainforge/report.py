@@ -48,10 +48,11 @@ SECTIONS = {
     "hypar": ("sim/hypar/README.md", "Paper vs ours"),
     "dsm_sweep": ("sim/dsm/README.md", "Paper vs ours"),
     "coverage": ("README.md", "Coverage"),
+    "regress": ("README.md", "Random regression"),
 }
 
 #: Reports that have no schema yet, by the tail of their path, and their kind.
-UNSCHEMED_KINDS = {"coverage/summary.json": "coverage"}
+UNSCHEMED_KINDS = {"coverage/summary.json": "coverage", "regress/summary.json": "regress"}
 
 _SOURCE_ROOT = pathlib.Path(__file__).resolve().parent.parent
 _HARDWARE_FLOW = "hardware flow"
@@ -265,6 +266,14 @@ def _coverage(r):
     return rows
 
 
+def _regress(r):
+    rows = []
+    for row in r["rows"]:
+        rows += [(f"{row['block']} on {row['simulator']}: transactions", None, row["transactions"]),
+                 (f"{row['block']} on {row['simulator']}: mismatches", None, row["mismatches"])]
+    return rows
+
+
 def _dsm_sweep(r):
     rows = []
     for network, summary in r.get("summary", {}).items():
@@ -290,7 +299,7 @@ _FIGURES = {
     "hypar_fig5": _hypar_fig5, "hypar_fig6_7": _hypar_fig6_7, "hypar_fig8": _hypar_fig8, "hypar_fig9": _hypar_grid,
     "hypar_fig10": _hypar_grid, "hypar_fig11": _hypar_fig11, "hypar_fig12": _hypar_fig12, "hypar_fig13": _hypar_fig13,
     "hypar_nodes": _hypar_nodes, "hypar_third_type": _hypar_third_type, "dsm_sweep": _dsm_sweep,
-    "coverage": _coverage,
+    "coverage": _coverage, "regress": _regress,
 }
 
 

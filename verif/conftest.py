@@ -7,6 +7,11 @@ Seeds: ``pytest --seed N`` (or ``SEED=N``) fixes the base seed; otherwise one
 is drawn per session and shown in the header. Each test derives its own seed
 from the base seed and its node id, so ``pytest --seed N NODEID`` replays one
 test exactly, under xdist or not.
+
+Random regression: ``pytest --regress --transactions N`` (``make regress
+TRANSACTIONS=N``) sets the checked transactions per block and simulator of
+``verif/test_regress.py``; its per-block table is printed at the session's
+end and written under ``build/reports/regress/``.
 """
 import os
 import random
@@ -23,6 +28,9 @@ def pytest_addoption(parser):
                      help="base random seed (default: $SEED or a fresh one, shown in the header)")
     parser.addoption("--regress", action="store_true",
                      help="also run the long sweeps marked 'regress' (make regress)")
+    parser.addoption("--transactions", type=int, default=int(os.environ.get("TRANSACTIONS", 2000)),
+                     help="random regression (verif/test_regress.py, with --regress): checked stream transactions "
+                          "per block and simulator (default: $TRANSACTIONS or 2000; make regress TRANSACTIONS=N)")
     parser.addoption("--coverage-rtl", action="store_true",
                      help="coverage mode: Verilator runs built with line and toggle coverage, each run's "
                           "coverage.dat kept under build/coverage/runs/ (make coverage; TRAINFORGE_COVERAGE=1)")
@@ -46,6 +54,24 @@ class _SeedToWorkers:
     @staticmethod
     def pytest_configure_node(node):
         node.workerinput["trainforge_seed"] = node.config.option.seed
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """With --regress, on the controller: gather the random-regression runs and print their table.
+
+    Every run under build/reports/regress/runs/ counts (each test replaces its own block and simulator's
+    file), so that sessions over different blocks or simulators add up to one table.
+    """
+    if not config.getoption("--regress") or hasattr(config, "workerinput"):
+        return
+    from trainforge.regression import REPORTS, table, write_summary
+
+    result = write_summary()
+    if result is None:
+        return
+    terminalreporter.section("random regression: transactions and mismatches per block")
+    terminalreporter.write(table(result))
+    terminalreporter.write_line(f"written to {REPORTS / 'summary.json'} and {REPORTS / 'table.md'}")
 
 
 def pytest_report_header(config):

@@ -182,16 +182,8 @@ def to_bits(shape, item):
     return value & ((1 << width) - 1)
 
 
-async def run_table(bench, module, golden_cycles=True, after_scenario=None):
-    """Run every scenario of a block's table (``verif/scenarios/<block>.py``) on the RTL, in order.
-
-    Each scenario starts from an idle block (the previous one has drained),
-    and the RTL is reset between scenarios. Payloads are compared as bits
-    packed through the port's own layout. Where the table's ``golden`` returns
-    cycles (a golden cycle model), the RTL's output cycles must equal them.
-    ``after_scenario``, an async callable, is awaited with each scenario once
-    its transactions are checked, before the reset (a testbench's own checks).
-    """
+def _stream_drivers(bench):
+    """``(shapes, sources, sinks, encode)``: a driver on every stream port of the block, made once per cocotb test."""
     from trainforge.cocotb_streams import StreamSink, StreamSource
 
     shapes = payload_shapes(bench.component)
@@ -203,16 +195,35 @@ async def run_table(bench, module, golden_cycles=True, after_scenario=None):
     def encode(port, item):
         return to_bits(shapes[port][1], item)
 
+    return shapes, sources, sinks, encode
+
+
+def _in_bits(bench, module, scenario, encode, golden_cycles):
+    """The scenario with its expected payloads as bits and, with ``golden_cycles``, the golden model's output cycles."""
+    timing = dict(scenario.timing)
+    if golden_cycles:
+        predicted = module.golden(bench.params, scenario)
+        for port, cycles in predicted.cycles.items():
+            timing.setdefault(port, list(cycles))
+    return Scenario(
+        name=scenario.name, stimulus=scenario.stimulus,
+        expected={port: [encode(port, item) for item in items] for port, items in scenario.expected.items()},
+        valid=scenario.valid, ready=scenario.ready, timing=timing)
+
+
+async def run_table(bench, module, golden_cycles=True, after_scenario=None):
+    """Run every scenario of a block's table (``verif/scenarios/<block>.py``) on the RTL, in order.
+
+    Each scenario starts from an idle block (the previous one has drained),
+    and the RTL is reset between scenarios. Payloads are compared as bits
+    packed through the port's own layout. Where the table's ``golden`` returns
+    cycles (a golden cycle model), the RTL's output cycles must equal them.
+    ``after_scenario``, an async callable, is awaited with each scenario once
+    its transactions are checked, before the reset (a testbench's own checks).
+    """
+    _, sources, sinks, encode = _stream_drivers(bench)
     for index, scenario in enumerate(module.scenarios(bench.params, bench.seed)):
-        timing = dict(scenario.timing)
-        if golden_cycles:
-            predicted = module.golden(bench.params, scenario)
-            for port, cycles in predicted.cycles.items():
-                timing.setdefault(port, list(cycles))
-        in_bits = Scenario(
-            name=scenario.name, stimulus=scenario.stimulus,
-            expected={port: [encode(port, item) for item in items] for port, items in scenario.expected.items()},
-            valid=scenario.valid, ready=scenario.ready, timing=timing)
+        in_bits = _in_bits(bench, module, scenario, encode, golden_cycles)
         if index:
             await bench.reset()
         await run_on_rtl(bench, in_bits, sources, sinks, decode=lambda port, bits: int(bits), encode=encode)

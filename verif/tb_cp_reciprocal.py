@@ -9,6 +9,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_p
 
 import scenarios.cp_reciprocal as table
 from scenario import table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -73,3 +74,7 @@ async def no_ready_path(dut):
     """``i_value.ready`` never follows ``o_result.ready`` within a cycle (the output stage's ready is a register)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

@@ -20,6 +20,7 @@ import cp_programs
 import scenarios.cp_ring as table
 from cp_programs import attach
 from scenario import table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -171,3 +172,7 @@ async def no_ready_path(dut):
     """No input's ``ready`` follows ``o_data.ready`` within a cycle (the output stage's ready is a register)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

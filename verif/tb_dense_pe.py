@@ -9,6 +9,7 @@ from trainforge.spec.mac import is_float
 
 import scenarios.dense_pe as table
 from scenario import rng_for, table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -95,3 +96,7 @@ async def ready_has_no_path_from_o_sum(dut):
     """``i_row.ready`` does not follow ``o_sum.ready`` within a cycle (the output stage's ready is a register)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

@@ -16,6 +16,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_p
 
 import scenarios.nt_bus as table
 from scenario import Transactions, check_transactions
+from regression import regression_test
 from tbutil import start
 
 
@@ -199,6 +200,27 @@ async def play(harness, scenario):
                         len(actual.items["o_merge"]), len(run.grants), bench.cycle.now - run.origin)
 
 
+class RegressionHarness:
+    """The bus's :class:`Harness` as ``regression.run_regression`` wants it: every scenario through :func:`play`."""
+
+    def __init__(self, bench):
+        self.harness = Harness(bench)
+        self.sources, self.sinks = self.harness.sources, self.harness.sinks
+        self.traffic = None
+
+    async def play(self, scenario):
+        await play(self.harness, scenario)
+
+    async def start(self, scenario):
+        self.traffic = cocotb.start_soon(drive(self.harness, scenario, "before reset", stop_after=1 << 30))
+
+    def drop(self):
+        if self.traffic is not None and not self.traffic.done():
+            self.traffic.kill()
+        self.traffic = None
+        self.harness.drop()
+
+
 @cocotb.test()
 async def scenario_table(dut):
     """Every scenario of ``verif/scenarios/nt_bus.py``, the arbitration rules checked in every cycle."""
@@ -251,3 +273,8 @@ async def no_combinational_ready_path(dut):
     await check_no_ready_path(bench, cycles=60, ready_period=7, before_each_cycle=masks,
                               valid_probability={name: 0.2 if name == "i_broadcast" else 0.8 for name in inputs})
     dut.merge_request.value = 0
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream,
+# the arbitration rules checked in every cycle (play).
+random_regression = regression_test(table, harness=RegressionHarness)

@@ -8,6 +8,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_p
 
 import scenarios.nt_comparator as table
 from scenario import table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -88,3 +89,7 @@ async def no_combinational_ready_path(dut):
     """The input's ``ready`` never follows the output's ``ready`` within a cycle (the output is a StreamStage)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

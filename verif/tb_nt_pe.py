@@ -11,6 +11,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_p
 
 import scenarios.nt_pe as table
 from scenario import Scenario, payload_shapes, run_on_rtl, to_bits
+from regression import regression_test
 from tbutil import start
 
 
@@ -81,3 +82,8 @@ async def no_combinational_ready_path(dut):
     """No input's ``ready`` follows ``o_result.ready`` within a cycle (fill and program ready are registers)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream,
+# each scenario through run_scenario (with its program acceptance check).
+random_regression = regression_test(table, run_scenario=run_scenario)

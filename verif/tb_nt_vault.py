@@ -8,6 +8,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, pack
 
 import scenarios.nt_vault as table
 from scenario import table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -82,3 +83,7 @@ async def reset_mid_stream(dut):
     await RisingEdge(dut.clk)
     assert dut.o_data__valid.value == 0, f"o_data still valid after reset {bench.where()}"
     await run_and_check(bench, source, sink, random_requests(bench, generator, 150), "after reset")
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

@@ -5,6 +5,7 @@ from cocotb.triggers import RisingEdge, Timer
 from trainforge.cocotb_streams import StreamSink, StreamSource
 import scenarios.stream_stage as table
 from scenario import rng_for, table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -59,3 +60,7 @@ async def ready_is_registered(dut):
             assert now == held, (f"i_stream.ready, o_stream.valid or payload changed within a cycle when "
                                  f"o_stream.ready went to {ready}: {held} -> {now} {bench.where()}")
     dut.i_stream__valid.value = 0
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

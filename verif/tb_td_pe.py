@@ -22,6 +22,7 @@ from trainforge.hw.tensordash.tile import TDTile
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 
 from scenario import table_test
+from regression import regression_test
 import scenarios.td_pe as table
 from tbutil import start
 
@@ -272,3 +273,7 @@ scenario_table = table_test(table, (
     "Every scenario of ``verif/scenarios/td_pe.py``: values as the reference, cycles as the golden cycle "
     "model at full rate."
 ))
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

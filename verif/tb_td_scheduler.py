@@ -8,6 +8,7 @@ import cocotb
 
 import scenarios.td_scheduler as table
 from scenario import table_test
+from regression import regression_test
 from tbutil import start
 
 
@@ -15,3 +16,7 @@ scenario_table = table_test(table, (
     "Every scenario of ``verif/scenarios/td_scheduler.py``: schedules as the reference, one cycle later "
     "at full rate."
 ))
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

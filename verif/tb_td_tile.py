@@ -8,13 +8,18 @@ import cocotb
 
 import scenarios.td_tile as table
 from scenario import table_test
+from regression import regression_test
 from tb_td_pe import gaps_and_stalls, occupancy_and_ready, reset_mid_stream
 from tbutil import start
 
-__all__ = ["scenario_table", "gaps_and_stalls", "reset_mid_stream", "occupancy_and_ready"]
+__all__ = ["scenario_table", "gaps_and_stalls", "reset_mid_stream", "occupancy_and_ready", "random_regression"]
 
 
 scenario_table = table_test(table, (
     "Every scenario of ``verif/scenarios/td_tile.py``: values as the reference, cycles as the golden tile "
     "cycle model at full rate."
 ))
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)

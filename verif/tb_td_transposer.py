@@ -10,6 +10,7 @@ from trainforge.golden.tensordash.transposer import transpose_blocks
 from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 
 from scenario import table_test
+from regression import regression_test
 import scenarios.td_transposer as table
 from tbutil import start
 
@@ -55,3 +56,7 @@ async def reset_mid_group(dut):
 scenario_table = table_test(table, (
     "Every scenario of ``verif/scenarios/td_transposer.py``: groups transposed as numpy transposes them."
 ))
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.
+random_regression = regression_test(table)
