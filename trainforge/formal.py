@@ -131,6 +131,30 @@ def _pmag_counter_proof():
         "and within [0, max] after it, its at-max register exactly counter == max", make, mode="prove", depth=10)
 
 
+#: The PE dot-product proof's parameters: the smallest that keep the PE's structure (two lanes, two rows deep,
+#: the default 2-deep pattern's lookahead and lookasides), integer MAC with narrow operands so that the
+#: solver can compare sums of products.
+PE_DOT_PRODUCT_PARAMS = {"lanes": 2, "depth": 2, "width": 2, "acc_width": 6}
+
+#: Its bound, cycles from reset.
+PE_DOT_PRODUCT_DEPTH = 10
+
+
+def _pe_dot_product_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.pe_formal import PEDotProductProperties
+
+        wrapper = PEDotProductProperties(**{**PE_DOT_PRODUCT_PARAMS, **overrides})
+        return wrapper, wrapper.ports
+    shape = f"{PE_DOT_PRODUCT_PARAMS['lanes']} lanes x {PE_DOT_PRODUCT_PARAMS['depth']} rows"
+    return Proof(
+        "td_pe.dot_products", "td_pe",
+        f"td_pe {shape}, {PE_DOT_PRODUCT_PARAMS['width']}-bit operands, bounded to {depth} cycles from reset, any "
+        f"dot product: its effectual pairs are as many as the products multiplied for it before its read row "
+        f"leaves the operand stage; its result is the accumulation of its own rows' products", make, mode="bmc",
+        depth=depth, fast=False)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -170,7 +194,8 @@ def _stream_rules_proofs():
 
 
 def _proofs():
-    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(), *_stream_rules_proofs()]
+    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(), _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH),
+              *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
 
