@@ -202,7 +202,8 @@ def _proofs():
 #: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows and every
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
-#: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters.
+#: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
+#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles).
 PROOFS = _proofs()
 
 
