@@ -140,6 +140,11 @@ PE_DOT_PRODUCT_PARAMS = {"lanes": 2, "depth": 2, "width": 2, "acc_width": 6}
 PE_DOT_PRODUCT_DEPTH = 10
 
 
+#: The PE counts proof's parameters: int8 operands, 32-bit accumulator (the defaults) at 2 lanes x 2 rows; its
+#: properties do not compare sums of products, so the operands can be full width.
+PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
+
+
 def _pe_dot_product_proof(depth):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
@@ -153,6 +158,20 @@ def _pe_dot_product_proof(depth):
         f"dot product: its effectual pairs are as many as the products multiplied for it before its read row "
         f"leaves the operand stage; its result is the accumulation of its own rows' products", make, mode="bmc",
         depth=depth, fast=False)
+
+
+def _pe_dot_product_count_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.pe_formal import PEDotProductProperties
+
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "order"), **PE_DOT_PRODUCT_COUNT_PARAMS,
+                                            **overrides})
+        return wrapper, wrapper.ports
+    return Proof(
+        "td_pe.dot_product_counts", "td_pe",
+        f"td_pe 2 lanes x 2 rows, int8, bounded to {depth} cycles from reset, any dot product: its effectual "
+        f"pairs are as many as the products multiplied for it; no result before its read row and its products",
+        make, mode="bmc", depth=depth, fast=False)
 
 
 #: Blocks without a stream-rules proof, and why.
@@ -194,7 +213,8 @@ def _stream_rules_proofs():
 
 
 def _proofs():
-    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(), _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH),
+    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
+              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_DEPTH),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 

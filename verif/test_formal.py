@@ -331,6 +331,14 @@ def test_pe_dot_products_fail_on_a_broken_datapath(fault, group, words, tmp_path
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", words)
 
 
+@slow
+def test_pe_dot_product_counts_fail_at_int8_on_a_dropped_pair(tmp_path):
+    result = formal.run_proof(formal.PROOFS["td_pe.dot_product_counts"], root=tmp_path,
+                              pe=PEWithBrokenDatapath("drops_lane0", **formal.PE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            "products multiplied for a dot product are not its effectual pairs")
+
+
 @pytest.mark.parametrize("fault, group, words", [
     ("no_taken_mask", "counts", "products multiplied for a dot product are not its effectual pairs"),
     ("no_taken_mask", "sums", "not the accumulation of its dot product's pairs"),
