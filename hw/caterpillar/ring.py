@@ -3,7 +3,7 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
+from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
                                  ring_cmd_layout, ring_command_limits, ring_error_layout, ring_word_layout)
 from ..stream_stage import StreamStage
 from .core import CPCore
@@ -337,12 +337,18 @@ class CPRing(wiring.Component):
                                                                cmd.core)))),
         ]
 
-        # ---- collectives: steps of cw words and one landing cycle ----
+        # ---- collectives: steps of cw words and one landing cycle (at least COLLECTIVE_LANDING_LATENCY + 1
+        # cycles a step: the next step reads what this one lands) ----
+        assert COLLECTIVE_LANDING_LATENCY == 2, "the landing below is the read register and one landing register"
         step = Signal(range(cores))
-        word = Signal(range(self.max_blocks + 1))
-        sending = busy & is_collective & (word != words)
+        word = Signal(range(max(self.max_blocks, COLLECTIVE_LANDING_LATENCY) + 1))
+        step_last_word = Signal.like(word)  # the last value of ``word`` in a step: max(cw, 2)
+        with m.If(accept):
+            m.d.sync += step_last_word.eq(Mux(self.i_cmd.payload.words < COLLECTIVE_LANDING_LATENCY,
+                                              COLLECTIVE_LANDING_LATENCY, self.i_cmd.payload.words))
+        sending = busy & is_collective & (word < words)
         with m.If(busy & is_collective):
-            with m.If(word == words):
+            with m.If(word == step_last_word):
                 m.d.sync += word.eq(0)
                 with m.If(step == cores - 2):
                     m.d.sync += busy.eq(0)
@@ -353,22 +359,28 @@ class CPRing(wiring.Component):
         # Each core's send chunk base address: all-gather starts with its own chunk k,
         # reduce-scatter with chunk k - 1; one chunk back per step.
         chunk_base = [Signal(self.buffer_addr_width, name=f"chunk_base_{k}") for k in range(cores)]
+        # A word read in cycle t is in the sender's read register in t + 1, in the receiver's landing registers
+        # (with the receiver's own word) in t + 2, and written (a reduce-scatter: the registers' sum) in t + 2.
+        read_valid_hop = Signal()
         land_valid = Signal()
+        read_addr_hop = [Signal(self.buffer_addr_width, name=f"land_addr_hop_{k}") for k in range(cores)]
         land_addr = [Signal(self.buffer_addr_width, name=f"land_addr_{k}") for k in range(cores)]
-        m.d.sync += land_valid.eq(sending)
+        m.d.sync += [read_valid_hop.eq(sending), land_valid.eq(read_valid_hop)]
         payload = self.i_cmd.payload
         for k in range(cores):
             with m.If(accept):
                 m.d.sync += chunk_base[k].eq(
                     Mux(payload.op == RingOp.ALL_GATHER, k, (k - 1) % cores) * payload.words)
-            with m.Elif(busy & is_collective & (word == words)):
+            with m.Elif(busy & is_collective & (word == step_last_word)):
                 m.d.sync += chunk_base[k].eq(Mux(chunk_base[k] == 0, (cores - 1) * words, chunk_base[k] - words))
             previous = (k - 1) % cores
-            m.d.sync += land_addr[k].eq(chunk_base[previous] + word)
-            arriving = senders[previous].data
+            m.d.sync += [read_addr_hop[k].eq(chunk_base[previous] + word), land_addr[k].eq(read_addr_hop[k])]
+            arriving = Signal(self.word_layout, name=f"landing_word_{k}", reset_less=True)
+            own = Signal(self.word_layout, name=f"landing_own_{k}", reset_less=True)
+            m.d.sync += [arriving.eq(senders[previous].data), own.eq(owns[k].data)]
             scatter_sum = Signal(self.word_layout, name=f"scatter_sum_{k}")
             for lane in range(n_r):
-                m.d.comb += scatter_sum[lane].eq(arriving[lane] + owns[k].data[lane])
+                m.d.comb += scatter_sum[lane].eq(arriving[lane] + own[lane])
             write_here = in_transfer & is_write & (io_core == k)
             backward_here = is_backward & core_units[k].o_data.valid
             sender_addr = Mux(is_collective, chunk_base[k] + word,
@@ -379,7 +391,9 @@ class CPRing(wiring.Component):
                 senders[k].en.eq(sender_en),
                 owns[k].addr.eq(chunk_base[previous] + word),
                 owns[k].en.eq(1),
-                landings[k].en.eq(busy & (write_here | (is_collective & land_valid) | backward_here)),
+                # A collective's last word lands the cycle after its last step (busy is low then; the command
+                # register still holds the collective: the next command is accepted in that cycle at the earliest).
+                landings[k].en.eq((busy & (write_here | backward_here)) | (is_collective & land_valid)),
                 landings[k].addr.eq(Mux(is_write, io_word,
                                         Mux(is_backward, chunk_start[k] + landed[k], land_addr[k]))),
                 landings[k].data.eq(Mux(is_write, self.i_data.payload.as_value(),
