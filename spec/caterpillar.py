@@ -21,6 +21,7 @@ __all__ = [
     "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
+    "collective_command_cycles",
     "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
@@ -249,6 +250,16 @@ def collective_step_cycles(chunk_words):
     read): a step lasts at least ``COLLECTIVE_LANDING_LATENCY + 1`` cycles (3 instead of 2 for one-word chunks).
     """
     return max(int(chunk_words) + HOP_CYCLES, COLLECTIVE_LANDING_LATENCY + 1)
+
+
+def collective_command_cycles(chunk_words, cores):
+    """``cp_ring``: cycles of a collective command (``cores - 1`` steps of ``chunk_words`` words per core), from
+    the cycle after its acceptance to the cycle its last word lands: ``cores - 2`` whole steps
+    (:func:`collective_step_cycles`), then the last step's reads and the landing of its last word
+    (``chunk_words + COLLECTIVE_LANDING_LATENCY``)."""
+    if cores < 2:
+        return 0
+    return (cores - 2) * collective_step_cycles(chunk_words) + int(chunk_words) + COLLECTIVE_LANDING_LATENCY
 #: ``cp_ring``: cycles of the shared stream stage that every result word crosses on its way to ``o_data``.
 RING_OUTPUT_LATENCY = stream_stage.LATENCY
 

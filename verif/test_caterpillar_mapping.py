@@ -8,10 +8,11 @@ cycles, a backward ``Mb`` blocks of ``Nb``; each block is followed by a gap of
 last block always drains (2); UPDATE takes ``b * Mb * (Nb + 1)`` cycles plus its read-after-write drain of
 ``EXECUTE_LATENCY - READ_STAGE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1 = 5 - 1 + 3 - 1 = 6``; every
 command adds ``COMMAND_LATENCY = 1``; a ring collective of ``s`` elements over
-``P`` cores takes ``(P - 1) * max(cw + 1, 3)`` cycles, ``cw = ceil(ceil(s / P) / n_r)`` (a step lasts at least
-3 cycles: a word lands 2 cycles after its read, the hop and the landing register, and the next step reads
-what this one landed). On 2 cores of ``n_r = 2`` every collective below has ``cw = 1``: ``coll(2) = coll(4) =
-1 * max(2, 3) = 3`` (it was 2 before the landing register).
+``P`` cores takes ``(P - 2) * max(cw + 1, 3) + cw + 2`` cycles, ``cw = ceil(ceil(s / P) / n_r)``: a word lands
+2 cycles after its read (the hop and the landing register), a step lasts at least 3 cycles (the next step reads
+what this one landed), and the command lasts until the last step's last word has landed (it was
+``(P - 1) * (cw + 1)`` before the landing register). On 2 cores of ``n_r = 2`` every collective below has
+``cw = 1``: ``coll(2) = coll(4) = 0 + 1 + 2 = 3`` (was 2).
 
 A GEMV of a layer in row panels over ``P`` cores is the ring's GEMV command (Fig. 4 on ``P`` cores), which
 waits for its last output word: a core's last GEMV output leaves ``EXECUTE_LATENCY + OUTPUT_LATENCY = 5``
@@ -41,7 +42,7 @@ def test_cp_splits_three_layers_over_two_cores_in_equal_shares():
       the read stage); backward 3 + 1 + 9 = 13;
       UPDATE 1 * 1 * (1 + 1) + 6 = 8, + 1 command: 9; no exchange: 11 + 13 + 9 = 33;
     - one row of layer 2 (Mb = Nb = 1), shared by P = 2 cores: forward 3 + 2 + 7 = 12, backward
-      3 + 2 + 9 = 14, UPDATE 9, exchange coll(2) + coll(2) with coll(2) = 1 * max(1 + 1, 3) = 3: 6; 41.
+      3 + 2 + 9 = 14, UPDATE 9, exchange coll(2) + coll(2) with coll(2) = 1 + 2 = 3: 6; 41.
     A pipeline step is 33 + 41 = 74 cycles on both cores; 10 samples and the
     2 L = 6 steps of filling and draining: 16 * 74 = 1184 cycles.
     (Every core holding a row of each layer: 3 * 41 = 123 per step, slower.)
@@ -61,7 +62,7 @@ def test_cp_every_core_mapping_on_one_wide_layer():
 
     - groups (the layer on both cores, 2 rows each, Mb = Nb = 1, I = 3): forward 3 + 2 + 7 = 12, backward
       3 + 2 + 9 = 14 (a GEMV's output offsets include the core's read stage), UPDATE 9, exchange
-      coll(2) + coll(4) = 3 + 1 * max(1 + 1, 3) = 6: 41;
+      coll(2) + coll(4) = 3 + 3 = 6: 41;
     - equal shares: the same two panels (4 weights each): 41;
     - every core: again the same two panels: 41.
     The first of equal candidates is kept: "groups"; (10 + 2) * 41 = 492 cycles.
@@ -75,7 +76,7 @@ def test_dfa_has_its_own_schedule():
     """2-4-2 on 2 cores, one sample per update. DFA per sample:
     - layer 1 (2 x 4) forward, row panels of ceil(2 / 2) = 1 row: Mb = 1, Nb = 2: 2 blocks of 1 MAC + gap 2:
       I = (2 - 1) * 3 + 1 + 2 = 6, the ring command 6 + 2 + 7 = 15 (the core's read stage included),
-      + coll(4) = 1 * max(1 + 1, 3) = 3: 18;
+      + coll(4) = 1 + 2 = 3: 18;
       UPDATE 1 * 1 * (2 + 1) + 6 = 9, + 1: 10;
     - layer 2 (4 x 2) forward, 2 rows per core: Mb = 1, Nb = 1: I = 3, 3 + 9 = 12, + coll(2) = 3: 15;
       UPDATE 2 + 6 + 1 = 9;
@@ -135,13 +136,14 @@ def test_ring_gemv_on_the_papers_arrays_by_hand():
     2 x 16 cores of 4 x 4 PEs (tree, R = 2), a 500 x 500 layer: row panels of ceil(500 / 32) = 16 rows, Mb = 4,
     Nb = 125. Forward: 125 blocks of 4 MACs, gap 3, period 7: I = 124 * 7 + 4 + 3 = 875, command 875 + 32 + 7
     = 914 (the core's read stage included). Backward: 4 blocks of 125 MACs, period 128 (at least 32: no contention for the port): I = 3 * 128 +
-    125 + 3 = 512, command 512 + 32 + 9 = 553. Exchange: coll(500) over 32 cores = 31 * (ceil(16 / 4) + 1) =
-    155, twice: 310. Total 1777.
+    125 + 3 = 512, command 512 + 32 + 9 = 553. Exchange: coll(500) over 32 cores, cw = ceil(16 / 4) = 4: 30 steps
+    of 4 + 1 cycles and the last until its last word lands, 4 + 2: 30 * 5 + 6 = 156, twice: 312. Total 1779.
 
     2 x 4 cores of 16 x 16 PEs (tree, R = 4), a 2500 x 2000 layer: ceil(2500 / 8) = 313 rows, Mb = 20, Nb = 125.
     Forward: period 20 + 5 = 25, I = 124 * 25 + 20 + 5 = 3125, command 3125 + 8 + 7 = 3140. Backward: period
-    125 + 5 = 130, I = 19 * 130 + 125 + 5 = 2600, command 2600 + 17 = 2617. Exchange: coll(2000) =
-    7 * (ceil(250 / 16) + 1) = 119, coll(2500) = 7 * (ceil(313 / 16) + 1) = 147. Total 6023.
+    125 + 5 = 130, I = 19 * 130 + 125 + 5 = 2600, command 2600 + 17 = 2617. Exchange: coll(2000), cw =
+    ceil(250 / 16) = 16: 6 * (16 + 1) + 16 + 2 = 120; coll(2500), cw = ceil(313 / 16) = 20: 6 * 21 + 22 = 148.
+    Total 6025.
     """
-    assert arch._gemv_cycles(500, 500, 32, arch.CONFIGS["2x16-cores-4x4"], False) == 1777
-    assert arch._gemv_cycles(2500, 2000, 8, arch.CONFIGS["2x4-cores-16x16"], False) == 6023
+    assert arch._gemv_cycles(500, 500, 32, arch.CONFIGS["2x16-cores-4x4"], False) == 1779
+    assert arch._gemv_cycles(2500, 2000, 8, arch.CONFIGS["2x4-cores-16x16"], False) == 6025
