@@ -294,34 +294,35 @@ class CPCore(wiring.Component):
         with m.If(accepting):
             m.d.sync += block_words.eq(given_words)
 
+        # The limits and flags of the offered command (registered at acceptance below).
+        given = self.i_cmd.payload
+        given_forward = given.op == CoreOp.GEMV_FORWARD
+        given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
+        given_gemm = given.op == CoreOp.GEMM
+        given_load = given.op == CoreOp.LOAD
+        given_update = given.op == CoreOp.UPDATE
+        gemv_steps = Mux(given_forward, given.mb, given.nb)
+        # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
+        # overlap only for what they need beyond the next block's MACs.
+        overlapped = reduction_cycles + 1 - gemv_steps
+        if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
+            # Verilator's CMPCONST refuses a comparison that is always false)
+            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
+        given_middle_gap = Signal.like(middle_gap)
+        given_final_gap = Signal.like(final_gap)
+        given_block_a_last = Signal.like(block_a_last)
+        given_block_b_last = Signal.like(block_b_last)
+        given_outer_last = Signal.like(outer_last_first)
+        m.d.comb += [
+            given_middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
+                                    Mux(given_gemm, n_r, 0))),
+            given_final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
+                                   Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
+            given_block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
+            given_block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
+            given_outer_last.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
+        ]
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
-            given = self.i_cmd.payload
-            given_forward = given.op == CoreOp.GEMV_FORWARD
-            given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
-            given_gemm = given.op == CoreOp.GEMM
-            given_load = given.op == CoreOp.LOAD
-            given_update = given.op == CoreOp.UPDATE
-            gemv_steps = Mux(given_forward, given.mb, given.nb)
-            # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
-            # overlap only for what they need beyond the next block's MACs.
-            overlapped = reduction_cycles + 1 - gemv_steps
-            if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
-                # Verilator's CMPCONST refuses a comparison that is always false)
-                overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
-            given_middle_gap = Signal.like(middle_gap)
-            given_final_gap = Signal.like(final_gap)
-            given_block_a_last = Signal.like(block_a_last)
-            given_block_b_last = Signal.like(block_b_last)
-            given_outer_last = Signal.like(outer_last_first)
-            m.d.comb += [
-                given_middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
-                                        Mux(given_gemm, n_r, 0))),
-                given_final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
-                                       Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
-                given_block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
-                given_block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
-                given_outer_last.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
-            ]
             m.d.sync += [
                 middle_gap.eq(given_middle_gap),
                 final_gap.eq(given_final_gap),

@@ -395,7 +395,8 @@ class CPRing(wiring.Component):
             m.d.sync += [read_addr_hop[k].eq(chunk_base[previous] + word), land_addr[k].eq(read_addr_hop[k])]
             arriving = Signal(self.word_layout, name=f"landing_word_{k}", reset_less=True)
             own = Signal(self.word_layout, name=f"landing_own_{k}", reset_less=True)
-            m.d.sync += [arriving.eq(senders[previous].data), own.eq(owns[k].data)]
+            with m.If(read_valid_hop):  # the words of a collective's read in the cycle before
+                m.d.sync += [arriving.eq(senders[previous].data), own.eq(owns[k].data)]
             scatter_sum = Signal(self.word_layout, name=f"scatter_sum_{k}")
             for lane in range(n_r):
                 m.d.comb += scatter_sum[lane].eq(arriving[lane] + own[lane])
