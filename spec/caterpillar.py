@@ -20,7 +20,9 @@ from .params import Param, ParamSchema
 __all__ = [
     "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
-    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "RING_OUTPUT_LATENCY",
+    "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
+    "collective_command_cycles",
+    "RING_OUTPUT_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
@@ -233,6 +235,31 @@ COMMAND_LATENCY = 1
 OUTPUT_LATENCY = 1
 #: ``cp_ring``: cycles for a word to move from one core to its neighbour.
 HOP_CYCLES = 1
+#: ``cp_ring``: cycles from a collective's ring buffer read to the write of that word (all-gather) or of the sum
+#: with the receiver's own word (reduce-scatter) in the next core's buffer: the sender's read register (the hop)
+#: and a landing register of both words in the receiver, in front of the adder (so no path runs from a buffer's
+#: read port through the adder into another buffer).
+COLLECTIVE_LANDING_LATENCY = 2
+
+
+def collective_step_cycles(chunk_words):
+    """``cp_ring``: cycles of one step of a collective that moves ``chunk_words`` words per core.
+
+    ``chunk_words`` reads, one per cycle, then ``HOP_CYCLES``; but the next step reads the words this step lands,
+    so it may start reading only after the first word has landed (``COLLECTIVE_LANDING_LATENCY`` cycles after its
+    read): a step lasts at least ``COLLECTIVE_LANDING_LATENCY + 1`` cycles (3 instead of 2 for one-word chunks).
+    """
+    return max(int(chunk_words) + HOP_CYCLES, COLLECTIVE_LANDING_LATENCY + 1)
+
+
+def collective_command_cycles(chunk_words, cores):
+    """``cp_ring``: cycles of a collective command (``cores - 1`` steps of ``chunk_words`` words per core), from
+    the cycle after its acceptance to the cycle its last word lands: ``cores - 2`` whole steps
+    (:func:`collective_step_cycles`), then the last step's reads and the landing of its last word
+    (``chunk_words + COLLECTIVE_LANDING_LATENCY``)."""
+    if cores < 2:
+        return 0
+    return (cores - 2) * collective_step_cycles(chunk_words) + int(chunk_words) + COLLECTIVE_LANDING_LATENCY
 #: ``cp_ring``: cycles of the shared stream stage that every result word crosses on its way to ``o_data``.
 RING_OUTPUT_LATENCY = stream_stage.LATENCY
 

@@ -11,8 +11,11 @@ elements (the vector is zero-padded to ``P cw n_r`` elements; chunk ``c`` is
 words ``c cw .. (c + 1) cw - 1``). Each step costs the chunk's transfer
 cycles plus one hop, so
 
-``cycles = (P - 1) * (cw + HOP_CYCLES)``.
+``cycles = (P - 1) * (cw + HOP_CYCLES)``,
 
+except that a word lands ``COLLECTIVE_LANDING_LATENCY`` = 2 cycles after its read (the hop, then a landing
+register): a step lasts at least 3 cycles (the next step reads what this one landed), and the command lasts
+until its last word has landed: ``(P - 2) * max(cw + 1, 3) + cw + 2`` (``collective_command_cycles``).
 Without the hop latency and the rounding this is the paper's
 ``(n b - n b / P) / n_r``. These are also the exact rules of the RTL ring
 :class:`trainforge.hw.caterpillar.ring.CPRing` (:func:`ring_schedule`).
@@ -20,13 +23,13 @@ Without the hop latency and the rounding this is the paper's
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import (ERROR_OFFSET, HOP_CYCLES, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingField,
+from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, ERROR_OFFSET, HOP_CYCLES, collective_command_cycles, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingField,
                                  RingOp, params_with_defaults, ring_command_violation)
 from ..dense_pe import wrap
 from . import core
 from . import core as _core_model  # ``core`` is also a field of a ring command
 
-__all__ = ["HOP_CYCLES", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
+__all__ = ["HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_command_cycles", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
            "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
@@ -103,10 +106,8 @@ def reduce_scatter(partials, *, elements_per_word=1, **params):
 
 def collective_cycles(size, cores, n_r):
     """Cycles of a ring all-gather or reduce-scatter of ``size`` elements over ``cores`` cores."""
-    if cores == 1:
-        return 0
     chunk = -(-int(size) // cores)
-    return (cores - 1) * (-(-chunk // n_r) + HOP_CYCLES)
+    return collective_command_cycles(-(-chunk // n_r), cores)
 
 
 def vector_words(vector, words, n_r):
@@ -296,8 +297,11 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     - ``RING_READ``: ``cores * words`` output words (core-major), the first three cycles after acceptance
       (one cycle to read the buffers, one in the output stage).
     - ``RING_ALL_GATHER``, ``RING_REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
-      ``(cores - 1) * (cw + HOP_CYCLES)``: each step reads ``cw`` words in every core, each written in the
-      neighbour one cycle later (the hop), then the next step starts.
+      ``collective_command_cycles(cw, cores)`` = ``(cores - 2) * max(cw + HOP_CYCLES, 3) + cw + 2``: each step
+      reads ``cw`` words in every core, each written in the neighbour ``COLLECTIVE_LANDING_LATENCY`` (2) cycles
+      later (the hop, then the landing register); the next step starts ``max(cw + 1, 3)`` cycles after the
+      step's first read (its first read after the first landing), and the command ends with the landing of
+      the last step's last word.
     - ``RING_GEMV_FORWARD``, ``RING_GEMV_BACKWARD`` (Fig. 4 on all ``P`` cores): every core runs the core's
       GEMV (:func:`~.core.schedule`) on its row panel, core 0 from the cycle after acceptance and core ``k``
       ``k`` hops later (the command, and backward the vector ``e``, travel the ring core to core). Forward, the
@@ -322,7 +326,7 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
         offsets = latency + 1 + np.arange(cores * words) + RING_OUTPUT_LATENCY
         return core.Schedule(offsets[-1] - RING_OUTPUT_LATENCY, offsets, 0)
     if op in (RING_ALL_GATHER, RING_REDUCE_SCATTER):
-        return core.Schedule((cores - 1) * (words + HOP_CYCLES), [], 0)
+        return core.Schedule(collective_command_cycles(words, cores), [], 0)
     if op == RING_LOAD:
         single = core.schedule(core.OP_LOAD, mb, nb, n_r=n_r)
         return core.Schedule(single.issue_cycles + 2, [], 0)

@@ -219,19 +219,28 @@ class CPCore(wiring.Component):
         is_load = op == CoreOp.LOAD
         is_update = op == CoreOp.UPDATE
         is_gemv = is_forward | is_backward
-        update_macs = is_update & (block_b == 1)  # the MAC phase of an UPDATE (block_b 0 takes x)
+        # Flags of the block counters, registered: each is loaded with its next value wherever ``block_a`` or
+        # ``block_b`` change (acceptance, ``next_block``), so no comparison of the counters lies between them
+        # and the issue decision (the critical path at 96.5 MHz ran block_b -> these comparisons -> the gap ->
+        # block_b).
+        update_macs = Signal()  # the MAC phase of an UPDATE (block_b 1; block_b 0 takes x)
+        outer_last = Signal(counts)  # the last value of ``outer``: nb_last in UPDATE's MAC phase, else outer_last_first
+        block_a_wraps = Signal()  # block_a == (0 in UPDATE's phase 0, else block_a_last)
+        block_b_at_last = Signal()  # block_b == block_b_last
+        first_pass = Signal()  # block_a == 0
+        middle_gap_zero = Signal()
+        final_gap_zero = Signal()
 
         lane_wraps = lane == lane_last
         inner_wraps = lane_wraps & (inner == inner_last)
-        last_step = inner_wraps & (outer == Mux(update_macs, nb_last, outer_last_first))
-        block_a_wraps = block_a == Mux(is_update & (block_b == 0), 0, block_a_last)
-        last_block = block_a_wraps & (block_b == block_b_last)
+        last_step = inner_wraps & (outer == outer_last)
+        last_block = block_a_wraps & block_b_at_last
         gap = Mux(last_block, final_gap, middle_gap)
+        gap_zero = Mux(last_block, final_gap_zero, middle_gap_zero)
 
         issuing = busy & ~in_gap
         # GEMV: the vector arrives on i_data during the first output block; UPDATE: x during the
         # first phase, e during the first row block of the MAC phase.
-        first_pass = block_a == 0
         needs_input = issuing & (is_gemm | is_load | ((is_gemv | is_update) & first_pass))
         # The result words (GEMV: after the reduction; GEMM: a read-out row) leave through a FIFO whose
         # room a block reserves (credits) before its first micro-operation issues, so the execute pipeline
@@ -271,9 +280,13 @@ class CPCore(wiring.Component):
         given_words = Mux(self.i_cmd.payload.op == CoreOp.GEMM, n_r,
                           Mux((self.i_cmd.payload.op == CoreOp.GEMV_FORWARD)
                               | (self.i_cmd.payload.op == CoreOp.GEMV_BACKWARD), 1, 0))
+        # A word that left o_data returns its credit one cycle later (registered: the FIFO's level and the
+        # consumer's ready no longer run through the credit adder into has_room; the critical path at 97.3 MHz).
+        # The credits only under-count, for one cycle, so the FIFO still never overflows.
+        credit_returned = Signal()
+        m.d.sync += credit_returned.eq(self.o_data.valid & self.o_data.ready)
         credits_next = Signal.like(credits)
-        m.d.comb += credits_next.eq(credits - Mux(issue & starts_block, block_words, 0)
-                                    + (self.o_data.valid & self.o_data.ready))
+        m.d.comb += credits_next.eq(credits - Mux(issue & starts_block, block_words, 0) + credit_returned)
         m.d.sync += [
             credits.eq(credits_next),
             has_room.eq(credits_next >= Mux(accepting, given_words, block_words)),
@@ -281,20 +294,49 @@ class CPCore(wiring.Component):
         with m.If(accepting):
             m.d.sync += block_words.eq(given_words)
 
+        # The limits and flags of the offered command (registered at acceptance below).
+        given = self.i_cmd.payload
+        given_forward = given.op == CoreOp.GEMV_FORWARD
+        given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
+        given_gemm = given.op == CoreOp.GEMM
+        given_load = given.op == CoreOp.LOAD
+        given_update = given.op == CoreOp.UPDATE
+        gemv_steps = Mux(given_forward, given.mb, given.nb)
+        # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
+        # overlap only for what they need beyond the next block's MACs.
+        overlapped = reduction_cycles + 1 - gemv_steps
+        if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
+            # Verilator's CMPCONST refuses a comparison that is always false)
+            overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
+        given_middle_gap = Signal.like(middle_gap)
+        given_final_gap = Signal.like(final_gap)
+        given_block_a_last = Signal.like(block_a_last)
+        given_block_b_last = Signal.like(block_b_last)
+        given_outer_last = Signal.like(outer_last_first)
+        m.d.comb += [
+            given_middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
+                                    Mux(given_gemm, n_r, 0))),
+            given_final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
+                                   Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
+            given_block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
+            given_block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
+            given_outer_last.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
+        ]
         with m.If(self.i_cmd.valid & self.i_cmd.ready):
-            given = self.i_cmd.payload
-            given_forward = given.op == CoreOp.GEMV_FORWARD
-            given_gemv = given_forward | (given.op == CoreOp.GEMV_BACKWARD)
-            given_gemm = given.op == CoreOp.GEMM
-            given_load = given.op == CoreOp.LOAD
-            given_update = given.op == CoreOp.UPDATE
-            gemv_steps = Mux(given_forward, given.mb, given.nb)
-            # Without overlap a GEMV block waits for the reduction and the output (R + 1); with
-            # overlap only for what they need beyond the next block's MACs.
-            overlapped = reduction_cycles + 1 - gemv_steps
-            if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
-                # Verilator's CMPCONST refuses a comparison that is always false)
-                overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
+            m.d.sync += [
+                middle_gap.eq(given_middle_gap),
+                final_gap.eq(given_final_gap),
+                middle_gap_zero.eq(given_middle_gap == 0),
+                final_gap_zero.eq(given_final_gap == 0),
+                block_a_last.eq(given_block_a_last),
+                block_b_last.eq(given_block_b_last),
+                outer_last_first.eq(given_outer_last),
+                outer_last.eq(given_outer_last),
+                update_macs.eq(0),
+                first_pass.eq(1),
+                block_a_wraps.eq(given_update | (given_block_a_last == 0)),
+                block_b_at_last.eq(given_block_b_last == 0),
+            ]
             m.d.sync += [
                 error_pending.eq(rejected), error_word.field.eq(reject_field), error_word.op.eq(given.op),
                 cmd.eq(given), busy.eq(~rejected), in_gap.eq(0), step.eq(0), gap_count.eq(0), block_unstarted.eq(1),
@@ -303,13 +345,6 @@ class CPCore(wiring.Component):
                 nb_last.eq(given.nb - 1),
                 lane_last.eq(Mux(given_gemm | given_load, n_r - 1, 0)),
                 inner_last.eq(Mux(given_update, given.qb - 1, 0)),
-                outer_last_first.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
-                block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
-                block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
-                middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
-                                  Mux(given_gemm, n_r, 0))),
-                final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
-                                 Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
                 read_addr.eq(given.base),
                 block_start.eq(given.base),
                 vector_row.eq(0),
@@ -319,9 +354,14 @@ class CPCore(wiring.Component):
             with m.If(last_block):
                 m.d.sync += busy.eq(0)
             with m.Elif(block_a_wraps):
-                m.d.sync += [block_a.eq(0), block_b.eq(block_b + 1)]
+                # The next block_b: block_a restarts at 0 and wraps at block_a_last (UPDATE: its MAC phase).
+                m.d.sync += [block_a.eq(0), block_b.eq(block_b + 1), first_pass.eq(1),
+                             block_a_wraps.eq(block_a_last == 0), block_b_at_last.eq(block_b + 1 == block_b_last),
+                             update_macs.eq(is_update), outer_last.eq(Mux(is_update, nb_last, outer_last))]
             with m.Else():
-                m.d.sync += block_a.eq(block_a + 1)
+                # block_a + 1 in the same block_b (UPDATE's phase 0 wraps at once, so the limit is block_a_last).
+                m.d.sync += [block_a.eq(block_a + 1), first_pass.eq(0),
+                             block_a_wraps.eq(block_a + 1 == block_a_last)]
 
         with m.If(busy):
             with m.If(~in_gap):
@@ -329,7 +369,7 @@ class CPCore(wiring.Component):
                     # The three counters and the step.
                     with m.If(last_step):
                         m.d.sync += [step.eq(0), lane.eq(0), inner.eq(0), outer.eq(0), block_unstarted.eq(1)]
-                        with m.If(gap != 0):
+                        with m.If(~gap_zero):
                             m.d.sync += [in_gap.eq(1), gap_count.eq(gap - 1)]
                         with m.Else():
                             next_block()

@@ -3,7 +3,7 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
+from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
                                  ring_cmd_layout, ring_command_limits, ring_error_layout, ring_word_layout)
 from ..stream_stage import StreamStage
 from .core import CPCore
@@ -206,15 +206,30 @@ class CPRing(wiring.Component):
         feed_advance = [Signal(name=f"feed_advance_{k}") for k in range(cores)]
         feed_addr = [Signal(self.buffer_addr_width, name=f"feed_addr_{k}") for k in range(cores)]
         chunk_start = [Signal(self.buffer_addr_width, name=f"chunk_start_{k}") for k in range(cores)]
+        # Each core's x words cross a shared stream stage (``feed_stage_k``) between the buffer's read register
+        # and the core, so no path runs from a ring buffer's read port into a core (nor from a core's
+        # ``i_data.ready`` to a buffer's read enable). To keep the cycles, a core's first read is issued one
+        # cycle before the core takes the command: core 0's when the ring accepts a GEMV forward, core k's
+        # when core k - 1 takes it (the words wait in the stage until the core reads them).
+        feed_stages = [StreamStage(core_units[k].data_layout) for k in range(cores)]
+        forward_accepted = accept & (self.i_cmd.payload.op == RingOp.GEMV_FORWARD) & ~rejected
         for k in range(cores):
             unit = core_units[k]
+            m.submodules[f"feed_stage_{k}"] = feed_stages[k]
             with m.If(accept):  # core k's chunk of a GEMV (x forward, d backward), registered with the command
                 m.d.sync += chunk_start[k].eq(k * self.i_cmd.payload.mb)
-            start = unit.i_cmd.valid & unit.i_cmd.ready & is_forward
+            if k == 0:  # chunk_start[0] is 0 (0 * mb)
+                start = forward_accepted
+            else:
+                start = core_units[k - 1].i_cmd.valid & core_units[k - 1].i_cmd.ready & is_forward
+            # ``cmd.mb`` is read from the cycle after the first fetch (core 0's is in the acceptance cycle)
             fetch = start | (feed_active[k] & (feed_word[k] != cmd.mb))
             m.d.comb += [
-                feed_advance[k].eq(~feed_valid[k] | unit.i_data.ready),
-                feed_addr[k].eq(chunk_start[k] + Mux(start, 0, feed_word[k])),
+                feed_advance[k].eq(~feed_valid[k] | feed_stages[k].i_stream.ready),
+                feed_addr[k].eq(Mux(start, chunk_start[k] if k else 0, chunk_start[k] + feed_word[k])),
+                feed_stages[k].i_stream.valid.eq(feed_valid[k]),
+                feed_stages[k].i_stream.payload.eq(_operands(senders[k].data, n_r, self.width)),
+                feed_stages[k].o_stream.ready.eq(busy & is_forward & unit.i_data.ready),
             ]
             with m.If(feed_advance[k]):
                 m.d.sync += feed_valid[k].eq(fetch)
@@ -246,9 +261,9 @@ class CPRing(wiring.Component):
             e_word.append(hop_payload)
 
         for k, unit in enumerate(core_units):
-            valid = Mux(is_forward, feed_valid[k],
+            valid = Mux(is_forward, feed_stages[k].o_stream.valid,
                         Mux(is_backward, e_valid[k], is_load & self.i_data.valid & (cmd.core == k)))
-            payload = Mux(is_forward, _operands(senders[k].data, n_r, self.width),
+            payload = Mux(is_forward, feed_stages[k].o_stream.payload.as_value(),
                           Mux(is_backward, e_word[k], _operands(self.i_data.payload, n_r, self.width)))
             m.d.comb += [unit.i_data.valid.eq(busy & valid), unit.i_data.payload.eq(payload)]
 
@@ -337,12 +352,21 @@ class CPRing(wiring.Component):
                                                                cmd.core)))),
         ]
 
-        # ---- collectives: steps of cw words and one landing cycle ----
+        # ---- collectives: steps of cw words and one landing cycle (at least COLLECTIVE_LANDING_LATENCY + 1
+        # cycles a step: the next step reads what this one lands) ----
+        assert COLLECTIVE_LANDING_LATENCY == 2, "the landing below is the read register and one landing register"
         step = Signal(range(cores))
-        word = Signal(range(self.max_blocks + 1))
-        sending = busy & is_collective & (word != words)
+        word = Signal(range(max(self.max_blocks + COLLECTIVE_LANDING_LATENCY - 1, COLLECTIVE_LANDING_LATENCY) + 1))
+        step_last_word = Signal.like(word)  # the last value of ``word`` in a step: max(cw, 2)
+        with m.If(accept):
+            m.d.sync += step_last_word.eq(Mux(self.i_cmd.payload.words < COLLECTIVE_LANDING_LATENCY,
+                                              COLLECTIVE_LANDING_LATENCY, self.i_cmd.payload.words))
+        sending = busy & is_collective & (word < words)
+        # The last step lasts until its last word has landed (word = cw + 1): no landing after the command.
+        last_step = step == cores - 2
+        step_end = Mux(last_step, words + (COLLECTIVE_LANDING_LATENCY - 1), step_last_word)
         with m.If(busy & is_collective):
-            with m.If(word == words):
+            with m.If(word == step_end):
                 m.d.sync += word.eq(0)
                 with m.If(step == cores - 2):
                     m.d.sync += busy.eq(0)
@@ -353,27 +377,38 @@ class CPRing(wiring.Component):
         # Each core's send chunk base address: all-gather starts with its own chunk k,
         # reduce-scatter with chunk k - 1; one chunk back per step.
         chunk_base = [Signal(self.buffer_addr_width, name=f"chunk_base_{k}") for k in range(cores)]
+        # A word read in cycle t is in the sender's read register in t + 1, in the receiver's landing registers
+        # (with the receiver's own word) in t + 2, and written (a reduce-scatter: the registers' sum) in t + 2.
+        read_valid_hop = Signal()
         land_valid = Signal()
+        read_addr_hop = [Signal(self.buffer_addr_width, name=f"land_addr_hop_{k}") for k in range(cores)]
         land_addr = [Signal(self.buffer_addr_width, name=f"land_addr_{k}") for k in range(cores)]
-        m.d.sync += land_valid.eq(sending)
+        m.d.sync += [read_valid_hop.eq(sending), land_valid.eq(read_valid_hop)]
         payload = self.i_cmd.payload
         for k in range(cores):
             with m.If(accept):
                 m.d.sync += chunk_base[k].eq(
                     Mux(payload.op == RingOp.ALL_GATHER, k, (k - 1) % cores) * payload.words)
-            with m.Elif(busy & is_collective & (word == words)):
+            with m.Elif(busy & is_collective & (word == step_end)):
                 m.d.sync += chunk_base[k].eq(Mux(chunk_base[k] == 0, (cores - 1) * words, chunk_base[k] - words))
             previous = (k - 1) % cores
-            m.d.sync += land_addr[k].eq(chunk_base[previous] + word)
-            arriving = senders[previous].data
+            m.d.sync += [read_addr_hop[k].eq(chunk_base[previous] + word), land_addr[k].eq(read_addr_hop[k])]
+            arriving = Signal(self.word_layout, name=f"landing_word_{k}", reset_less=True)
+            own = Signal(self.word_layout, name=f"landing_own_{k}", reset_less=True)
+            with m.If(read_valid_hop):  # the words of a collective's read in the cycle before
+                m.d.sync += [arriving.eq(senders[previous].data), own.eq(owns[k].data)]
             scatter_sum = Signal(self.word_layout, name=f"scatter_sum_{k}")
             for lane in range(n_r):
-                m.d.comb += scatter_sum[lane].eq(arriving[lane] + owns[k].data[lane])
+                m.d.comb += scatter_sum[lane].eq(arriving[lane] + own[lane])
             write_here = in_transfer & is_write & (io_core == k)
             backward_here = is_backward & core_units[k].o_data.valid
-            sender_addr = Mux(is_collective, chunk_base[k] + word,
-                              Mux(is_forward, feed_addr[k], Mux(is_backward, chunk_start[k] + io_word, io_word)))
-            sender_en = Mux(is_collective, 1, Mux(is_forward, feed_advance[k], read_advance))
+            # Core 0's first x word is read in the GEMV's acceptance cycle, while ``cmd`` still holds the previous
+            # command (which no longer reads its buffers then).
+            feeding = (is_forward | forward_accepted) if k == 0 else is_forward
+            sender_addr = Mux(feeding, feed_addr[k],
+                              Mux(is_collective, chunk_base[k] + word,
+                                  Mux(is_backward, chunk_start[k] + io_word, io_word)))
+            sender_en = Mux(feeding, feed_advance[k], Mux(is_collective, 1, read_advance))
             m.d.comb += [
                 senders[k].addr.eq(sender_addr),
                 senders[k].en.eq(sender_en),
