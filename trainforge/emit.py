@@ -5,11 +5,16 @@ module=NAME)``): Amaranth writes the block and its submodules into one file and
 prefixes every submodule with the top module's name (``NAME.core_0``), so two
 variants of one block emitted under two names live side by side in one design.
 """
+import functools
 import hashlib
 import json
 import keyword
+import os
 import pathlib
 import re
+import sys
+
+import amaranth
 
 from amaranth.back import verilog
 from amaranth.hdl import Shape, ShapeCastable, Value
@@ -18,8 +23,21 @@ from amaranth.lib import data, stream, wiring
 from .hw.registry import BLOCKS, get_block
 from .outputs import write_json, write_text
 
-__all__ = ["Emitted", "ports", "payload_fields", "check_module_name", "emit", "elaborate_all", "write_outputs",
-           "instantiation_template", "testbench_skeleton"]
+__all__ = ["Emitted", "ports", "payload_fields", "check_module_name", "emit", "emit_cached", "source_fingerprint",
+           "elaborate_all", "write_outputs", "instantiation_template", "testbench_skeleton"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: Where :func:`emit_cached` keeps emitted Verilog, one JSON file per block and parameter set.
+EMIT_CACHE = ROOT / "build" / "emit"
+
+#: Environment variable that turns :func:`emit_cached`'s cache off (value ``0``).
+EMIT_CACHE_ENV = "TRAINFORGE_EMIT_CACHE"
+
+#: The sources a block's Verilog depends on: the generators (``hw/``), the spec they read, and this module.
+#: Layering keeps ``hw/`` from importing ``golden/`` or ``sim/`` (``verif/test_layering.py``), so nothing else
+#: enters the elaboration but Amaranth itself, whose version is part of the fingerprint.
+FINGERPRINT_SOURCES = (ROOT / "hw", ROOT / "spec", pathlib.Path(__file__).resolve())
 
 #: Verilog-2005 keywords a module may not be named (the common ones a user could pick).
 _VERILOG_KEYWORDS = frozenset("""always and assign begin buf case casex casez cmos deassign default defparam disable
@@ -139,6 +157,53 @@ def emit(block_name, module=None, **overrides):
     port_list = ports(component)
     text = verilog.convert(component, name=module, emit_src=False)
     return Emitted(block, params, text, port_list, module)
+
+
+@functools.lru_cache(maxsize=None)
+def source_fingerprint(sources=FINGERPRINT_SOURCES):
+    """A SHA-256 over Amaranth's and Python's versions and the text of every file of ``sources``.
+
+    Directories are walked recursively (``__pycache__`` and Markdown skipped); each file enters with its
+    path relative to the repository, so a renamed or added file changes the fingerprint too.
+    """
+    digest = hashlib.sha256(f"amaranth {amaranth.__version__}; python {sys.version}".encode())
+    for source in sources:
+        files = sorted(source.rglob("*")) if source.is_dir() else [source]
+        for path in files:
+            if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".md":
+                continue
+            digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def emit_cached(block_name, **overrides):
+    """:func:`emit`, with the Verilog kept under ``build/emit/`` and reused while the sources are unchanged.
+
+    The key is the block, its resolved parameters and :func:`source_fingerprint`, so an edit of any
+    generator or spec file, or another Amaranth, makes every entry miss. Parameters are validated
+    before the cache is looked at. The simulation runs and the lint of ``make test`` use it (each
+    parameter set is elaborated once, not once per simulator and check); ``trainforge verilog``,
+    synthesis and the formal flow always elaborate. ``TRAINFORGE_EMIT_CACHE=0`` turns it off.
+    """
+    from .outputs import write_text
+
+    block = get_block(block_name)
+    params = block.resolve(**overrides)
+    if os.environ.get(EMIT_CACHE_ENV, "1") == "0":
+        return emit(block_name, **overrides)
+    key = hashlib.sha256(json.dumps([block.name, params, source_fingerprint()], sort_keys=True,
+                                    default=repr).encode()).hexdigest()
+    path = EMIT_CACHE / f"{block.name}-{key[:20]}.json"
+    if path.exists():
+        try:
+            entry = json.loads(path.read_text())
+            return Emitted(block, params, entry["text"], entry["ports"])
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged entry is elaborated again and rewritten
+    emitted = emit(block.name, **overrides)
+    write_text(path, json.dumps({"block": block.name, "text": emitted.text, "ports": emitted.ports}))
+    return emitted
 
 
 def elaborate_all(block_names, param_assignments, module=None):

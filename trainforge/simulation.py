@@ -30,7 +30,7 @@ import uuid
 import xml.etree.ElementTree as ElementTree
 from contextlib import contextmanager
 
-from .emit import emit
+from .emit import emit_cached
 from .errors import UsageError
 from .hw.registry import params_key
 
@@ -184,7 +184,7 @@ def build(block_name, params, simulator, waves=False, coverage=False):
 
     if current() is not None and simulator not in current()["tools"]:
         record_tool(simulator, simulator_version(simulator))
-    emitted = emit(block_name, **params)
+    emitted = emit_cached(block_name, **params)
     params = emitted.params
     key = params_key(block_name, params)
     coverage = coverage and simulator == "verilator"

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from trainforge.emit import emit
+from trainforge.emit import emit_cached
 from trainforge.hw.registry import BLOCKS
 
 from trainforge.simulation import VERILATOR_WAIVERS
@@ -15,7 +15,7 @@ CASES = [pytest.param(block.name, overrides, id=f"{block.name}-{index}")
 @pytest.mark.parametrize("block_name,overrides", CASES)
 def test_verilator_lint(block_name, overrides, tmp_path):
     source = tmp_path / f"{block_name}.v"
-    source.write_text(emit(block_name, **overrides).text)
+    source.write_text(emit_cached(block_name, **overrides).text)
     result = subprocess.run(
         ["verilator", "--lint-only", "-Wall", *VERILATOR_WAIVERS, "--top-module", block_name, str(source)],
         capture_output=True, text=True)
