@@ -537,12 +537,15 @@ def sequenced_programs(params, seed):
     return programs
 
 
-def sgd_problem(params, seed):
-    """A small MLP (6 inputs, 4 hidden, 3 outputs, ``lanes + 1`` samples) for one SGD step on the system: Q``F``
-    weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step``, ``verif/test_nt_sgd_step.py``)."""
+def sgd_problem(params, seed, samples=None):
+    """A small MLP (6 inputs, ``2 pes`` hidden, 3 outputs, ``samples`` samples, default ``lanes + 1``) for one SGD
+    step on the system: Q``F`` weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step_mlp`` and
+    ``sequenced_sgd_step_mlp``, ``verif/test_nt_sgd_step.py``). The sequenced step takes ``2 lanes`` samples
+    (its chained placements need whole lane groups)."""
     frac = params["frac_bits"]
     generator = np.random.default_rng(rng_for(seed, "nt_system", "sgd").randrange(1 << 32))
-    inputs, hidden, outputs, samples = 6, 2 * params["pes"], 3, params["lanes"] + 1
+    inputs, hidden, outputs = 6, 2 * params["pes"], 3
+    samples = params["lanes"] + 1 if samples is None else samples
     one = 1 << frac
     return {"w1": generator.integers(-one, one, size=(hidden, inputs)),
             "w2": generator.integers(-one, one, size=(outputs, hidden)),
