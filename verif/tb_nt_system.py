@@ -418,7 +418,7 @@ async def sequenced_sgd_step_mlp(dut):
             == params["lut_out_frac_bits"]):
         dut._log.info("the SGD step needs SR-LO and frac_bits = lut_frac_bits = lut_out_frac_bits: not run")
         return
-    problem = table.sgd_problem(params, bench.seed, samples=2 * params["lanes"])
+    problem = table.sgd_problem(params, bench.seed, samples=table.sequenced_samples(params))
     w1, w2, x, target = (np.asarray(problem[name]) for name in ("w1", "w2", "x", "target"))
     try:
         expected = sequenced_sgd_step(w1, w2, x, target, grad_shift=problem["grad_shift"],

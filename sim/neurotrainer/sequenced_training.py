@@ -14,7 +14,7 @@ run     layer     what                                          how
 1       ``ff2``   ``z2 = W2 f(z1)``                             ``fc_ff``, x = ``ff1``'s output through f(x)
 host              ``dz2 = (z2 - t) >> grad_shift``              written as ``dz2^T`` (common) and ``dz2`` (PEs)
 2       ``bp2``   ``da1 = W2^T dz2`` (PE vaults)                ``fc_up`` form: dY := ``W2^T``, X := ``dz2^T``, SR-LO
-2       ``ff1pe`` ``z1 = W1 x`` again, into the PE vaults       ``fc_up`` form: dY := ``ff1``'s W1, X := ``x^T``, truncated
+2       ``ff1pe`` ``z1 = W1 x`` again, into the PE vaults       ``fc_up`` form: dY := ``W1``, X := ``x^T``, truncated
 2       ``act1``  ``dz1 = f'(z1) da1``                          ``act_bp``, z = ``ff1pe``'s output, dx = ``bp2``'s
 2       ``up2``   ``dW2 = dz2 f(z1)^T``                         ``fc_up``, x = ``ff1``'s output through f(x), SR-LO
 2       ``up1``   ``dW1 = dz1 x^T``                             ``fc_up``, dy = ``act1``'s output, x = ``ff1``'s, SR-LO
@@ -51,7 +51,7 @@ SEQUENCED_SGD_LAYERS = (
     ("ff2", "fc_ff", {"bits": 32, "lut": {"x": "f"}}, lambda i, h, o, n: dict(h=o, k=h, n=n),
      {"x": ("ff1", "y")}, {}),
     ("bp2", "fc_up", {"sr": True}, lambda i, h, o, n: dict(h=h, k=n, n=o), {}, {"x": 1}),
-    ("ff1pe", "fc_up", {"sr": False}, lambda i, h, o, n: dict(h=h, k=n, n=i), {"dy": ("ff1", "w")}, {}),
+    ("ff1pe", "fc_up", {"sr": False}, lambda i, h, o, n: dict(h=h, k=n, n=i), {}, {}),
     ("act1", "act_bp", {"sr": True}, lambda i, h, o, n: dict(h=h, n=n),
      {"z": ("ff1pe", "dw"), "dx": ("bp2", "dw")}, {}),
     ("up2", "fc_up", {"sr": True, "lut": {"x": "f"}}, lambda i, h, o, n: dict(h=o, k=h, n=n),
@@ -88,7 +88,8 @@ def sgd_host_tensors(w1, w2, x, target, grad_shift):
 
     def tensors(run, outputs):
         if run == 0:
-            return {("ff1", "w"): w1, ("ff1", "x"): x, ("ff2", "w"): w2, ("bp2", "dy"): w2.T, ("ff1pe", "x"): x.T}
+            return {("ff1", "w"): w1, ("ff1", "x"): x, ("ff2", "w"): w2, ("bp2", "dy"): w2.T,
+                    ("ff1pe", "dy"): w1, ("ff1pe", "x"): x.T}
         dz2 = loss_gradient(outputs["ff2"], target, grad_shift)
         return {("bp2", "x"): dz2.T, ("up2", "dy"): dz2}
     return tensors

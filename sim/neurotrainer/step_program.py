@@ -155,7 +155,7 @@ def place_step(steps, runs, **params):
                 frames.tie((index[producer], a.vault), (number, b.vault), (a.base - b.base) // per, label)
             root = _owner(steps, index, (index[producer], tensor))
             last_read[root] = max(last_read.get(root, root[0]), number)
-    regions = []                                      # (group root, relative word start, words, vault, live from, to)
+    regions = []                   # (group root, relative word start, words, vault, live from, to, label)
     for number, step in enumerate(steps):
         for name, (_, places) in step.layer.tensors.items():
             if name in step.links:
@@ -174,29 +174,28 @@ def place_step(steps, runs, **params):
             for place in places:
                 root, delta = frames.find((number, place.vault))
                 words = -(-place.index.size // per)
-                regions.append((root, delta + place.base // per, words, place.vault, born, dies))
+                regions.append((root, delta + place.base // per, words, place.vault, born, dies,
+                                f"{step.name}.{name}"))
     depth = {COMMON: system["vault_depth"], **{pe: system["pe_vault_depth"] for pe in range(system["pes"])}}
     roots = sorted({region[0] for region in regions})
     placed, absolute = [], {}
     for root in roots:
         mine = [region for region in regions if region[0] == root]
         vault = root[1]
-        lowest = -min(start for _, start, _, _, _, _ in mine)
+        for number, first in enumerate(mine):
+            for second in mine[number + 1:]:
+                if _collide(first[1:], second[1:]):
+                    raise ProgramError(f"vault {vault}: the links place {first[6]} and {second[6]} in one place "
+                                       "while both are live")
+        lowest = -min(region[1] for region in mine)
         for offset in range(lowest, depth[vault] + 1):
-            spans = [(offset + start, offset + start + words, born, dies) for _, start, words, _, born, dies in mine]
-            if max(end for _, end, _, _ in spans) > depth[vault]:
+            spans = [(offset + start, words, None, born, dies) for _, start, words, _, born, dies, _ in mine]
+            if max(start + words for start, words, *_ in spans) > depth[vault]:
+                raise ProgramError(f"vault {vault}: no room for layer {steps[root[0]].name}'s tensors "
+                                   f"({depth[vault]} words)")
+            if not any(_collide(span, other) for span in spans for other in placed if other[2] == vault):
                 break
-            if not any(a0 < b1 and b0 < a1 and born <= other_dies and other_born <= dies
-                       for a0, a1, born, dies in spans for b0, b1, other_born, other_dies, other_vault in placed
-                       if other_vault == vault):
-                break
-        else:
-            offset = depth[vault] + 1
-        spans = [(offset + start, offset + start + words, born, dies) for _, start, words, _, born, dies in mine]
-        if max(end for _, end, _, _ in spans) > depth[vault]:
-            raise ProgramError(f"vault {vault}: no room for layer {steps[root[0]].name}'s tensors "
-                               f"({depth[vault]} words)")
-        placed += [(*span, vault) for span in spans]
+        placed += [(start, words, vault, born, dies) for start, words, _, born, dies in spans]
         absolute[root] = offset
     offsets, layers = {}, {}
     for number, step in enumerate(steps):
@@ -210,6 +209,13 @@ def place_step(steps, runs, **params):
     order = [step.name for step in steps]
     cut = [order[start:start + count] for start, count in zip(run_start, runs)]
     return PlacedStep(layers, order, cut, offsets, host_inputs)
+
+
+def _collide(first, second):
+    """Two regions ``(start, words, vault, live from, live to)`` (vault not compared) overlap while both live."""
+    start1, words1, _, born1, dies1 = first[:5]
+    start2, words2, _, born2, dies2 = second[:5]
+    return start1 < start2 + words2 and start2 < start1 + words1 and born1 <= dies2 and born2 <= dies1
 
 
 def _owner(steps, index, key):

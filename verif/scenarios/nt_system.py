@@ -540,8 +540,8 @@ def sequenced_programs(params, seed):
 def sgd_problem(params, seed, samples=None):
     """A small MLP (6 inputs, ``2 pes`` hidden, 3 outputs, ``samples`` samples, default ``lanes + 1``) for one SGD
     step on the system: Q``F`` weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step_mlp`` and
-    ``sequenced_sgd_step_mlp``, ``verif/test_nt_sgd_step.py``). The sequenced step takes ``2 lanes`` samples
-    (its chained placements need whole lane groups)."""
+    ``sequenced_sgd_step_mlp``, ``verif/test_nt_sgd_step.py``). The sequenced step takes
+    :func:`sequenced_samples`."""
     frac = params["frac_bits"]
     generator = np.random.default_rng(rng_for(seed, "nt_system", "sgd").randrange(1 << 32))
     inputs, hidden, outputs = 6, 2 * params["pes"], 3
@@ -552,3 +552,10 @@ def sgd_problem(params, seed, samples=None):
             "x": generator.integers(-one, one, size=(inputs, samples)),
             "target": generator.integers(-one, one, size=(outputs, samples)),
             "grad_shift": 0, "lr_shift": 3}
+
+
+def sequenced_samples(params):
+    """Samples of the sequenced SGD step: whole lane groups (its chained placements need them), at least two and
+    at least the 3 outputs (``bp2``'s ``W2^T`` rows must fit beside ``z1``'s in the PE vaults: ``step_program``)."""
+    lanes = params["lanes"]
+    return lanes * max(2, -(-3 // lanes))
