@@ -50,9 +50,12 @@ class StepLayer:
     name : str
     layer : CompiledLayer
         Compiled for the system (``compile_for_system``), from word 0.
-    links : dict of str to (str, str)
+    links : dict of str to tuple
         Input tensor name -> ``(earlier layer's name, its tensor name)`` (an output, or an input
-        the earlier layer shares). Inputs not linked are written by the host.
+        the earlier layer shares), or ``(layer, tensor, view)``: ``view`` maps the input's flat
+        element indices to the tensor's (the same slots hold the same values under another
+        shape, e.g. a convolution's activations as an ``act_bp`` matrix). Inputs not linked are
+        written by the host.
     host_before : dict of str to int
         Per unlinked input, the run before which the host writes it (missing: 0, before the first run).
     """
@@ -136,7 +139,9 @@ def place_step(steps, runs, **params):
     for number, step in enumerate(steps):
         for vault in step.layer.vault_words:
             frames.find((number, vault))
-        for name, (producer, tensor) in step.links.items():
+        for name, link in step.links.items():
+            producer, tensor = link[:2]
+            view = link[2] if len(link) > 2 else None
             label = f"{step.name}.{name} <- {producer}.{tensor}"
             if producer not in index or index[producer] >= number or tensor not in steps[index[producer]].layer.tensors:
                 raise ProgramError(f"{label}: no earlier layer {producer!r} with a tensor {tensor!r}")
@@ -145,8 +150,9 @@ def place_step(steps, runs, **params):
             source = steps[index[producer]].layer
             shape1, places1 = _placements(source, tensor)
             shape2, places2 = _placements(step.layer, name)
-            if shape1 != shape2 or len(places1) != len(places2) or any(
-                    a.vault != b.vault or not np.array_equal(a.index, b.index) for a, b in zip(places1, places2)):
+            if view is None and shape1 != shape2 or len(places1) != len(places2) or any(
+                    a.vault != b.vault or not np.array_equal(a.index, _viewed(b.index, view))
+                    for a, b in zip(places1, places2)):
                 raise ProgramError(f"{label}: the input is not placed as the tensor it reads (another vault, "
                                    "shape or element order)")
             for a, b in zip(places1, places2):
@@ -211,6 +217,14 @@ def place_step(steps, runs, **params):
     return PlacedStep(layers, order, cut, offsets, host_inputs)
 
 
+def _viewed(index, view):
+    """A placement's element indices seen through a link's ``view`` (consumer element -> producer element)."""
+    if view is None:
+        return index
+    index = np.asarray(index, dtype=np.int64)
+    return np.where(index >= 0, view(np.maximum(index, 0)), -1)
+
+
 def _collide(first, second):
     """Two regions ``(start, words, vault, live from, live to)`` (vault not compared) overlap while both live."""
     start1, words1, _, born1, dies1 = first[:5]
@@ -222,7 +236,7 @@ def _owner(steps, index, key):
     """The (layer number, tensor) that owns the region ``key`` reads: follows links back to an unlinked tensor."""
     number, tensor = key
     while tensor in steps[number].links:
-        producer, tensor = steps[number].links[tensor]
+        producer, tensor = steps[number].links[tensor][:2]
         number = index[producer]
     return number, tensor
 

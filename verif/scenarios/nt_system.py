@@ -559,3 +559,17 @@ def sequenced_samples(params):
     at least the 3 outputs (``bp2``'s ``W2^T`` rows must fit beside ``z1``'s in the PE vaults: ``step_program``)."""
     lanes = params["lanes"]
     return lanes * max(2, -(-3 // lanes))
+
+
+def cnn_problem(params, seed):
+    """A small CNN for one SGD step on the system (``tb_nt_system.sequenced_sgd_step_cnn``,
+    ``verif/test_nt_cnn_step.py``): ``lanes x pes`` 5 x 5 one-channel images, one 2 x 2 kernel, 2 x 2 max pooling,
+    3 classes; Q``F`` values uniform in [-1, 1), and the shifts."""
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "cnn").randrange(1 << 32))
+    one = 1 << params["frac_bits"]
+    samples = params["lanes"] * params["pes"]
+    return {"x": generator.integers(-one, one, size=(samples, 1, 5, 5)),
+            "wc": generator.integers(-one, one, size=(1, 1, 2, 2)),
+            "w": generator.integers(-one, one, size=(3, 4)),
+            "target": generator.integers(-one, one, size=(3, samples)),
+            "grad_shift": 0, "lr_shift": 3}
