@@ -22,7 +22,7 @@ from trainforge.sim.neurotrainer.integration_layers import compile_for_system, h
 from trainforge.sim.neurotrainer.layer_chain import run_program
 from trainforge.sim.neurotrainer.cnn_training import cnn_host_tensors, cnn_sgd_step
 from trainforge.sim.neurotrainer.sequenced_training import sequenced_sgd_step, sgd_host_tensors
-from trainforge.sim.neurotrainer.step_program import host_image_writes, run_program as step_run_program
+from trainforge.sim.neurotrainer.step_program import host_image_writes, ibuffer_runs
 from trainforge.sim.neurotrainer.system_training import SGD_LAYERS, layer_inputs, sgd_layers, sgd_step, update
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
@@ -390,10 +390,9 @@ async def host_write_words(harness, writes, label):
                                    f"host writes ({label})")
 
 
-async def run_sequenced(harness, ibuffer, start_program, layers, program, label):
+async def run_sequenced(harness, ibuffer, start_program, layers, loads, count, label):
     """Load one iBuffer run, start it, and wait for ``busy`` to fall; no program word from the testbench."""
     bench, component = harness.bench, harness.component
-    loads, count = sequencer_loads(bench.params, program)
     ibuffer.send([pack(component.ibuffer_load_layout, load) for load in loads])
     await bench.wait_until(lambda: ibuffer.idle, 4 * len(loads) + 100, f"the iBuffer loads ({label})")
     start_program.send([count])
@@ -412,14 +411,14 @@ async def run_placed_step(harness, program, host_tensors, expected, read, label)
     start per run, no program word from the testbench. After each run every used vault word must equal the golden
     run's, and the outputs named in ``read[run]`` (read back by the host) the golden outputs. Returns the outputs
     read, by name (the host's next writes come from them)."""
-    bench, component = harness.bench, harness.component
+    bench = harness.bench
     ibuffer = StreamSource(bench.dut, "i_ibuffer", bench.cycle, bench.rng, valid_probability=0.8)
     start_program = StreamSource(bench.dut, "i_start", bench.cycle, bench.rng)
     used = {}
     for layer in program.layers.values():
         for vault, words in layer.vault_words.items():
             used[vault + 1] = max(used.get(vault + 1, 0), words)
-    outputs = {}
+    outputs, runs = {}, ibuffer_runs(program, **bench.params)
     for run, names in enumerate(program.runs):
         where = f"{label} run {run + 1} ({', '.join(names)})"
         writes = host_image_writes(program, run, host_tensors(run, outputs))
@@ -428,8 +427,7 @@ async def run_placed_step(harness, program, host_tensors, expected, read, label)
                       for vault, words in used.items()}
         await host_write_words(harness, writes, where)
         layers = [program.layers[name] for name in names]
-        count, loads = await run_sequenced(harness, ibuffer, start_program, layers,
-                                           step_run_program(program, run, component.pes), where)
+        count, loads = await run_sequenced(harness, ibuffer, start_program, layers, *runs[run], where)
         final = await host_read(harness, used, where)
         for vault, words in final.items():
             want = expected["finals"][run][vault][:words.size]

@@ -1,6 +1,8 @@
-"""The golden fixed-point SGD step of the system (``sim/neurotrainer/system_training.py``) against float64 numpy.
+"""The golden fixed-point SGD step of the system (``sim/neurotrainer/system_training.py``, and the step as the
+sequencer runs it, ``sim/neurotrainer/sequenced_training.py``) against float64 numpy.
 
-The RTL's step must equal the golden step bit for bit (``tb_nt_system.sgd_step_mlp``); this file
+The RTL's step must equal the golden step bit for bit (``tb_nt_system.sgd_step_mlp``,
+``sequenced_sgd_step_mlp``); this file
 checks that the golden step is the MLP's training step: every layer's output within an error bound
 of the float64 step. The float step uses the system's LUT values for f and f' (the table's
 plain-Python LUT, ``scenarios.nt_system.lut_reference``, on the exactly rounded ``z1``), so the

@@ -32,13 +32,13 @@ import numpy as np
 from ...errors import ProgramError
 from ...golden.neurotrainer.integration import nt_system
 from ...spec.neurotrainer import integration as spec
-from ...spec.neurotrainer.packing import elements_per_word, pack_words, unpack_words
+from ...spec.neurotrainer.packing import elements_per_word, pack_words
 from . import executor
 from .compiler import COMMON
-from .ibuffer_loads import system_program
+from .ibuffer_loads import sequencer_loads, system_program
 from .layer_chain import relocate
 
-__all__ = ["StepLayer", "PlacedStep", "place_step", "run_program", "host_image_writes", "golden_run"]
+__all__ = ["StepLayer", "PlacedStep", "place_step", "run_program", "ibuffer_runs", "host_image_writes", "golden_run"]
 
 
 @dataclass
@@ -244,6 +244,19 @@ def _owner(steps, index, key):
 def run_program(placed, run, pes):
     """The iBuffer program of run ``run`` (``ibuffer_loads.sequencer_loads`` takes it)."""
     return system_program([placed.layers[name] for name in placed.runs[run]], pes)
+
+
+def ibuffer_runs(placed, **params):
+    """Per run, the iBuffer loads (``i_load`` payload dicts: every queue's words and the layer table) and the
+    ``i_start`` value: what the host sends to run the step (``ibuffer_loads.sequencer_loads`` of each run).
+
+    Raises
+    ------
+    ProgramError
+        A run with more layers than ``max_layers`` or more words in a queue than ``queue_depth``.
+    """
+    system = spec.PARAMS.resolve(**{key: value for key, value in params.items() if key in spec.PARAMS.names})
+    return [sequencer_loads(system, run_program(placed, run, system["pes"])) for run in range(len(placed.runs))]
 
 
 def host_image_writes(placed, run, tensors):
