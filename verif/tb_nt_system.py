@@ -20,10 +20,15 @@ from trainforge.sim.neurotrainer.ibuffer_loads import sequencer_loads, system_pr
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, host_images, layer_config, \
     run_layers, vault_programs
 from trainforge.sim.neurotrainer.layer_chain import run_program
+from trainforge.sim.neurotrainer.cnn_training import cnn_host_tensors, cnn_sgd_step
+from trainforge.sim.neurotrainer.sequenced_training import sequenced_sgd_step, sgd_host_tensors
+from trainforge.sim.neurotrainer.step_program import host_image_writes, ibuffer_runs
 from trainforge.sim.neurotrainer.system_training import SGD_LAYERS, layer_inputs, sgd_layers, sgd_step, update
 from trainforge.sim.neurotrainer.program import pmag_rtl_payload
 from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
+
+from trainforge.errors import ProgramError
 
 import scenarios.nt_system as table
 from scenario import Transactions, check_transactions
@@ -372,3 +377,138 @@ async def sgd_step_mlp(dut):
         assert np.array_equal(got, want), f"SGD step: updated {label} {got.tolist()}, golden {want.tolist()} " \
                                           f"{bench.where()}"
     dut._log.info("SGD step: %d layers, W1 %s and W2 %s updated bit-exactly", len(SGD_LAYERS), w1.shape, w2.shape)
+
+
+async def host_write_words(harness, writes, label):
+    """The host's writes ``{system vault: {word address: word}}``, every vault's in parallel."""
+    layout = harness.component.host_layout
+    for vault, words in writes.items():
+        harness.host[vault].send([pack(layout, {"address": address, "write": 1, "data": int(word) & 0xFFFFFFFF})
+                                  for address, word in sorted(words.items())])
+    longest = max((len(words) for words in writes.values()), default=0)
+    await harness.bench.wait_until(lambda: all(source.idle for source in harness.host), 20 * longest + 100,
+                                   f"host writes ({label})")
+
+
+async def run_sequenced(harness, ibuffer, start_program, layers, loads, count, label):
+    """Load one iBuffer run, start it, and wait for ``busy`` to fall; no program word from the testbench."""
+    bench, component = harness.bench, harness.component
+    ibuffer.send([pack(component.ibuffer_load_layout, load) for load in loads])
+    await bench.wait_until(lambda: ibuffer.idle, 4 * len(loads) + 100, f"the iBuffer loads ({label})")
+    start_program.send([count])
+    await bench.wait_until(lambda: start_program.idle, 100, f"the start ({label})")
+    await RisingEdge(bench.dut.clk)
+    limit = sum(len(job.passes) * 300 for layer in layers for job in layer.pe_jobs) + \
+        20 * sum(words for layer in layers for words in layer.vault_words.values()) + 2000
+    await bench.wait_until(lambda: bench.dut.busy.value == 0, limit, f"the end of the run ({label})")
+    assert all(source.idle for source in harness.sources()), f"{label}: the testbench sent program words"
+    return count, len(loads)
+
+
+async def run_placed_step(harness, program, host_tensors, expected, read, label):
+    """Run a placed step (``sim/neurotrainer/step_program.py``) run after run: before each run the host's writes
+    (the first: every used word, zeros around the tensors, as the golden run starts), one iBuffer load and one
+    start per run, no program word from the testbench. After each run every used vault word must equal the golden
+    run's, and the outputs named in ``read[run]`` (read back by the host) the golden outputs. Returns the outputs
+    read, by name (the host's next writes come from them)."""
+    bench = harness.bench
+    ibuffer = StreamSource(bench.dut, "i_ibuffer", bench.cycle, bench.rng, valid_probability=0.8)
+    start_program = StreamSource(bench.dut, "i_start", bench.cycle, bench.rng)
+    used = {}
+    for layer in program.layers.values():
+        for vault, words in layer.vault_words.items():
+            used[vault + 1] = max(used.get(vault + 1, 0), words)
+    outputs, runs = {}, ibuffer_runs(program, **bench.params)
+    for run, names in enumerate(program.runs):
+        where = f"{label} run {run + 1} ({', '.join(names)})"
+        writes = host_image_writes(program, run, host_tensors(run, outputs))
+        if run == 0:
+            writes = {vault: {address: writes.get(vault, {}).get(address, 0) for address in range(words)}
+                      for vault, words in used.items()}
+        await host_write_words(harness, writes, where)
+        layers = [program.layers[name] for name in names]
+        count, loads = await run_sequenced(harness, ibuffer, start_program, layers, *runs[run], where)
+        final = await host_read(harness, used, where)
+        for vault, words in final.items():
+            want = expected["finals"][run][vault][:words.size]
+            bad = np.flatnonzero(words != want)
+            assert bad.size == 0, (f"{where}: vault {vault} word {bad[0]} expected {int(want[bad[0]]):#x}, got "
+                                   f"{int(words[bad[0]]):#x} ({bad.size} mismatches) {bench.where()}")
+        vaults = {vault - 1: words for vault, words in final.items()}
+        for name in read[run]:
+            outputs[name] = executor.unload(program.layers[name], vaults)
+            assert np.array_equal(outputs[name], expected["outputs"][name]), (
+                f"{where}: {name} output {outputs[name].tolist()}, golden {expected['outputs'][name].tolist()} "
+                f"{bench.where()}")
+        bench.dut._log.info("%s: %d layers run by the sequencer, %d iBuffer loads", where, count, loads)
+    return outputs
+
+
+def _step_parameters(dut, params):
+    if params["rounding"] == "sr_lo" and params["frac_bits"] == params["lut_frac_bits"] == \
+            params["lut_out_frac_bits"]:
+        return True
+    dut._log.info("the SGD step needs SR-LO and frac_bits = lut_frac_bits = lut_out_frac_bits: not run")
+    return False
+
+
+@cocotb.test()
+async def sequenced_sgd_step_mlp(dut):
+    """One SGD step of a two-layer MLP run by the iBuffer / layer sequencer (``sim/neurotrainer/sequenced_training.py``):
+    the host loads the weights and inputs once, runs the forward pass (2 layers), reads ``z2``, writes the loss
+    gradient, runs the backward pass and the weight gradients (5 layers, SR-LO, the LFSR carried), reads ``dW`` and
+    updates. Every vault word after each run, every read output and both updated weights equal the golden step."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    params = bench.params
+    if not _step_parameters(dut, params):
+        return
+    problem = table.sgd_problem(params, bench.seed, samples=table.sequenced_samples(params))
+    w1, w2, x, target = (np.asarray(problem[name]) for name in ("w1", "w2", "x", "target"))
+    try:
+        expected = sequenced_sgd_step(w1, w2, x, target, grad_shift=problem["grad_shift"],
+                                      lr_shift=problem["lr_shift"], **params)
+    except ProgramError as error:
+        dut._log.info("the sequenced step does not chain with these parameters (%s): not run", error)
+        return
+    outputs = await run_placed_step(harness, expected["program"],
+                                    sgd_host_tensors(w1, w2, x, target, problem["grad_shift"]), expected,
+                                    (("ff2",), ("up1", "up2")), "MLP SGD")
+    for name, weights, gradient, want in (("W1", w1, outputs["up1"], expected["w1"]),
+                                          ("W2", w2, outputs["up2"], expected["w2"])):
+        got = update(weights, gradient, problem["lr_shift"])
+        assert np.array_equal(got, want), f"sequenced SGD step: updated {name} {got.tolist()}, golden " \
+                                          f"{want.tolist()} {bench.where()}"
+    dut._log.info("sequenced SGD step: %d runs, W1 %s and W2 %s updated bit-exactly", len(expected["program"].runs),
+                  w1.shape, w2.shape)
+
+
+@cocotb.test()
+async def sequenced_sgd_step_cnn(dut):
+    """One SGD step of a small CNN (``sim/neurotrainer/cnn_training.py``: conv, f(x), max pooling, FC, the host's loss
+    gradient, FC BP and UP, max-pooling backward, f'(z)·dY, conv UP; SR-LO) run by the sequencer in five runs, the host
+    between them only for the loss gradient and the three vault-to-vault moves the system cannot make. Every vault
+    word after each run, every output the host reads and both updated weights equal the golden step."""
+    bench = await start(dut)
+    harness = Harness(bench)
+    params = bench.params
+    if not _step_parameters(dut, params):
+        return
+    problem = table.cnn_problem(params, bench.seed)
+    x, wc, w, target = (np.asarray(problem[name]) for name in ("x", "wc", "w", "target"))
+    try:
+        expected = cnn_sgd_step(x, wc, w, target, grad_shift=problem["grad_shift"], lr_shift=problem["lr_shift"],
+                                **params)
+    except ProgramError as error:
+        dut._log.info("the CNN step does not fit these parameters (%s): not run", error)
+        return
+    outputs = await run_placed_step(harness, expected["program"],
+                                    cnn_host_tensors(x, wc, w, target, problem["grad_shift"]), expected,
+                                    (("pool",), ("fc",), ("fcbp", "fcup"), ("act",), ("convup",)), "CNN SGD")
+    for name, weights, gradient, want in (("Wc", wc, outputs["convup"], expected["wc"]),
+                                          ("W", w, outputs["fcup"], expected["w"])):
+        got = update(weights, gradient, problem["lr_shift"])
+        assert np.array_equal(got, want), f"CNN SGD step: updated {name} {got.tolist()}, golden " \
+                                          f"{want.tolist()} {bench.where()}"
+    dut._log.info("CNN SGD step: %d runs, Wc %s and W %s updated bit-exactly", len(expected["program"].runs),
+                  wc.shape, w.shape)

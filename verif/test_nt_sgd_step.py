@@ -1,6 +1,8 @@
-"""The golden fixed-point SGD step of the system (``sim/neurotrainer/system_training.py``) against float64 numpy.
+"""The golden fixed-point SGD step of the system (``sim/neurotrainer/system_training.py``, and the step as the
+sequencer runs it, ``sim/neurotrainer/sequenced_training.py``) against float64 numpy.
 
-The RTL's step must equal the golden step bit for bit (``tb_nt_system.sgd_step_mlp``); this file
+The RTL's step must equal the golden step bit for bit (``tb_nt_system.sgd_step_mlp``,
+``sequenced_sgd_step_mlp``); this file
 checks that the golden step is the MLP's training step: every layer's output within an error bound
 of the float64 step. The float step uses the system's LUT values for f and f' (the table's
 plain-Python LUT, ``scenarios.nt_system.lut_reference``, on the exactly rounded ``z1``), so the
@@ -14,10 +16,12 @@ bound only has to cover the fixed-point arithmetic, propagated to first order:
 """
 import numpy as np
 
+from trainforge.sim.neurotrainer.integration_layers import run_layers
+from trainforge.sim.neurotrainer.sequenced_training import sequenced_sgd_step
 from trainforge.sim.neurotrainer.system_training import sgd_step
 from trainforge.spec.neurotrainer import integration as spec
 
-from scenarios.nt_system import lut_reference, sgd_problem
+from scenarios.nt_system import lut_reference, sequenced_samples, sgd_problem
 
 SLOPES = {"sigmoid": (0.25, 0.1), "tanh": (1.0, 0.77), "relu": (1.0, 0.0)}
 
@@ -103,3 +107,40 @@ def test_the_bound_sees_a_wrong_step(seed):
         assert "act1" in str(error)
     else:
         raise AssertionError("the bound did not see f(z1) used for f'(z1)")
+
+
+def test_sequenced_golden_step_is_the_float_step_within_the_rounding_bound(seed):
+    """The step as the sequencer runs it (``sim/neurotrainer/sequenced_training.py``: chained placements, ``bp2`` in
+    the ``fc_up`` form, ``z1`` recomputed into the PE vaults, two iBuffer runs) is the same training step: every
+    layer within the float64 bound, ``z1`` recomputed equal to the forward pass's, the update ``W - (dW >> s)``."""
+    for overrides in ({}, {"pes": 3, "lanes": 1, "seed": 77}):
+        params = _params(**overrides)
+        problem = sgd_problem(params, seed, samples=sequenced_samples(params))
+        golden = sequenced_sgd_step(problem["w1"], problem["w2"], problem["x"], problem["target"],
+                                    grad_shift=problem["grad_shift"], lr_shift=problem["lr_shift"], **params)
+        _check(params, problem, golden)
+        assert np.array_equal(golden["outputs"]["ff1pe"], golden["outputs"]["ff1"])
+        for weights, gradient in (("w1", "up1"), ("w2", "up2")):
+            moved = np.asarray(problem[weights]) - golden[weights]
+            assert np.array_equal(moved, golden["outputs"][gradient] >> problem["lr_shift"])
+
+
+def test_sequenced_placement_keeps_live_tensors(seed):
+    """Every tensor a later layer of the sequenced step reads is still in its vault when it is read: the golden run
+    of the placed program equals the layers run one by one, each from the host's images of its inputs (so no layer
+    overwrote another's live input), bit for bit, the LFSR carried in both."""
+    params = _params()
+    problem = sgd_problem(params, seed, samples=sequenced_samples(params))
+    golden = sequenced_sgd_step(problem["w1"], problem["w2"], problem["x"], problem["target"],
+                                grad_shift=problem["grad_shift"], lr_shift=problem["lr_shift"], **params)
+    program = golden["program"]
+    w1, w2, x = (np.asarray(problem[name]) for name in ("w1", "w2", "x"))
+    outputs = golden["outputs"]
+    dz2 = golden["dz2"]
+    given = {"ff1": {"w": w1, "x": x}, "ff2": {"w": w2, "x": outputs["ff1"]}, "bp2": {"dy": w2.T, "x": dz2.T},
+             "ff1pe": {"dy": w1, "x": x.T}, "act1": {"z": outputs["ff1pe"], "dx": outputs["bp2"]},
+             "up2": {"dy": dz2, "x": outputs["ff1"]}, "up1": {"dy": outputs["act1"], "x": x}}
+    one_by_one = run_layers([program.layers[name] for name in program.order],
+                            [given[name] for name in program.order], **params)
+    for name, result in zip(program.order, one_by_one):
+        assert np.array_equal(result["output"], outputs[name]), f"{name}: the chained run read an overwritten input"

@@ -93,6 +93,6 @@ PARAMS = ParamSchema((
     _lut("table_bits", 6, "log2 of the LUTs' segments"),
     _lut("frac_bits", 8, "fraction bits of the LUTs' 16-bit input"),
     _lut("out_frac_bits", 8, "fraction bits of the LUTs' 16-bit output"),
-    _sequencer("max_layers", 4, "layer table entries of the iBuffer (power of two)"),
+    _sequencer("max_layers", 8, "layer table entries of the iBuffer (power of two)"),
     _sequencer("queue_depth", 64, "program words of each iBuffer queue (power of two)"),
 ), constraints=(check_seed,))

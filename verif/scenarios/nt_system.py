@@ -537,15 +537,39 @@ def sequenced_programs(params, seed):
     return programs
 
 
-def sgd_problem(params, seed):
-    """A small MLP (6 inputs, 4 hidden, 3 outputs, ``lanes + 1`` samples) for one SGD step on the system: Q``F``
-    weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step``, ``verif/test_nt_sgd_step.py``)."""
+def sgd_problem(params, seed, samples=None):
+    """A small MLP (6 inputs, ``2 pes`` hidden, 3 outputs, ``samples`` samples, default ``lanes + 1``) for one SGD
+    step on the system: Q``F`` weights, inputs and targets, and the shifts (``tb_nt_system.sgd_step_mlp`` and
+    ``sequenced_sgd_step_mlp``, ``verif/test_nt_sgd_step.py``). The sequenced step takes
+    :func:`sequenced_samples`."""
     frac = params["frac_bits"]
     generator = np.random.default_rng(rng_for(seed, "nt_system", "sgd").randrange(1 << 32))
-    inputs, hidden, outputs, samples = 6, 2 * params["pes"], 3, params["lanes"] + 1
+    inputs, hidden, outputs = 6, 2 * params["pes"], 3
+    samples = params["lanes"] + 1 if samples is None else samples
     one = 1 << frac
     return {"w1": generator.integers(-one, one, size=(hidden, inputs)),
             "w2": generator.integers(-one, one, size=(outputs, hidden)),
             "x": generator.integers(-one, one, size=(inputs, samples)),
             "target": generator.integers(-one, one, size=(outputs, samples)),
+            "grad_shift": 0, "lr_shift": 3}
+
+
+def sequenced_samples(params):
+    """Samples of the sequenced SGD step: whole lane groups (its chained placements need them), at least two and
+    at least the 3 outputs (``bp2``'s ``W2^T`` rows must fit beside ``z1``'s in the PE vaults: ``step_program``)."""
+    lanes = params["lanes"]
+    return lanes * max(2, -(-3 // lanes))
+
+
+def cnn_problem(params, seed):
+    """A small CNN for one SGD step on the system (``tb_nt_system.sequenced_sgd_step_cnn``,
+    ``verif/test_nt_cnn_step.py``): ``lanes x pes`` 5 x 5 one-channel images, one 2 x 2 kernel, 2 x 2 max pooling,
+    3 classes; Q``F`` values uniform in [-1, 1), and the shifts."""
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "cnn").randrange(1 << 32))
+    one = 1 << params["frac_bits"]
+    samples = params["lanes"] * params["pes"]
+    return {"x": generator.integers(-one, one, size=(samples, 1, 5, 5)),
+            "wc": generator.integers(-one, one, size=(1, 1, 2, 2)),
+            "w": generator.integers(-one, one, size=(3, 4)),
+            "target": generator.integers(-one, one, size=(3, samples)),
             "grad_shift": 0, "lr_shift": 3}
