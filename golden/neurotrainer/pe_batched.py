@@ -180,52 +180,56 @@ class _Passes:
 
 
 def _timing(passes, sizes1, sizes2):
-    """``nt_pe``'s acceptance cycle of every pass and the BUF1 / BUF2 block each pass reads."""
-    count = len(passes.word)
-    accepts = np.zeros(count, dtype=np.int64)
-    block1_of = np.zeros(count, dtype=np.int64)
-    block2_of = np.zeros(count, dtype=np.int64)
-    ends = ([], [])
-    releases = ({}, {})
-    sizes = (list(sizes1), list(sizes2))
+    """``nt_pe``'s acceptance cycle of every pass and the BUF1 / BUF2 block each pass reads.
+
+    Block ``b`` of a fill stream ends in ``max(end[b - 1] + 1, release[b - 2]) + size[b] - 1``; a pass is
+    accepted in ``max(idle, end2[its BUF2 block] + 1, end1[its BUF1 block] + 1 if MAC)`` and leaves the PE
+    idle ``rows_sent + ROW_DELAY + 1 + latency`` cycles later, releasing the blocks it does not hold.
+    """
+    mac = passes.kind == _MAC
+    advance1 = mac & (passes.hold1 == 0)
+    advance2 = passes.hold2 == 0
+    block1_of = np.concatenate([[0], np.cumsum(advance1)[:-1]]).astype(np.int64)
+    block2_of = np.concatenate([[0], np.cumsum(advance2)[:-1]]).astype(np.int64)
+    busy = (passes.rows_sent + ROW_DELAY + 1 + passes.latency).tolist()
     names = ("BUF Input 1", "BUF Input 2")
+    state = []
+    for which, sizes in enumerate((sizes1, sizes2)):
+        state.append(([], [None] * (len(sizes) + 2), list(sizes)))       # ends, releases, sizes
 
     def complete(which, block):
-        end, release, size = ends[which], releases[which], sizes[which]
+        end, release, size = state[which]
         if block >= len(size):
             raise ValueError(f"a pass needs {names[which]} block {block}, but only {len(size)} are given")
         while len(end) <= block:
             index = len(end)
             start = end[-1] + 1 if end else 0
             if index >= 2:
-                if index - 2 not in release:
+                if release[index - 2] is None:
                     raise ValueError(f"{names[which]} block {index} waits for the release of block {index - 2}, "
                                      "which no earlier pass releases (deadlock)")
                 start = max(start, release[index - 2])
             end.append(start + size[index] - 1)
         return end[block] + 1
 
-    idle = block1 = block2 = 0
-    is_mac = (passes.kind == _MAC).tolist()
-    rows_sent, latency = passes.rows_sent.tolist(), passes.latency.tolist()
-    hold1, hold2 = passes.hold1.tolist(), passes.hold2.tolist()
-    for index in range(count):
-        end2 = ends[1]
-        ready2 = end2[block2] + 1 if block2 < len(end2) else complete(1, block2)
-        accept = max(idle, ready2)
-        if is_mac[index]:
-            end1 = ends[0]
-            accept = max(accept, end1[block1] + 1 if block1 < len(end1) else complete(0, block1))
-        accepts[index] = accept
-        block1_of[index], block2_of[index] = block1, block2
-        idle = accept + rows_sent[index] + ROW_DELAY + 1 + latency[index]
-        if is_mac[index] and not hold1[index]:
-            releases[0][block1] = idle
-            block1 += 1
-        if not hold2[index]:
-            releases[1][block2] = idle
-            block2 += 1
-    return accepts, block1_of, block2_of
+    accepts = []
+    idle = 0
+    end1, release1, _ = state[0]
+    end2, release2, _ = state[1]
+    for b1, b2, is_mac, leave1, leave2, cycles in zip(block1_of.tolist(), block2_of.tolist(), mac.tolist(),
+                                                      advance1.tolist(), advance2.tolist(), busy):
+        ready = end2[b2] + 1 if b2 < len(end2) else complete(1, b2)
+        accept = idle if idle > ready else ready
+        if is_mac:
+            ready = end1[b1] + 1 if b1 < len(end1) else complete(0, b1)
+            accept = accept if accept > ready else ready
+        accepts.append(accept)
+        idle = accept + cycles
+        if leave1:
+            release1[b1] = idle
+        if leave2:
+            release2[b2] = idle
+    return np.array(accepts, dtype=np.int64), block1_of, block2_of
 
 
 def _check(passes, out_depth, sizes1, half1, sizes2, half2):

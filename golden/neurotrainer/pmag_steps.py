@@ -84,14 +84,27 @@ class ProgramSteps:
             split -= 1
             inner *= self.counts[split]
         self._split, self._inner = split, inner
-        self._tables = {name: self._linear(vector, split, LEVELS, np.arange(inner, dtype=np.int64))
-                        for name, vector in (("address", self._address), ("h", self._h), ("k", self._k))}
+        self._tables = {}
 
-    def _linear(self, vector, first, last, index):
-        """``sum vector[l + 1] * r_(l + 1)`` over levels ``first .. last - 1`` of the mixed-radix ``index``."""
+    def _vector(self, name):
+        return {"address": self._address, "h": self._h, "k": self._k}[name]
+
+    def _table(self, name):
+        """The fast counters' part of quantity ``name`` for inner steps ``0 .. inner - 1`` (built once)."""
+        if name not in self._tables:
+            vector = self._vector(name)
+            table = np.zeros(1, dtype=np.int64)
+            for level in range(self._split, LEVELS):
+                digits = np.arange(self.counts[level], dtype=np.int64) * np.int64(vector[level + 1])
+                table = (table[:, None] + digits[None, :]).reshape(-1)
+            self._tables[name] = table
+        return self._tables[name]
+
+    def _outer(self, vector, index):
+        """The slow counters' part (``r1 .. r_split``) of the outer block numbers ``index``."""
         value = np.zeros(index.shape, dtype=np.int64)
         rest = index.copy()
-        for level in range(last - 1, first - 1, -1):
+        for level in range(self._split - 1, -1, -1):
             rest, digit = np.divmod(rest, self.counts[level])
             if vector[level + 1]:
                 value += digit * np.int64(vector[level + 1])
@@ -99,10 +112,10 @@ class ProgramSteps:
 
     def _values(self, name, start, stop):
         """The linear quantity ``name`` (constant term included) for steps ``start .. stop - 1``."""
-        vector = {"address": self._address, "h": self._h, "k": self._k}[name]
+        vector = self._vector(name)
         first, last = start // self._inner, (stop - 1) // self._inner
-        outer = self._linear(vector, 0, self._split, np.arange(first, last + 1, dtype=np.int64)) + np.int64(vector[0])
-        values = (outer[:, None] + self._tables[name][None, :]).reshape(-1)
+        outer = self._outer(vector, np.arange(first, last + 1, dtype=np.int64)) + np.int64(vector[0])
+        values = (outer[:, None] + self._table(name)[None, :]).reshape(-1)
         offset = first * self._inner
         return values[start - offset:stop - offset]
 

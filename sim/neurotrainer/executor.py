@@ -126,7 +126,11 @@ def _read(stream, vaults, layer=None):
 
 def _read_words(image, address, pad, layer=None):
     """The words read requests ``(address, pad)`` deliver from a vault image (pad: 0; LUT-selected: the LUT's)."""
+    padded = pad.any()
     select = (address >> LUT_SELECT_SHIFT) & 3
+    if not select.any():                        # no table selected: the vault words as they are
+        words = np.asarray(image[np.where(pad, 0, address) if padded else address], dtype=np.int64)
+        return np.where(pad, 0, words) if padded else words
     words = np.asarray(image[np.where(pad, 0, address & LUT_ADDRESS_MASK)], dtype=np.int64)
     for function, code in LUT_SELECT.items():
         chosen = select == code
