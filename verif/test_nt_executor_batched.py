@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from scenarios import nt_pe as pe_scenarios
+from trainforge.errors import ParameterError
 from trainforge.golden.neurotrainer.pe import nt_pe
 from trainforge.golden.neurotrainer.pe_batched import nt_pe_batched
 from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program
@@ -101,6 +102,12 @@ def test_batched_executor_equals_the_per_pass_executor_through_the_luts():
                             ("fc_bp", dict(h=6, k=4, n=2), {"dy": "df"})):
         layer = compile_for_system(kind, dims, lut=lut, **params)
         assert_same_run(layer, _inputs(layer, rng), f"{kind} LUT {lut}")
+
+
+def test_an_unknown_pe_model_is_refused_naming_it():
+    layer = compile_layer("fc_ff", dict(h=2, k=2, n=1))
+    with pytest.raises(ParameterError, match="pe_model = 'fast'; allowed: per_pass, batched"):
+        execute(layer, {"w": np.ones((2, 2)), "x": np.ones((2, 1))}, pe_model="fast")
 
 
 def test_batched_pe_equals_nt_pe_on_random_pass_sequences():

@@ -38,6 +38,7 @@ what they write (true of every compiled layer: "regions never overlap").
 """
 import numpy as np
 
+from ...errors import ParameterError
 from ...golden.neurotrainer.lut import nt_lut_words
 from ...spec.neurotrainer.integration import LUT_ADDRESS_MASK, LUT_SELECT, LUT_SELECT_SHIFT
 from ...golden.neurotrainer.pe import nt_pe
@@ -210,7 +211,7 @@ def execute(layer, inputs, *, pe_model="per_pass", batch_words=1 << 23):
         result dict).
     """
     if pe_model not in PE_MODELS:
-        raise ValueError(f"pe_model = {pe_model!r}; allowed {', '.join(PE_MODELS)}")
+        raise ParameterError(f"pe_model = {pe_model!r}; allowed: {', '.join(PE_MODELS)}")
     if pe_model == "batched":
         return _execute_batched(layer, inputs, batch_words)
     vaults = pack_images(layer, run_copies(layer, load_elements(layer, inputs)))
