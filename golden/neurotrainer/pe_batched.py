@@ -128,6 +128,7 @@ class _Offsets:
     """The 32-bit rounding offsets of MAC rows by their index in the job, as ``nt_pe``'s table holds them."""
 
     def __init__(self, rounding, frac_bits, seed, lanes, total_rows):
+        self.rounding = rounding
         self.lanes = lanes
         self.last_row = max(total_rows - 1, 0)
         self.zero = rounding == "truncate" or frac_bits == 0 or total_rows == 0
@@ -141,6 +142,10 @@ class _Offsets:
         else:
             self.table = rounding_offsets(rounding, frac_bits, np.ones(total_rows, dtype=bool), seed, lanes,
                                           total_rows)
+
+    def used(self, fields):
+        """Whether a pass's 32-bit MAC rows take offsets (``nt_pe``: SR on, or the ``nearest`` variant)."""
+        return bool(fields["wide"]) and (bool(fields["sr"]) or self.rounding == "nearest")
 
     def of(self, rows):
         """Offsets of MAC rows ``rows`` (int64 array): shape + ``(lanes,)``, or None when all zero."""
@@ -233,6 +238,8 @@ def _timing(passes, sizes1, sizes2):
 
 
 def _check(passes, out_depth, sizes1, half1, sizes2, half2):
+    """``nt_pe``'s refusals: a block longer than its half, an accumulate pass beyond BUF Output, a route pass
+    without an output row, a product pass of an odd number of steps."""
     for name, sizes, half in (("BUF Input 1", sizes1, half1), ("BUF Input 2", sizes2, half2)):
         for index, size in enumerate(sizes):
             if not 1 <= size <= half:
@@ -463,7 +470,7 @@ def _mac_group(passes, fields_index, index, y0, block1_of, block2_of, rows_befor
     a = a_flat.reshape(len(index), outputs, per_output)                       # zero where no step: adds 0
     x = _x_rows(passes, index, block2_of, buffer2, min(per_output, steps))   # (passes, C', lanes)
     lanes = buffer2.width
-    use_offsets = wide and (fields["sr"] or not offsets.zero and offsets.constant is not None)
+    use_offsets = offsets.used(fields)
     first_row = rows_before[index][:, None] + np.arange(outputs) * (per_output + preload) + preload
     if wide:
         a, x = _signed(a, 32), _signed(x, 32)
@@ -504,7 +511,7 @@ def _product_group(passes, fields_index, index, block2_of, rows_before, buffer2,
     a, x = x_rows[:, 0::2], x_rows[:, 1::2]
     if wide:
         term = _signed(a, 32) * _signed(x, 32)
-        if fields["sr"] or offsets.constant is not None:
+        if offsets.used(fields):
             offset = offsets.of(rows_before[index][:, None] + np.arange(outputs))
             if offset is not None:
                 term = term + offset
