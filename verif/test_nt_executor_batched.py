@@ -12,17 +12,21 @@ boundaries. The batched PE model is also checked alone against ``nt_pe`` on the 
 table's random pass sequences (stale buffer halves, holds, route, product, MAX ties, every
 rounding), and the step-range PMAG model against ``nt_pmag`` on random programs.
 """
+import inspect
 import random
+import types
 
 import numpy as np
 import pytest
 
 from scenarios import nt_pe as pe_scenarios
 from trainforge.errors import ParameterError
+from trainforge.golden.neurotrainer import pe_batched, pmag_steps
 from trainforge.golden.neurotrainer.pe import nt_pe
 from trainforge.golden.neurotrainer.pe_batched import nt_pe_batched
 from trainforge.golden.neurotrainer.pmag import nt_pmag, random_program
 from trainforge.golden.neurotrainer.pmag_steps import ProgramSteps
+from trainforge.sim.neurotrainer import executor, stream_cursor
 from trainforge.sim.neurotrainer.compiler import compile_layer
 from trainforge.sim.neurotrainer.executor import execute
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system
@@ -71,10 +75,10 @@ def _inputs(layer, rng):
     return inputs
 
 
-def assert_same_run(layer, inputs, where, batch_words=256):
-    """Both paths on one layer: the same output, vault words and per-job PE results."""
+def assert_same_run(layer, inputs, where, batch_words=256, run=execute):
+    """Both paths on one layer: the same output, vault words and per-job PE results (``run``: the executor)."""
     expected = execute(layer, inputs)
-    actual = execute(layer, inputs, pe_model="batched", batch_words=batch_words)
+    actual = run(layer, inputs, pe_model="batched", batch_words=batch_words)
     np.testing.assert_array_equal(actual["output"], expected["output"], err_msg=f"{where}: output")
     assert expected["vaults"].keys() == actual["vaults"].keys(), where
     for vault, image in expected["vaults"].items():
@@ -90,9 +94,13 @@ def assert_same_run(layer, inputs, where, batch_words=256):
 
 @pytest.mark.parametrize("kind, dims, options", LAYERS, ids=[f"{kind}-{i}" for i, (kind, _, _) in enumerate(LAYERS)])
 def test_batched_executor_equals_the_per_pass_executor(kind, dims, options):
+    check_layer(kind, dims, options)
+
+
+def check_layer(kind, dims, options, run=execute):
     rng = np.random.default_rng(len(kind) * 1000 + sum(dims.values()))
     layer = compile_layer(kind, dims, **options)
-    assert_same_run(layer, _inputs(layer, rng), f"{kind} {dims} {options}")
+    assert_same_run(layer, _inputs(layer, rng), f"{kind} {dims} {options}", run=run)
 
 
 def test_batched_executor_equals_the_per_pass_executor_through_the_luts():
@@ -111,6 +119,10 @@ def test_an_unknown_pe_model_is_refused_naming_it():
 
 
 def test_batched_pe_equals_nt_pe_on_random_pass_sequences():
+    check_random_pass_sequences(nt_pe_batched)
+
+
+def check_random_pass_sequences(model):
     checked = 0
     for seed in range(60):
         rng = random.Random(seed)
@@ -123,7 +135,7 @@ def test_batched_pe_equals_nt_pe_on_random_pass_sequences():
         words = [pe_scenarios._program_word(fields) for fields in stimulus["i_program"]]
         blocks1, blocks2 = pe_scenarios._blocks(stimulus["i_in1"]), pe_scenarios._blocks(stimulus["i_in2"])
         expected = nt_pe(words, blocks1, blocks2, **params)
-        actual = nt_pe_batched(words, blocks1, blocks2, **params, batch_words=rng.choice([1, 40, 1 << 20]))
+        actual = model(words, blocks1, blocks2, **params, batch_words=rng.choice([1, 40, 1 << 20]))
         for key in expected:
             np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"seed {seed} {params}: {key}")
         checked += len(words)
@@ -131,15 +143,79 @@ def test_batched_pe_equals_nt_pe_on_random_pass_sequences():
 
 
 def test_step_ranges_give_the_pmag_golden_requests():
+    check_step_ranges(ProgramSteps)
+
+
+def check_step_ranges(model):
     rng = np.random.default_rng(3)
     for index in range(400):
         counter_bits = int(rng.integers(2, 17))
         program = random_program(rng, counter_bits=counter_bits, max_steps=300)
         expected = nt_pmag(program, counter_bits=counter_bits)
-        steps = ProgramSteps(program, counter_bits, inner_limit=int(rng.integers(1, 40)))
+        steps = model(program, counter_bits, inner_limit=int(rng.integers(1, 40)))
         cuts = [0, *sorted(int(c) for c in rng.integers(0, steps.steps + 1, 2)), steps.steps]
         parts = [steps.requests(start, stop) for start, stop in zip(cuts[:-1], cuts[1:])]
         np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), expected["address"][:-1].astype(np.int64),
                                       err_msg=f"program {index}: address")
         np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), expected["pad"][:-1],
                                       err_msg=f"program {index}: pad")
+
+
+#: Deliberately broken batched paths: (what, module, a source line, its broken replacement). Each must fail a check.
+MUTANTS = [
+    ("chained passes start from BUF Output", pe_batched,
+     "            if depth[group[0]] > 0:\n", "            if False:\n"),
+    ("no saturation after a 32-bit step", pe_batched,
+     "            y += term\n            np.clip(y, low, high, out=y)\n    else:", "            y += term\n    else:"),
+    ("stale half contents read as zeros", pe_batched,
+     "            out[old] = self.banks[block[old] % 2, position[old]]\n", "            pass\n"),
+    ("PE idle one cycle early", pe_batched, "        idle = accept + cycles\n", "        idle = accept + cycles - 1\n"),
+    ("SR-LO period 256", pe_batched, "_SR_LO_PREFIX, _SR_LO_PERIOD = 32, 255", "_SR_LO_PREFIX, _SR_LO_PERIOD = 32, 256"),
+    ("BUF Output after a batch from the first writer", pe_batched,
+     "    np.maximum.at(best, cover, writers)", "    np.minimum.at(best, cover, writers)"),
+    ("PMAG skip window ignored", pmag_steps,
+     "            return address[inside], np.zeros(int(inside.sum()), dtype=bool)",
+     "            return address, np.zeros(address.size, dtype=bool)"),
+    ("PMAG steps without the slow counters", pmag_steps,
+     "        values = (outer[:, None] + self._table(name)[None, :]).reshape(-1)",
+     "        values = (0 * outer[:, None] + self._table(name)[None, :]).reshape(-1)"),
+    ("copy: the dest's pad requests take data words", executor,
+     "            values[~pad] = _read_words(vaults[job.source.vault], *source.take(data))\n",
+     "            values[:data] = _read_words(vaults[job.source.vault], *source.take(data))\n"),
+    ("16-bit BUF1: the odd block's padding half kept", executor,
+     "            words = _buf1_words(words, sizes, 16)\n", "            words = np.repeat(words, 2)[:sum(sizes)]\n"),
+]
+
+
+def _broken(module, line, replacement):
+    """A copy of ``module`` with one source line replaced (the module itself is not touched)."""
+    source = inspect.getsource(module)
+    assert source.count(line) == 1, f"{module.__name__}: the line to break is not there once"
+    clone = types.ModuleType(module.__name__)
+    clone.__dict__.update(__package__=module.__package__, __file__=module.__file__)
+    exec(compile(source.replace(line, replacement), module.__file__, "exec"), clone.__dict__)
+    return clone
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("what, module, line, replacement", MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_a_broken_batched_path_fails_a_check(what, module, line, replacement, monkeypatch):
+    broken = _broken(module, line, replacement)
+    run, model, steps = execute, nt_pe_batched, ProgramSteps
+    if module is pe_batched:
+        monkeypatch.setattr(executor, "nt_pe_batched", broken.nt_pe_batched)
+        model = broken.nt_pe_batched
+    elif module is pmag_steps:
+        monkeypatch.setattr(executor, "ProgramSteps", broken.ProgramSteps)
+        monkeypatch.setattr(stream_cursor, "ProgramSteps", broken.ProgramSteps)
+        steps = broken.ProgramSteps
+    else:
+        run = broken.execute
+    checks = [lambda: check_random_pass_sequences(model), lambda: check_step_ranges(steps)]
+    checks += [lambda case=case: check_layer(*case, run=run) for case in LAYERS]
+    for check in checks:                  # until the first check that fails
+        try:
+            check()
+        except (AssertionError, ValueError, IndexError):
+            return
+    pytest.fail(f"{what}: every check passed")
