@@ -149,19 +149,18 @@ def test_cli_compiles_every_layer_of_a_network(tmp_path, capsys):
     assert len(lines) == 2 + 3 and lines[2].startswith("c1       up   conv_up  tiled")
 
 
-#: AlexNet layers (n = 1, 32-bit, one group) checked at full size by the reference executor. The executor runs
-#: the PE golden model pass by pass (about 4-6 ms per pass on a loaded machine): C4 FF takes about 5 minutes.
-FULL_SIZE = [("C1", "ff"), ("C1", "up"), ("C2", "ff"), ("C4", "ff"), ("C5", "ff"),
-             ("FC3", "ff"), ("FC3", "bp"), ("FC3", "up")]
+#: Every AlexNet layer and pass (n = 1, 32-bit, one group), checked at full size by the reference executor with the
+#: batched PE model (``execute(..., pe_model="batched")``, equal to the per-pass ``nt_pe`` path by
+#: ``verif/test_nt_executor_batched.py``). Times: hw/neurotrainer/docs/compiler.md, "Full size".
+FULL_SIZE = [(name, training_pass) for name in ("C1", "C2", "C3", "C4", "C5", "FC1", "FC2", "FC3")
+             for training_pass in ("ff", "bp", "up")]
 
 
-@pytest.mark.regress
-@pytest.mark.parametrize("layer_name, training_pass", FULL_SIZE)
-def test_alexnet_layer_at_full_size_equals_numpy(layer_name, training_pass):
+def full_size_case(layer_name, training_pass, seed=0):
+    """``(kind, dims, inputs, expected)`` of one AlexNet layer at n = 1: random inputs in -3 .. 3 and the numpy result."""
     (kind, dims), = [(kind, dims) for name, tp, kind, dims, _ in network_passes(BUILTIN_NETWORKS["alexnet"], 1)
                      if (name, tp) == (layer_name, training_pass)]
-    rng = np.random.default_rng(0)
-    layer = compile_layer(kind, dims, pe=dict(frac_bits=0, frac_bits16=0), bits=32)
+    rng = np.random.default_rng(seed)
     if kind.startswith("fc"):
         weights = rng.integers(-3, 4, (dims["h"], dims["k"]))
         x, dy = rng.integers(-3, 4, (dims["k"], dims["n"])), rng.integers(-3, 4, (dims["h"], dims["n"]))
@@ -176,5 +175,13 @@ def test_alexnet_layer_at_full_size_equals_numpy(layer_name, training_pass):
         inputs, expected = {"conv_ff": ({"x": x, "w": weights}, y),
                             "conv_up": ({"x": x, "dy": dy}, reference_up(x, dy, hk, wk, stride, pad)),
                             "conv_bp": ({"dy": dy, "w": weights}, reference_bp(dy, weights, x.shape, stride, pad))}[kind]
-    np.testing.assert_array_equal(execute(layer, inputs)["output"], expected, err_msg=f"AlexNet {layer_name} "
-                                                                                       f"{training_pass}")
+    return kind, dims, inputs, expected
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("layer_name, training_pass", FULL_SIZE)
+def test_alexnet_layer_at_full_size_equals_numpy(layer_name, training_pass):
+    kind, dims, inputs, expected = full_size_case(layer_name, training_pass)
+    layer = compile_layer(kind, dims, pe=dict(frac_bits=0, frac_bits16=0), bits=32)
+    actual = execute(layer, inputs, pe_model="batched")["output"]
+    np.testing.assert_array_equal(actual, expected, err_msg=f"AlexNet {layer_name} {training_pass}")

@@ -26,17 +26,34 @@ the hardware does, with the golden models of its blocks:
    preparation the read stream's words go to the write stream's non-pad requests and pad
    requests store 0;
 5. the output tensor is read back from the vaults by its placement.
+
+``execute(..., pe_model="batched")`` gives the same output, vault contents and per-job PE
+results with the batched PE model
+(:func:`~trainforge.golden.neurotrainer.pe_batched.nt_pe_batched`) instead of ``nt_pe``, and
+reads every stream piece by piece (:class:`~trainforge.sim.neurotrainer.stream_cursor.StreamCursor`)
+instead of building it whole: the copies run chunk by chunk, the PE fill streams are read as
+the PE batches need them, and the vault images hold 32-bit words (``uint32``), so a layer
+needs about 4 bytes per vault word plus a bounded working set. The copies may then not read
+what they write (true of every compiled layer: "regions never overlap").
 """
 import numpy as np
 
+from ...errors import ParameterError
 from ...golden.neurotrainer.lut import nt_lut_words
 from ...spec.neurotrainer.integration import LUT_ADDRESS_MASK, LUT_SELECT, LUT_SELECT_SHIFT
 from ...golden.neurotrainer.pe import nt_pe
+from ...golden.neurotrainer.pe_batched import BlockList, nt_pe_batched
+from ...golden.neurotrainer.pmag_steps import ProgramSteps
 from ...spec.neurotrainer.packing import elements_per_word, pack_words, splat_halves, unpack_words
 from .compiler import COMMON, Stream
+from .program import COUNTER_BITS
+from .stream_cursor import StreamCursor
 
-__all__ = ["load", "load_elements", "pack_images", "run_copies", "unload", "pe_buffer_images", "execute",
-           "maxpool_decode"]
+__all__ = ["PE_MODELS", "load", "load_elements", "pack_images", "run_copies", "unload", "pe_buffer_images",
+           "execute", "maxpool_decode"]
+
+#: The PE models :func:`execute` can run: ``nt_pe`` pass by pass, or the batched model.
+PE_MODELS = ("per_pass", "batched")
 
 _MASK32 = (1 << 32) - 1
 
@@ -78,9 +95,12 @@ def unload(layer, vaults, name=None):
     """A tensor (default: the output) read back from the vault images, as signed 32-bit int64."""
     shape, placements = layer.tensors[name or layer.output]
     flat = np.zeros(int(np.prod(shape)), dtype=np.int64)
-    slots = {vault: unpack_words(vaults[vault], layer.bits) for vault in {place.vault for place in placements}}
+    per = elements_per_word(layer.bits)
     for place in placements:
-        words = slots[place.vault][place.base:place.base + place.index.size]
+        slots = place.base + np.arange(place.index.size, dtype=np.int64)
+        words = np.asarray(vaults[place.vault][slots // per], dtype=np.int64)     # only the placement's words
+        if per > 1:
+            words = (words >> (16 * (slots % per))) & 0xFFFF
         used = place.index >= 0
         flat[place.index[used]] = words[used]
     bits = np.int64(layer.bits)
@@ -102,8 +122,17 @@ def run_copies(layer, vaults):
 
 def _read(stream, vaults, layer=None):
     address, pad = stream.requests()
+    return _read_words(vaults[stream.vault], address, pad, layer)
+
+
+def _read_words(image, address, pad, layer=None):
+    """The words read requests ``(address, pad)`` deliver from a vault image (pad: 0; LUT-selected: the LUT's)."""
+    padded = pad.any()
     select = (address >> LUT_SELECT_SHIFT) & 3
-    words = vaults[stream.vault][np.where(pad, 0, address & LUT_ADDRESS_MASK)]
+    if not select.any():                        # no table selected: the vault words as they are
+        words = np.asarray(image[np.where(pad, 0, address) if padded else address], dtype=np.int64)
+        return np.where(pad, 0, words) if padded else words
+    words = np.asarray(image[np.where(pad, 0, address & LUT_ADDRESS_MASK)], dtype=np.int64)
     for function, code in LUT_SELECT.items():
         chosen = select == code
         if chosen.any():
@@ -160,7 +189,7 @@ def pe_buffer_images(layer, vaults, job):
     return blocks1, blocks2
 
 
-def execute(layer, inputs):
+def execute(layer, inputs, *, pe_model="per_pass", batch_words=1 << 23):
     """Run a compiled layer on its inputs.
 
     Parameters
@@ -168,13 +197,23 @@ def execute(layer, inputs):
     layer : CompiledLayer
     inputs : dict of str to array_like of int
         The input tensors (``layer.inputs``), integer words (fixed point as the PE's format).
+    pe_model : {"per_pass", "batched"}
+        ``nt_pe`` pass by pass with every stream built whole, or the batched PE model with the
+        streams read piece by piece (the same results; see the module docstring).
+    batch_words : int
+        ``"batched"``: about how many operand words a batch of passes reads.
 
     Returns
     -------
     dict
         ``output`` (the output tensor, signed 32-bit values as int64), ``vaults`` (the final
-        vault images), ``pe`` (per PE job the ``nt_pe`` result dict).
+        vault images: int64, or uint32 with ``"batched"``), ``pe`` (per PE job the ``nt_pe``
+        result dict).
     """
+    if pe_model not in PE_MODELS:
+        raise ParameterError(f"pe_model = {pe_model!r}; allowed: {', '.join(PE_MODELS)}")
+    if pe_model == "batched":
+        return _execute_batched(layer, inputs, batch_words)
     vaults = pack_images(layer, run_copies(layer, load_elements(layer, inputs)))
     pe_results, merged = [], {}
     for job in layer.pe_jobs:
@@ -215,3 +254,124 @@ def maxpool_decode(words):
     words = np.asarray(words, dtype=np.int64) & _MASK32
     value = words & 0xFFFF
     return value - ((value >> 15) << 16), words >> 16
+
+
+def _load_slots(layer, inputs):
+    """:func:`load_elements` into compact images: uint32 slots (32-bit layers) or uint16 (16-bit)."""
+    per = elements_per_word(layer.bits)
+    dtype = np.uint32 if per == 1 else np.uint16
+    vaults = {vault: np.zeros(words * per, dtype=dtype) for vault, words in layer.vault_words.items()}
+    for name in layer.inputs:
+        shape, placements = layer.tensors[name]
+        tensor = np.asarray(inputs[name], dtype=np.int64)
+        if tensor.shape != shape:
+            raise ValueError(f"input {name!r} has shape {tensor.shape}; the layer expects {shape}")
+        flat = np.append(tensor.reshape(-1) & ((1 << layer.bits) - 1), 0).astype(dtype)
+        for place in placements:
+            vaults[place.vault][place.base:place.base + place.index.size] = flat[place.index]
+    return vaults
+
+
+def _write_chunked(stream, image, words):
+    """:func:`_write` request chunk by request chunk: ``words`` to the data requests in order, 0 to pad ones."""
+    cursor, used = StreamCursor(stream), 0
+    while (chunk := cursor.next_chunk()) is not None:
+        address, pad = chunk
+        data = int(np.count_nonzero(~pad))
+        if used + data > len(words):
+            used += data + cursor.remaining()
+            break
+        values = np.zeros(len(address), dtype=image.dtype)
+        values[~pad] = words[used:used + data]
+        image[address] = values
+        used += data
+    if used != len(words):
+        raise ValueError(f"write stream on vault {stream.vault} has {used} data requests for {len(words)} words")
+
+
+def _copy_chunked(job, vaults):
+    """One copy job on element-slot images, chunk by chunk: the source's words to the dest's data requests."""
+    source, dest = StreamCursor(job.source), StreamCursor(job.dest)
+    image, copied = vaults[job.dest.vault], 0
+    while (chunk := dest.next_chunk()) is not None:
+        address, pad = chunk
+        data = int(np.count_nonzero(~pad))
+        values = np.zeros(len(address), dtype=image.dtype)
+        if data:
+            values[~pad] = _read_words(vaults[job.source.vault], *source.take(data))
+        image[address] = values
+        copied += data
+    left = source.remaining()
+    if left:
+        raise ValueError(f"write stream on vault {job.dest.vault} has {copied} data requests for "
+                         f"{copied + left} words")
+
+
+class _StreamBlocks:
+    """A PE fill stream as a feed of :func:`nt_pe_batched`: the blocks read from the vault as they are taken."""
+
+    def __init__(self, layer, vaults, stream, sizes, width, name):
+        self.layer, self.image, self.width, self.name = layer, vaults[stream.vault], width, name
+        self.sizes = list(sizes)
+        self.cursor = StreamCursor(stream)
+        self.buf1 = width == 1 and layer.bits == 16       # a 16-bit BUF Input 1 stream: two weights per word
+        self._next = 0
+
+    def _requests(self, sizes):
+        return sum(-(-size // 2) for size in sizes) if self.buf1 else sum(sizes) * self.width
+
+    def take(self, count):
+        sizes = self.sizes[self._next:self._next + count]
+        self._next += count
+        words = _read_words(self.image, *self.cursor.take(self._requests(sizes)), self.layer)
+        if self.buf1:
+            words = _buf1_words(words, sizes, 16)
+        return words.reshape(-1, self.width)
+
+    def finish(self):
+        """Take the blocks no pass read; the stream must end exactly with the last block (as :func:`_blocks`)."""
+        need = self._requests(self.sizes)
+        taken = self._requests(self.sizes[:self._next])
+        rest = self.cursor.remaining()
+        if taken + rest != need:
+            raise ValueError(f"{self.name} stream has {taken + rest} words; the blocks need {need}")
+
+
+def _result_blocks_counted(stream, words):
+    """:func:`_result_blocks` with the data requests counted by :class:`ProgramSteps`."""
+    sizes = [int(np.count_nonzero(~ProgramSteps(program, COUNTER_BITS).requests()[1])) for program in stream.programs]
+    if sum(sizes) != len(words):
+        raise ValueError(f"merged write programs have {sum(sizes)} data requests for {len(words)} result words")
+    return np.split(words, np.cumsum(sizes)[:-1])
+
+
+def _execute_batched(layer, inputs, batch_words):
+    """:func:`execute` with the batched PE model and streams read piece by piece (uint32 vault images)."""
+    slots = _load_slots(layer, inputs)
+    for job in layer.copy_jobs:
+        _copy_chunked(job, slots)
+    if layer.bits == 32:
+        vaults = slots
+    else:
+        vaults = {vault: pack_words(values, 16).astype(np.uint32) for vault, values in slots.items()}
+    del slots
+    lanes = layer.pe["lanes"]
+    pe_results, merged = [], {}
+    for job in layer.pe_jobs:
+        feed1 = _StreamBlocks(layer, vaults, job.in1, job.in1_blocks, 1, "BUF Input 1") \
+            if job.in1 is not None else BlockList([], 1)
+        feed2 = _StreamBlocks(layer, vaults, job.in2, job.in2_blocks, lanes, "BUF Input 2")
+        result = nt_pe_batched(job.passes, feed1, feed2, **layer.pe, batch_words=batch_words)
+        for feed in (feed1, feed2):
+            if isinstance(feed, _StreamBlocks):
+                feed.finish()
+        pe_results.append(result)
+        words = result["results"].astype(np.int64).reshape(-1)
+        if job.out.vault == COMMON:
+            merged[job.pe] = _result_blocks_counted(job.out, words)
+        else:
+            _write_chunked(job.out, vaults[job.out.vault], words)
+    if merged:
+        _write_chunked(Stream(COMMON, [program for _, program in layer.merged_writes()]), vaults[COMMON],
+                       _bus_merge(merged))
+    return {"output": unload(layer, vaults), "vaults": vaults, "pe": pe_results}
