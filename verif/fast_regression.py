@@ -105,12 +105,13 @@ def _passes(module, params, seed, replay):
         iteration += 1
 
 
-def plan_batches(block_name, params, bench, seed, target, replay=None):
+def plan_batches(block_name, params, bench, seed, target, replay=None, alter_expected=None):
     """Batches of table scenarios until ``target`` transactions are planned; yields ``(plan, headers, stimulus, expected)``.
 
     ``plan`` lists, per scenario of the batch, its scenario seed, pass, index in the table and name; the
     other three are what :func:`trainforge.stream_bench.write_batch` takes. With ``replay`` (a scenario
-    seed), the one pass of the table of that seed.
+    seed), the one pass of the table of that seed. ``alter_expected(port, payloads)``, for the tests only,
+    returns a scenario's expected payloads of one output port changed (a deliberately wrong expectation).
     """
     module = importlib.import_module(f"scenarios.{block_name}")
     packers = _Packers(block_name, params, bench)
@@ -126,6 +127,8 @@ def plan_batches(block_name, params, bench, seed, target, replay=None):
             break
         ins = [[packers.pack[port](item) for item in scenario.stimulus.get(port, ())] for port in packers.inputs]
         outs = [[packers.pack[port](item) for item in scenario.expected.get(port, ())] for port in packers.outputs]
+        if alter_expected is not None:
+            outs = [alter_expected(port, payloads) for port, payloads in zip(packers.outputs, outs)]
         if (len(headers) == bench.scenarios or any(len(a) + len(b) > bench.depth for a, b in zip(stimulus, ins))
                 or any(len(a) + len(b) > bench.depth for a, b in zip(expected, outs))):
             yield plan, headers, stimulus, expected
@@ -160,7 +163,8 @@ def _message(bench, entry, detail):
     return f"{entry['scenario']}: timed out after {detail['cycles']} cycles"
 
 
-def run_shard(block_name, simulator, seed, target, params=None, replay=None, folder=None, bench=None):
+def run_shard(block_name, simulator, seed, target, params=None, replay=None, folder=None, bench=None,
+              alter_expected=None):
     """One shard of the fast regression of a block on one simulator; return its record (the JSON of the table).
 
     Parameters
@@ -181,6 +185,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         Where the batches are written (default: the build's ``runs/<seed>`` folder); emptied first.
     bench : trainforge.stream_bench.BenchBuild, optional
         A build to use (a deliberately broken block's, for the tests); default: built from the block.
+    alter_expected : callable, optional
+        For the tests: changes the expected payloads (:func:`plan_batches`).
     """
     params = BLOCKS[block_name].resolve(**(params or {}))
     bench = bench or stream_bench.build(block_name, params, simulator)
@@ -195,7 +201,7 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         "build_seconds": bench.build_seconds, "batches": 0,
     }
     began = time.monotonic()
-    batches = plan_batches(block_name, params, bench, seed, target, replay)
+    batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
         generating = time.monotonic()
         batch = next(batches, None)

@@ -127,3 +127,25 @@ def test_packer_packs_as_to_bits(block_name):
                 assert pack(item) == to_bits(shapes[port][1], item), (block_name, port, item)
                 compared += 1
     assert compared > 0
+
+
+
+def _flip_last(port, payloads):
+    """The expected payloads of one port of one scenario with the last one's lowest bit flipped."""
+    return payloads[:-1] + [payloads[-1] ^ 1] if payloads else payloads
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+@pytest.mark.parametrize("block_name", FAST_BLOCKS)
+def test_every_block_fails_on_a_wrong_expectation(block_name, simulator, tmp_path):
+    """``make regress`` only: with the last expected payload of every port of every scenario changed (its lowest
+    bit flipped), one pass of the table on the fast path finds exactly one mismatch per scenario that expects an
+    output, for every fast block on both simulators."""
+    module = __import__(f"scenarios.{block_name}", fromlist=["scenarios"])
+    table = module.scenarios(BLOCKS[block_name].resolve(), scenario_seed(9, 0))
+    expecting = sum(1 for scenario in table if any(scenario.expected.values()))
+    record = run_shard(block_name, simulator, 9, 1, folder=tmp_path, replay=scenario_seed(9, 0),
+                       alter_expected=_flip_last)
+    assert record["scenarios"] == len(table)
+    assert record["mismatches"] == expecting > 0, record["mismatch_details"][:3]
