@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import pathlib
+import resource
 import shutil
 import subprocess
 import time
@@ -524,19 +525,22 @@ def run(bench, folder):
 
     Keys: ``input_beats`` and ``output_beats`` (lists per port), ``scenarios``, ``mismatches``, ``resets``,
     ``before_reset``, ``cycles``, ``details`` (``kind``: ``payload``, ``extra`` or ``timeout``; ``scenario``: the
-    index in the batch; ``port``, ``beat``, ``expected``, ``got`` where they apply) and ``wall_seconds``.
+    index in the batch; ``port``, ``beat``, ``expected``, ``got`` where they apply), ``wall_seconds`` and
+    ``cpu_seconds`` (the simulator's user and system time: what it costs on an idle core).
     """
     folder = pathlib.Path(folder)
-    began = time.monotonic()
+    began, children = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(bench.command, cwd=folder, capture_output=True, text=True)
     seconds = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     result_file = folder / "result.txt"
     text = result_file.read_text() if result_file.exists() else ""
     if done.returncode != 0 or not text.rstrip().endswith("end"):
         raise RuntimeError(f"the stream testbench of {bench.block} on {bench.simulator} did not finish its batch "
                            f"in {folder} (exit status {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     record = {"input_beats": [0] * len(bench.inputs), "output_beats": [0] * len(bench.outputs), "details": [],
-              "wall_seconds": seconds}
+              "wall_seconds": seconds, "cpu_seconds": cpu}
     for line in text.splitlines():
         words = line.split()
         if words[0] == "in":

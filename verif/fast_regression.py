@@ -198,20 +198,23 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         "input_beats": {port.name: 0 for port in bench.inputs}, "output_beats": {port.name: 0 for port in bench.outputs},
         "passes": 0, "scenarios": 0, "resets_mid_stream": 0, "beats_before_reset": 0, "mismatches": 0,
         "mismatch_details": [], "cycles": 0, "wall_seconds": 0.0, "generate_seconds": 0.0, "simulate_seconds": 0.0,
+        "cpu_seconds": 0.0,
         "build_seconds": bench.build_seconds, "batches": 0,
     }
     began = time.monotonic()
     batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
-        generating = time.monotonic()
+        generating, generating_cpu = time.monotonic(), time.process_time()
         batch = next(batches, None)
         if batch is None:
             break
         plan, headers, stimulus, expected = batch
         stream_bench.write_batch(folder, bench, headers, stimulus, expected)
         record["generate_seconds"] += time.monotonic() - generating
+        record["cpu_seconds"] += time.process_time() - generating_cpu
         result = stream_bench.run(bench, folder)
         record["simulate_seconds"] += result["wall_seconds"]
+        record["cpu_seconds"] += result["cpu_seconds"]
         record["batches"] += 1
         for k, port in enumerate(bench.inputs):
             record["input_beats"][port.name] += result["input_beats"][k]
@@ -231,4 +234,5 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     record["wall_seconds"] = round(time.monotonic() - began, 3)
     record["generate_seconds"] = round(record["generate_seconds"], 3)
     record["simulate_seconds"] = round(record["simulate_seconds"], 3)
+    record["cpu_seconds"] = round(record["cpu_seconds"], 3)
     return record
