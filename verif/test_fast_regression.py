@@ -149,3 +149,24 @@ def test_every_block_fails_on_a_wrong_expectation(block_name, simulator, tmp_pat
                        alter_expected=_flip_last)
     assert record["scenarios"] == len(table)
     assert record["mismatches"] == expecting > 0, record["mismatch_details"][:3]
+
+
+def _shard_record(shard, shards, base_seed, transactions, mismatches=0, mtime=0.0):
+    return {"block": "fp_mul", "simulator": "icarus", "path": "fast", "shard": shard, "shards": shards,
+            "requested": 1000, "target": 1000 // shards, "base_seed": base_seed, "cocotb_seed": 100 + shard,
+            "transactions": transactions, "input_beats": {"i_operands": transactions // 2},
+            "output_beats": {"o_product": transactions // 2}, "resets_mid_stream": 1, "beats_before_reset": 3,
+            "scenarios": 2, "cycles": 10, "wall_seconds": 2.0, "cpu_seconds": 1.0, "mismatches": mismatches,
+            "mismatch_details": [{"scenario_seed": 7}] if mismatches else [], "_mtime": mtime}
+
+
+def test_summary_sums_the_shards_of_the_latest_session():
+    """Shards of one session are summed into one row; shards left from an older session (other seed) are not."""
+    from trainforge.regression import summary
+
+    records = [_shard_record(0, 2, 5, 500, mtime=10), _shard_record(1, 2, 5, 600, mismatches=1, mtime=11),
+               *(_shard_record(k, 4, 9, 250, mtime=1) for k in range(4))]
+    (row,) = summary(records)["rows"]
+    assert (row["path"], row["shards"], row["transactions"], row["mismatches"]) == ("fast", 2, 1100, 1)
+    assert (row["input_beats"], row["target"], row["wall_seconds"], row["cpu_seconds"]) == (550, 1000, 4.0, 2.0)
+    assert row["mismatch_seeds"] == [7] and row["shard_seeds"] == [100, 101]
