@@ -75,8 +75,9 @@ RESET_CYCLES = 2
 DEFAULT_DEPTH = 1 << 16
 DEFAULT_SCENARIOS = 1 << 12
 
-#: Verilator's C++ compile options for this testbench: it runs 10^5 to 10^6 cycles per batch, so run time
-#: dominates and the model is optimised (the cocotb builds use -O0, where compile time dominates).
+#: Verilator's C++ compile options for this testbench: it runs 10^5 to 10^6 cycles per batch, so the model is
+#: optimised (the cocotb builds use -O0, where compile time dominates). Measured on td_pe, 100 000 transactions of
+#: seed 1 on the loaded machine: -O0 built in 27.8 s and simulated in 3.4 s; these options, 29.1 s and 1.2 s.
 VERILATOR_MAKE_VARIABLES = "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O1"
 
 MODULE = "trainforge_stream_bench"
