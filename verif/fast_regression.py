@@ -39,7 +39,7 @@ __all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_s
 #: Blocks whose regression can run on the fast path: every stream of theirs is played by the default
 #: table harness (payloads and order in, payloads and order out).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
-               "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag")
+               "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring")
 #: Transactions per shard of a long run: ``make regress TRANSACTIONS=N`` runs ``ceil(N / SHARD_TRANSACTIONS)``
 #: shards per block and simulator.
 SHARD_TRANSACTIONS = 250_000
