@@ -191,7 +191,7 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
         "  reg bad;          // this scenario mismatched",
         "  reg [1:0] reset_left;",
         "  reg [3:0] drain_left;",
-        "  reg [31:0] scenario, cycle, count;",
+        "  reg [31:0] scenario, cycle;",
         "  reg [63:0] cycles, mismatches, details, resets, before_reset;",
         "  integer result;",
     ]

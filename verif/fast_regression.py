@@ -36,10 +36,12 @@ from trainforge.hw.registry import BLOCKS
 
 __all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_shard"]
 
-#: Blocks whose regression can run on the fast path: every stream of theirs is played by the default
-#: table harness (payloads and order in, payloads and order out).
+#: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
+#: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
+#: stay with the cocotb tests).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
-               "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring")
+               "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
+               "nt_pe")
 #: Transactions per shard of a long run: ``make regress TRANSACTIONS=N`` runs ``ceil(N / SHARD_TRANSACTIONS)``
 #: shards per block and simulator.
 SHARD_TRANSACTIONS = 250_000
