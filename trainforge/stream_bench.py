@@ -55,7 +55,7 @@ from .errors import ParameterError, UsageError
 from .hw.registry import params_key
 
 __all__ = ["PATTERN_BITS", "MAX_MISMATCHES", "DETAILED_MISMATCHES", "DRAIN_CYCLES", "RESET_CYCLES", "StreamPort",
-           "HeaderLayout", "BenchBuild", "stream_ports", "testbench_verilog", "build", "write_batch", "run"]
+           "HeaderLayout", "BenchBuild", "pattern_bits", "stream_ports", "testbench_verilog", "build", "write_batch", "run"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: Where the testbench builds live, one folder per (block, parameters, simulator).
@@ -443,6 +443,10 @@ def _compile(simulator, folder, block_module):
     if done.returncode != 0:
         raise RuntimeError(f"building the stream testbench failed ({' '.join(command)} in {folder}):\n"
                            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def _command(simulator, folder):
+    """The command that runs a built testbench on the batch in its working directory."""
     return ("vvp", "-n", str(folder / "bench.vvp")) if simulator == "icarus" else (str(folder / "obj_dir" / "bench"),)
 
 
@@ -488,8 +492,7 @@ def build(block_name, params, simulator, verilog=None, depth=DEFAULT_DEPTH, scen
             _compile(simulator, folder, block_name)
             seconds_file.write_text(f"{time.monotonic() - began:.1f}\n")
             stamp.write_text(stamp_text)
-        command = (("vvp", "-n", str(folder / "bench.vvp")) if simulator == "icarus"
-                   else (str(folder / "obj_dir" / "bench"),))
+        command = _command(simulator, folder)
     return BenchBuild(block_name, emitted.params, simulator, folder, command, tuple(inputs), tuple(outputs), depth,
                       scenarios, float(seconds_file.read_text()))
 

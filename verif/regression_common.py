@@ -10,6 +10,7 @@ cocotb.
 import zlib
 
 from scenario import rng_for
+from trainforge.stream_bench import DETAILED_MISMATCHES, MAX_MISMATCHES
 
 __all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "DETAILED_MISMATCHES",
            "MAX_MISMATCHES", "TIMEOUT_PER_TRANSFER", "scenario_seed", "reset_after", "timeout_cycles"]
@@ -22,10 +23,8 @@ REPLAY_ENV = "TRAINFORGE_REGRESS_REPLAY"
 REPORT_ENV = "TRAINFORGE_REGRESS_REPORT"
 #: Chance that a scenario is first interrupted by a reset mid-stream.
 RESET_PROBABILITY = 0.25
-#: Mismatches described in full in the JSON (all are counted).
-DETAILED_MISMATCHES = 20
-#: The run stops after this many mismatches (the block is broken; more adds nothing).
-MAX_MISMATCHES = 200
+# DETAILED_MISMATCHES (described in full in the JSON; all are counted) and MAX_MISMATCHES (a run stops after
+# this many: the block is broken, more adds nothing) are the fast testbench's own, trainforge.stream_bench's.
 #: Cycles allowed per transfer of a scenario (``scenario.run_on_rtl``'s default).
 TIMEOUT_PER_TRANSFER = 40
 
