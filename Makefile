@@ -45,10 +45,13 @@ test: $(VENV)/.installed-dask $(VENV)/.installed-fpga simulators
 
 # make regress TRANSACTIONS=1000000: the long sweeps, and the random regression of every block with a
 # random_regression test, TRANSACTIONS checked stream transactions per block and simulator (default 2000).
-# Its table (transactions and mismatches per block) is printed at the end, in build/reports/regress/.
+# REGRESS_PATH=auto (default) plays the blocks that have one on the fast path (a self-checking Verilog
+# testbench, payloads and order, sharded) and the rest under cocotb; cocotb or fast forces one path.
+# Its table (transactions and mismatches per block and path) is printed at the end, in build/reports/regress/.
 TRANSACTIONS ?= 2000
+REGRESS_PATH ?= auto
 regress: $(VENV)/.installed-dask simulators
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress --transactions $(TRANSACTIONS) verif
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress --transactions $(TRANSACTIONS) --regress-path $(REGRESS_PATH) verif
 
 # Every formal proof (build/formal/<proof>/, report build/formal/report.json), then the check that each fails
 # on its deliberately broken designs. make formal ARGS="td_scheduler" runs one block's.

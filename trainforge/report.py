@@ -269,8 +269,9 @@ def _coverage(r):
 def _regress(r):
     rows = []
     for row in r["rows"]:
-        rows += [(f"{row['block']} on {row['simulator']}: transactions", None, row["transactions"]),
-                 (f"{row['block']} on {row['simulator']}: mismatches", None, row["mismatches"])]
+        where = f"{row['block']} on {row['simulator']} ({row.get('path', 'cocotb')} path)"
+        rows += [(f"{where}: transactions", None, row["transactions"]),
+                 (f"{where}: mismatches", None, row["mismatches"])]
     return rows
 
 

@@ -31,6 +31,11 @@ def pytest_addoption(parser):
     parser.addoption("--transactions", type=int, default=int(os.environ.get("TRANSACTIONS", 2000)),
                      help="random regression (verif/test_regress.py, with --regress): checked stream transactions "
                           "per block and simulator (default: $TRANSACTIONS or 2000; make regress TRANSACTIONS=N)")
+    parser.addoption("--regress-path", choices=("auto", "cocotb", "fast"),
+                     default=os.environ.get("REGRESS_PATH", "auto"),
+                     help="random regression: 'fast' (self-checking Verilog testbench, payloads and order) for the "
+                          "blocks that have it and cocotb for the rest ('auto', the default), or one path for every "
+                          "block that has it (default: $REGRESS_PATH or auto; make regress REGRESS_PATH=...)")
     parser.addoption("--coverage-rtl", action="store_true",
                      help="coverage mode: Verilator runs built with line and toggle coverage, each run's "
                           "coverage.dat kept under build/coverage/runs/ (make coverage; TRAINFORGE_COVERAGE=1)")

@@ -39,35 +39,17 @@ import json
 import os
 import sys
 import time
-import zlib
 
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from scenario import _in_bits, _stream_drivers, rng_for, run_on_rtl
+from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, REPLAY_ENV, REPORT_ENV, RESET_PROBABILITY,
+                               TRANSACTIONS_ENV, reset_after, scenario_seed)
+from scenario import _in_bits, _stream_drivers, run_on_rtl
 from tbutil import start
 
 __all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "scenario_seed",
            "TableHarness", "run_regression", "regression_test"]
-
-#: Number of checked transactions to reach; the test is skipped when it is not set.
-TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
-#: A scenario seed: run that one pass of the table only (replays a recorded mismatch).
-REPLAY_ENV = "TRAINFORGE_REGRESS_REPLAY"
-#: Where the JSON counts go.
-REPORT_ENV = "TRAINFORGE_REGRESS_REPORT"
-#: Chance that a scenario is first interrupted by a reset mid-stream.
-RESET_PROBABILITY = 0.25
-#: Mismatches described in full in the JSON (all are counted).
-DETAILED_MISMATCHES = 20
-#: The run stops after this many mismatches (the block is broken; more adds nothing).
-MAX_MISMATCHES = 200
-
-
-def scenario_seed(seed, iteration):
-    """The scenario seed of pass ``iteration`` of a run with cocotb seed ``seed``."""
-    return zlib.crc32(f"{seed}:regress:{iteration}".encode()) & 0x7FFFFFFF
-
 
 class TableHarness:
     """Drivers on every stream port of the block, for a whole cocotb test; plays one table scenario at a time.
@@ -118,11 +100,11 @@ def _beats(harness):
             + sum(len(sink.received) for sink in harness.sinks.values()))
 
 
-async def _reset_mid_stream(bench, harness, scenario, rng):
-    """Start ``scenario``'s traffic, reset the block after a random number of cycles; return the beats accepted before."""
+async def _reset_mid_stream(bench, harness, scenario, cycles):
+    """Start ``scenario``'s traffic, reset the block after ``cycles`` cycles; return the beats accepted before."""
     before = _beats(harness)
     await harness.start(scenario)
-    for _ in range(rng.randrange(1, 2 * scenario.transfers + 12)):
+    for _ in range(cycles):
         await RisingEdge(bench.dut.clk)
     harness.drop()
     await bench.reset()
@@ -160,9 +142,9 @@ async def run_regression(bench, module, target, replay=None, harness=None):
         seed = replay if replay is not None else scenario_seed(bench.seed, iteration)
         for index, scenario in enumerate(module.scenarios(bench.params, seed)):
             await bench.reset()
-            rng = rng_for(seed, "reset mid-stream", index)
-            if rng.random() < RESET_PROBABILITY:
-                record["beats_before_reset"] += await _reset_mid_stream(bench, harness, scenario, rng)
+            cycles = reset_after(scenario, seed, index)
+            if cycles:
+                record["beats_before_reset"] += await _reset_mid_stream(bench, harness, scenario, cycles)
                 record["resets_mid_stream"] += 1
             sent = {port: len(source.sent) for port, source in sources.items()}
             received = {port: len(sink.received) for port, sink in sinks.items()}

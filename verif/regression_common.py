@@ -1,0 +1,50 @@
+"""What the two random regressions share: the environment variables, the seeds and the resets mid-stream.
+
+The cocotb regression (:mod:`regression`, inside the simulator) and the fast one
+(:mod:`fast_regression`, a self-checking Verilog testbench) play the same
+passes of a block's scenario table for the same scenario seed, and interrupt
+the same scenarios by a reset mid-stream after the same number of cycles, so a
+scenario seed named by either replays that pass on both. Nothing here imports
+cocotb.
+"""
+import zlib
+
+from scenario import rng_for
+from trainforge.stream_bench import DETAILED_MISMATCHES, MAX_MISMATCHES
+
+__all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "DETAILED_MISMATCHES",
+           "MAX_MISMATCHES", "TIMEOUT_PER_TRANSFER", "scenario_seed", "reset_after", "timeout_cycles"]
+
+#: Number of checked transactions to reach; the cocotb test is skipped when it is not set.
+TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
+#: A scenario seed: run that one pass of the table only (replays a recorded mismatch).
+REPLAY_ENV = "TRAINFORGE_REGRESS_REPLAY"
+#: Where the JSON counts go.
+REPORT_ENV = "TRAINFORGE_REGRESS_REPORT"
+#: Chance that a scenario is first interrupted by a reset mid-stream.
+RESET_PROBABILITY = 0.25
+# DETAILED_MISMATCHES (described in full in the JSON; all are counted) and MAX_MISMATCHES (a run stops after
+# this many: the block is broken, more adds nothing) are the fast testbench's own, trainforge.stream_bench's.
+#: Cycles allowed per transfer of a scenario (``scenario.run_on_rtl``'s default).
+TIMEOUT_PER_TRANSFER = 40
+
+
+def scenario_seed(seed, iteration):
+    """The scenario seed of pass ``iteration`` of a run with seed ``seed``."""
+    return zlib.crc32(f"{seed}:regress:{iteration}".encode()) & 0x7FFFFFFF
+
+
+def reset_after(scenario, seed, index):
+    """Cycles of traffic before a reset mid-stream of scenario ``index`` of the pass ``seed``, or 0 for none.
+
+    With probability :data:`RESET_PROBABILITY`, a number in ``[1, 2 * transfers + 12)``.
+    """
+    rng = rng_for(seed, "reset mid-stream", index)
+    if rng.random() < RESET_PROBABILITY:
+        return rng.randrange(1, 2 * scenario.transfers + 12)
+    return 0
+
+
+def timeout_cycles(scenario):
+    """Cycles a scenario may take before it counts as a timeout (``scenario.run_on_rtl``'s rule)."""
+    return TIMEOUT_PER_TRANSFER * (scenario.transfers + 10) + 200
