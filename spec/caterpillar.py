@@ -18,7 +18,7 @@ from .fp import FP16, FP32
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
+    "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
@@ -36,9 +36,12 @@ __all__ = [
 #: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``): ``fixed`` (two's
 #: complement, wrapping accumulator) and ``fp16`` (the paper's half-precision FPU: :data:`FP16_MAC`).
 MAC_UNIT_NAMES = ("fixed", "fp16")
-#: The MAC units that ``cp_core``, ``cp_ring`` and ``cp_reciprocal`` are built for so far: their reduction
-#: adds, UPDATE write-back and reciprocal are fixed point only (``fp16`` runs in ``cp_pe`` alone).
+#: The MAC units that ``cp_ring`` and ``cp_reciprocal`` are built for so far: the ring's collective adds and the
+#: reciprocal are fixed point only (``fp16`` runs in ``cp_pe`` and ``cp_core``).
 SYSTEM_MAC_UNIT_NAMES = ("fixed",)
+#: The MAC units of ``cp_core``: with ``fp16`` its reductions add in FP32 and UPDATE writes back in FP16
+#: (``golden.caterpillar.core_fp16``).
+CORE_MAC_UNIT_NAMES = MAC_UNIT_NAMES
 #: ``mac="fp16"``: the formats of the PE's FPU. The operands (local SRAM words, the low 16 bits of a bus) are
 #: IEEE half precision; the product of two of them is exact in FP32 (22-bit significand, no rounding); the
 #: accumulator, the reduction register and the buses hold FP32, and every addition (the MAC's and the
@@ -164,7 +167,9 @@ _REDUCTION = Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r
                    choices=REDUCTIONS)
 _PE_MAC = Param("mac", str, "fixed", "MAC unit: 'fixed' (width-bit operands), or 'fp16' (FP16 operands, FP32 "
                 "accumulation; width 16, acc_width 32)", choices=MAC_UNIT_NAMES)
-_MAC = replace(_PE_MAC, doc="MAC unit of the PEs ('fp16' is built for cp_pe only so far)",
+_CORE_MAC = replace(_PE_MAC, doc="MAC unit of the PEs: 'fixed', or 'fp16' (FP16 operands and weights, FP32 "
+                   "accumulation, reductions and results; width 16, acc_width 32)")
+_MAC = replace(_PE_MAC, doc="MAC unit of the PEs ('fp16' is built for cp_pe and cp_core only so far)",
                choices=SYSTEM_MAC_UNIT_NAMES)
 
 #: The parameters of ``cp_pe``.
@@ -177,7 +182,7 @@ def _check_pe_params(values):
 
 
 #: The parameters of ``cp_core``.
-CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _MAC),
+CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _CORE_MAC),
                           constraints=(_check_pe_params,))
 
 
