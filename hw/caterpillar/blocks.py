@@ -24,6 +24,8 @@ BLOCKS = (
         test_params=(
             {"n_r": 2, "sram_depth": 48, "max_blocks": 8},
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
+            # the half-precision FPU: FP32 reductions over the bus, the FP16 write-back
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16"},
         ),
         # make regress: the shipped default (n_r 4, 8192 words, max_blocks 64) and n_r 16 too.
         regress_params=(
@@ -34,6 +36,9 @@ BLOCKS = (
             {"n_r": 2, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "width": 8, "acc_width": 20},
             {"n_r": 3, "sram_depth": 128, "max_blocks": 8, "reduction": "tree"},
             {"n_r": 8, "sram_depth": 64, "max_blocks": 4},
+            # fp16: a tree that is not a power of two, and a 4 x 4 core with the bus
+            {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16"},
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16"},
         ),
     ),
     Block(

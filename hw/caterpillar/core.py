@@ -7,6 +7,8 @@ from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY
                                  UPDATE_WRITE_BACK_STAGES, CommandField, CoreOp, MacOp, addr_width,
                                  core_cmd_layout, core_command_limits, core_data_layout, core_error_layout,
                                  core_result_layout, count_shape, reduction_cycles, shift_bits)
+from ..fp.add import fp32_add
+from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -670,7 +672,8 @@ class CPCore(wiring.Component):
         return delayed
 
     def _updated_weight(self, m, pe, enable, shift, suffix):
-        """The weight an UPDATE writes back: ``W - round(P / 2**shift)``, saturated, over three stages.
+        """The weight an UPDATE writes back, over three stages (``mac="fp16"``: :meth:`_updated_weight_fp16`):
+        ``W - round(P / 2**shift)``, saturated.
 
         ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
         shifts, ``acc_width + 2`` bits, no overflow); the difference saturates to ``width`` bits.
@@ -678,10 +681,12 @@ class CPCore(wiring.Component):
         the word the PE's SRAM output register held in the last MAC's operand stage; stage 3
         saturates (the result is the SRAM's write data in that cycle).
         """
-        high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
         # W, from the operand stage to the subtraction (stage 2 of the write-back).
         weight, = self._delay(m, [pe.mem_data], enable, f"update_weight_{suffix}",
                               stages=PE_MAC_LATENCY + 2)
+        if self.mac == "fp16":
+            return self._updated_weight_fp16(m, pe, weight, enable, shift, suffix)
+        high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
         doubled = Cat(Const(0, 1), pe.acc).as_signed()  # 2 P, exact in acc_width + 1 bits
         shifted = Signal(signed(self.acc_width + 1), name=f"update_shifted_{suffix}")
         difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
@@ -692,6 +697,26 @@ class CPCore(wiring.Component):
                 difference.eq(weight - ((shifted + 1) >> 1)),
             ]
         m.d.comb += updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width])))
+        return updated
+
+    def _updated_weight_fp16(self, m, pe, weight, enable, shift, suffix):
+        """The ``fp16`` write-back ``round16(W - P * 2**-shift)``
+        (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`), over the same three stages.
+
+        Stage 1 scales the registered FP32 accumulator ``P`` by ``2**-shift`` (its exponent minus ``shift``,
+        flushed below FP32's normals) into a register; stage 2 widens the FP16 weight ``W`` to FP32 and adds the
+        negated scaled sum in an FP32 adder (one rounding) into a register; stage 3 rounds that difference to
+        FP16 (nearest even, flushed below ``2**-14``), the SRAM's write data in that cycle.
+        """
+        scaled = Signal(32, name=f"update_scaled_{suffix}")
+        difference = Signal(32, name=f"update_difference_{suffix}")
+        updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
+        next_scaled = fp32_scale_down(m, pe.acc.as_unsigned(), shift, f"update_scale_{suffix}")
+        widened = fp16_to_fp32(m, weight.as_unsigned(), f"update_widened_{suffix}")
+        next_difference = fp32_add(m, widened, scaled ^ (1 << 31), stages=0, name=f"update_subtract_{suffix}")
+        with m.If(1 if enable is None else enable):
+            m.d.sync += [scaled.eq(next_scaled), difference.eq(next_difference)]
+        m.d.comb += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
         return updated
 
     def _bus_sender(self, red_step, reds, diagonal):
