@@ -259,3 +259,65 @@ def test_update_weight_by_hand():
 def updated_weight_each(weight, product, shift):
     """:func:`~trainforge.golden.caterpillar.core_fp16.updated_weight` with a shift per element."""
     return updated_weight(weight, product, shift)
+
+
+# ---- cp_reciprocal on the FPU (mac="fp16"): the Goldschmidt recipe on FP16 registers ----
+
+def oracle_reciprocal(values, table_bits, iterations):
+    """numpy's recipe (vectorised; the same as the cp_reciprocal table's per-value reference): ``|D| = m 2**e``
+    (``frexp``), ``d = float16(m)``, ``x0 = float16(1 / midpoint)``, MACs ``float16(float32(a) float32(b) + 0)``,
+    factors ``float16(2 - float32(Q))``, result ``N 2**-e`` with D's sign, flushed below 2**-126 (float32 view)."""
+    d_value = np.asarray(values, np.uint32).view(np.float32)
+    magnitude = np.abs(d_value.astype(np.float64))
+    with np.errstate(all="ignore"):
+        mantissa, exponent = np.frexp(np.where(np.isfinite(magnitude) & (magnitude > 0), magnitude, 1.0))
+        index = ((2 * mantissa - 1) * (1 << table_bits)).astype(np.int64)
+        midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
+        d, n = mantissa.astype(np.float16), (1.0 / midpoint).astype(np.float16)
+
+        def mac(a, b):
+            return (a.astype(np.float32) * b.astype(np.float32) + np.float32(0)).astype(np.float16)
+
+        q = mac(d, n)
+        for iteration in range(iterations):
+            factor = (np.float32(2) - q.astype(np.float32)).astype(np.float16)
+            n = mac(n, factor)
+            if iteration < iterations - 1:
+                q = mac(q, factor)
+        result = n.astype(np.float64) * np.power(2.0, -exponent.astype(np.float64))
+        result = np.where(result < 2.0 ** -126, 0.0, result)
+        result = np.where(magnitude < 2.0 ** -126, np.inf, result)
+        result = np.where(np.isinf(magnitude), 0.0, result)
+        result = np.copysign(result, d_value).astype(np.float32)
+    return np.where(np.isnan(d_value), np.float32(np.nan), result)
+
+
+def random_fp32_values(seed, count=N):
+    """Random FP32 bit patterns (a tenth: every special) and normals of every exponent."""
+    rng = np.random.default_rng(seed)
+    tenth = count // 10
+    return np.concatenate([rng.integers(0, 1 << 32, tenth, dtype=np.int64),
+                           random_normals(rng, count - tenth, FP32, 1, FP32.exponent_max_field - 1)]).astype(np.uint32)
+
+
+def test_reciprocal_fp16_against_numpy(seed):
+    """``reciprocal_unit_fp16`` on 10**6 random FP32 values and the corners, at three table/iteration settings."""
+    from trainforge.golden.caterpillar.goldschmidt import reciprocal_unit_fp16
+    corners = np.array([0, 0x80000000, 1, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000, 0x00800000,
+                        0x7F7FFFFF, 0x7F000000, 0x7E800000, 0x3FFFFFFF, 0x3FFFF000], dtype=np.uint32)
+    values = np.concatenate([random_fp32_values(seed), corners])
+    for table_bits, iterations in ((3, 2), (5, 1), (1, 3)):
+        got = reciprocal_unit_fp16(values, table_bits=table_bits, iterations=iterations).astype(np.uint32)
+        bad = mismatches(got, oracle_reciprocal(values, table_bits, iterations))
+        assert not bad.size, [hex(int(values[i])) for i in bad[:5]]
+
+
+def test_reciprocal_fp16_accuracy(seed):
+    """At the defaults (table_bits 3, iterations 2) every normal result is within 2**-9 of ``1 / D`` (the FP16
+    registers: 11 significand bits; measured maximum printed in hw/caterpillar/README.md)."""
+    from trainforge.golden.caterpillar.goldschmidt import reciprocal_unit_fp16
+    rng = np.random.default_rng(seed)
+    values = random_normals(rng, 100_000, FP32, 2, 250).astype(np.uint32)
+    got = reciprocal_unit_fp16(values).astype(np.uint32).view(np.float32).astype(np.float64)
+    exact = 1.0 / values.view(np.float32).astype(np.float64)
+    assert np.max(np.abs(got / exact - 1)) < 2.0 ** -9

@@ -167,6 +167,7 @@ class CPCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._buses = None  # the bus reduction's buses, built into this module by _reduction_buses
         n_r, reduction_cycles = self.n_r, self.reduction_cycles
         pes = [[CPPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
                 for _ in range(n_r)] for _ in range(n_r)]
@@ -719,6 +720,21 @@ class CPCore(wiring.Component):
         m.d.comb += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
         return updated
 
+    def _reduction_buses(self, m, pes, red_step):
+        """The column and row reduction buses (``bus`` reduction), built once: at step ``s`` column ``c``'s bus
+        carries the partial sum of PE ``((c + 1 + s) % n_r, c)``, row ``r``'s that of PE ``(r, (r + 1 + s) % n_r)``."""
+        if self._buses is None:
+            n_r = self.n_r
+            columns = [Signal(signed(self.acc_width), name=f"column_reduction_bus_{c}") for c in range(n_r)]
+            rows = [Signal(signed(self.acc_width), name=f"row_reduction_bus_{r}") for r in range(n_r)]
+            for line in range(n_r):
+                m.d.comb += [
+                    columns[line].eq(self._bus_sender(red_step, [pes[k][line].red for k in range(n_r)], line)),
+                    rows[line].eq(self._bus_sender(red_step, [pes[line][k].red for k in range(n_r)], line)),
+                ]
+            self._buses = (columns, rows)
+        return self._buses
+
     def _bus_sender(self, red_step, reds, diagonal):
         """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""
         return _select([reds[(diagonal + 1 + s) % self.n_r] for s in range(self.n_r - 1)], red_step)
@@ -727,14 +743,15 @@ class CPCore(wiring.Component):
         """``red_add`` and ``red_in`` of PE ``(r, c)`` for both directions and both reduction kinds."""
         n_r, pe = self.n_r, pes[r][c]
         if self.reduction == "bus":
-            # Only the diagonal PE receives: a partial sum of its column (forward) or row (backward),
-            # sent in turn by the other PEs of that line.
+            # Only the diagonal PE adds: a partial sum of its column (forward) or row (backward), sent in turn
+            # by the other PEs of that line on the line's reduction bus. The bus reaches every PE of the line
+            # (each PE's red_in is its column's bus forward, its row's backward), but only the diagonal's
+            # red_add is raised. (A red_in tied to zero would leave the FP adder of an off-diagonal PE with a
+            # constant operand, whose constant comparisons Verilator refuses.)
+            buses = self._reduction_buses(m, pes, red_step)
+            m.d.comb += pe.red_in.eq(Mux(red_forward, buses[0][c], buses[1][r]))
             if r == c:
-                m.d.comb += [
-                    pe.red_add.eq(reducing),
-                    pe.red_in.eq(Mux(red_forward, self._bus_sender(red_step, [pes[k][c].red for k in range(n_r)], c),
-                                     self._bus_sender(red_step, [pes[r][k].red for k in range(n_r)], r))),
-                ]
+                m.d.comb += pe.red_add.eq(reducing)
             return
         # Tree over the line, rotated so that the diagonal PE is position 0: at step s the PE at
         # position d (a multiple of 2^(s+1)) adds the partial sum of position d + 2^s.
