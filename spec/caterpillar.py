@@ -18,7 +18,7 @@ from .fp import FP16, FP32
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
+    "MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
@@ -36,9 +36,6 @@ __all__ = [
 #: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``): ``fixed`` (two's
 #: complement, wrapping accumulator) and ``fp16`` (the paper's half-precision FPU: :data:`FP16_MAC`).
 MAC_UNIT_NAMES = ("fixed", "fp16")
-#: The MAC units that ``cp_ring`` is built for so far: the ring's collective adds are fixed point only (``fp16``
-#: runs in ``cp_pe``, ``cp_core`` and ``cp_reciprocal``).
-SYSTEM_MAC_UNIT_NAMES = ("fixed",)
 #: The MAC units of ``cp_core``: with ``fp16`` its reductions add in FP32 and UPDATE writes back in FP16
 #: (``golden.caterpillar.core_fp16``).
 CORE_MAC_UNIT_NAMES = MAC_UNIT_NAMES
@@ -176,8 +173,8 @@ _PE_MAC = Param("mac", str, "fixed", "MAC unit: 'fixed' (width-bit operands), or
                 "accumulation; width 16, acc_width 32)", choices=MAC_UNIT_NAMES)
 _CORE_MAC = replace(_PE_MAC, doc="MAC unit of the PEs: 'fixed', or 'fp16' (FP16 operands and weights, FP32 "
                    "accumulation, reductions and results; width 16, acc_width 32)")
-_MAC = replace(_PE_MAC, doc="MAC unit of the PEs ('fp16' is built for cp_pe and cp_core only so far)",
-               choices=SYSTEM_MAC_UNIT_NAMES)
+_RING_MAC = replace(_CORE_MAC, doc="MAC unit of the cores' PEs: 'fixed', or 'fp16' (the ring's adds in FP32 "
+                   "too; width 16, acc_width 32)")
 
 #: The parameters of ``cp_pe``.
 PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC), constraints=(_check_acc_width, _check_fp16_widths))
@@ -209,7 +206,7 @@ RING_PARAMS = ParamSchema((
                 "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)"),
     replace(_MAX_BLOCKS, doc="largest block count of a core command; ring buffers hold cores x max_blocks"),
     replace(_REDUCTION, doc="GEMV reduction in each core"),
-    _MAC,
+    _RING_MAC,
 ), constraints=(_check_core_params,))
 
 #: The parameters of ``cp_reciprocal``.

@@ -62,7 +62,8 @@ class RingProgram:
         self._add(f"all-gather cw={chunk_words}", golden.RING_ALL_GATHER, words=chunk_words)
 
     def reduce_scatter(self, chunk_words):
-        self.buffers = golden.reduce_scatter_buffers(self.buffers, chunk_words, acc_width=self.acc_width)
+        self.buffers = golden.reduce_scatter_buffers(self.buffers, chunk_words, acc_width=self.acc_width,
+                                                     mac=self.params["mac"])
         self._add(f"reduce-scatter cw={chunk_words}", golden.RING_REDUCE_SCATTER, words=chunk_words)
 
     def load(self, core, weights, base):
@@ -115,7 +116,8 @@ def collectives(program, generator, size, zeros=False):
     program.write(np.stack([golden.vector_words(partial, cores * cw, n_r) for partial in partials]))
     program.reduce_scatter(cw)
     # The golden model of the buffers must agree with the plain reduce-scatter of the vectors.
-    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, elements_per_word=n_r)
+    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, mac=program.params["mac"],
+                                     elements_per_word=n_r)
     for core, chunk in enumerate(expected):
         held = program.buffers[core, core * cw:(core + 1) * cw].reshape(-1)[:len(chunk)]
         assert np.array_equal(held, chunk), f"buffer model of core {core}: {held} vs reduce_scatter {chunk}"

@@ -64,6 +64,8 @@ BLOCKS = (
             {"cores": 3, "n_r": 3, "sram_depth": 24, "max_blocks": 4, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
             {"cores": 4, "n_r": 2, "sram_depth": 32, "max_blocks": 4},
+            # the FP32 collectives and the GEMV's chain of FP32 adds over 3 cores
+            {"cores": 3, "n_r": 2, "sram_depth": 16, "max_blocks": 3, "mac": "fp16"},
         ),
         # make regress: 8 cores (the largest ring), with the bus and the tree reduction.
         regress_params=(
@@ -71,6 +73,7 @@ BLOCKS = (
             {"cores": 8, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree"},
             {"cores": 3, "n_r": 4, "sram_depth": 16, "max_blocks": 3, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
+            {"cores": 2, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree", "mac": "fp16"},
         ),
     ),
 )

@@ -94,6 +94,36 @@ def _reduce(partials, reduction):
     return partials[0]
 
 
+def fp16_gemv(padded, mb, nb, vector, forward, n_r, reduction):
+    """The output lanes (signed 32-bit, FP32 bits) of an ``fp16`` GEMV on the padded ``Mb n_r x Nb n_r`` matrix of
+    FP16 bits, by numpy float32 in the core's order: each PE's products in issue order from +0, then the line's
+    partial sums reduced into the diagonal PE (:func:`_reduce`)."""
+    weights, vector = _float32(padded), _float32(vector)
+    lanes = np.arange(n_r)
+    if forward:  # PE (r, j % n_r) adds x[ib n_r + r] W[ib n_r + r, j] for ib = 0, 1, ...
+        sums = np.zeros((n_r, nb * n_r), dtype=np.float32)
+        for ib in range(mb):
+            rows = ib * n_r + lanes
+            sums = _add(sums, _multiply(vector[rows][:, None], weights[rows, :]))
+        outputs = np.arange(nb * n_r)
+        partials = [sums[(outputs % n_r + d) % n_r, outputs] for d in range(n_r)]
+    else:  # PE (i % n_r, c) adds e[jb n_r + c] W[i, jb n_r + c] for jb = 0, 1, ...
+        sums = np.zeros((mb * n_r, n_r), dtype=np.float32)
+        for jb in range(nb):
+            cols = jb * n_r + lanes
+            sums = _add(sums, _multiply(vector[cols][None, :], weights[:, cols]))
+        outputs = np.arange(mb * n_r)
+        partials = [sums[outputs, (outputs % n_r + d) % n_r] for d in range(n_r)]
+    return _lane32(_reduce(partials, reduction)).tolist()
+
+
+def fp32_lane_add(x, y):
+    """numpy float32 sum of two FP32 lanes (signed 32-bit integers of their bits), as such a lane."""
+    a = flush(np.array([x & 0xFFFFFFFF], dtype=np.uint32).view(np.float32))
+    b = flush(np.array([y & 0xFFFFFFFF], dtype=np.uint32).view(np.float32))
+    return int(_lane32(_add(a, b))[0])
+
+
 class _Program:
     """Commands, operand words and expected result words, built with the reference arithmetic.
 
@@ -111,24 +141,7 @@ class _Program:
         self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
 
     def _gemv_fp16(self, padded, mb, nb, vector, forward):
-        """The GEMV's output words in FP (see the class docstring)."""
-        n_r, weights, vector = self.n_r, _float32(padded), _float32(vector)
-        lanes = np.arange(n_r)
-        if forward:  # PE (r, j % n_r) adds x[ib n_r + r] W[ib n_r + r, j] for ib = 0, 1, ...
-            sums = np.zeros((n_r, nb * n_r), dtype=np.float32)
-            for ib in range(mb):
-                rows = ib * n_r + lanes
-                sums = _add(sums, _multiply(vector[rows][:, None], weights[rows, :]))
-            outputs = np.arange(nb * n_r)
-            partials = [sums[(outputs % n_r + d) % n_r, outputs] for d in range(n_r)]
-        else:  # PE (i % n_r, c) adds e[jb n_r + c] W[i, jb n_r + c] for jb = 0, 1, ...
-            sums = np.zeros((mb * n_r, n_r), dtype=np.float32)
-            for jb in range(nb):
-                cols = jb * n_r + lanes
-                sums = _add(sums, _multiply(vector[cols][None, :], weights[:, cols]))
-            outputs = np.arange(mb * n_r)
-            partials = [sums[outputs, (outputs % n_r + d) % n_r] for d in range(n_r)]
-        return _lane32(_reduce(partials, self.reduction)).tolist()
+        return fp16_gemv(padded, mb, nb, vector, forward, self.n_r, self.reduction)
 
     def _gemm_fp16(self, padded, b):
         """``C = W B`` in FP: each element summed over ``p`` in order from +0 (one PE each)."""
