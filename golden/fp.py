@@ -55,6 +55,13 @@ Accumulation (:func:`fp32_accumulate`), the MAC's interleaved accumulator
     a partial not yet written since the clear taken as ``+0``. With one
     partial this is the plain accumulator ``(+0 if clear else acc) + row_sum``.
 
+Format steps (:func:`fp16_to_fp32`, :func:`fp32_scale_down`, :func:`fp32_to_fp16`), CATERPILLAR's FP16 write-back
+    Widening FP16 -> FP32 is exact (input flush). Scaling by ``2**-shift`` lowers the
+    exponent field, exactly, or flushes a result below FP32's normals. Rounding FP32
+    -> FP16 keeps 11 significand bits, rounds to nearest even on the 13 dropped ones,
+    renormalises a rounding carry, and then overflows to Inf (field >= 31) or flushes
+    (field <= 0: the *rounded* value is below ``2**-14``); NaN -> ``0x7E00``.
+
 Adder tree (:func:`fp32_sum_tree`)
     Level by level, lanes ``0+1, 2+3, ...``; an odd lane left over at the end
     of a level passes to the next level unchanged (as its last lane). Each
