@@ -86,10 +86,10 @@ class RingProgram:
         assert self.cores * mb <= depth
         self.write(slices)
         self.all_gather(mb)
-        y, _ = golden.ring_gemv_forward(weights, x, overlap=overlap, **self.params)
+        y, _ = golden.ring_gemv_forward(weights, x, overlap=overlap, padded=True, **self.params)
         self._add(f"gemv forward {np.shape(weights)} overlap={overlap}", golden.RING_GEMV_FORWARD,
                   outputs=golden.vector_words(y, nb, self.n_r), overlap=overlap, mb=mb, nb=nb, base=base)
-        d, _ = golden.ring_gemv_backward(weights, e, overlap=not overlap, **self.params)
+        d, _ = golden.ring_gemv_backward(weights, e, overlap=not overlap, padded=True, **self.params)
         self.buffers = golden.backward_buffers(self.buffers, d, mb)
         self._add(f"gemv backward {np.shape(weights)} overlap={not overlap}", golden.RING_GEMV_BACKWARD,
                   inputs=golden.vector_words(e, nb, self.n_r),

@@ -204,11 +204,14 @@ def ring_panels(weights, n_r, cores):
     return mb, [padded[k * rows:(k + 1) * rows] for k in range(cores)]
 
 
-def ring_gemv_forward(weights, x, *, overlap=False, **params):
+def ring_gemv_forward(weights, x, *, overlap=False, padded=False, **params):
     """Fig. 4(a, c) on all ``P`` cores: core ``k`` holds row panel ``k`` of ``W`` (:func:`ring_panels`) and the
     matching part of ``x``, and reduces internally; the partial outputs are summed by a chain of adds along the
     ring: core 0's word crosses the hop to core 1, which adds its own word and passes the sum on, up to core
     ``P - 1``, whose sum is the output.
+
+    ``padded``: return every lane of the ``Nb`` output words, the padding lanes too (zero in ``fixed``; with
+    ``mac="fp16"`` a non-finite ``x`` meeting a padding zero makes them NaN, as in the RTL).
 
     Returns
     -------
@@ -225,7 +228,7 @@ def ring_gemv_forward(weights, x, *, overlap=False, **params):
     total = None
     for panel, vector in zip(panels, inputs):  # the chain: core k adds its partial to the sum of cores 0 .. k-1
         partial = core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width, mac=mac,
-                                    reduction=reduction)[1].reshape(-1)[:panels[0].shape[1]]
+                                    reduction=reduction)[1].reshape(-1)
         if total is None:  # core 0's words enter the chain as they are
             total = partial.astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFFFFFFFFFF)
         elif mac == "fp16":  # FP32 lanes: ((p_0 + p_1) + p_2) + ..., one rounding each
@@ -236,10 +239,10 @@ def ring_gemv_forward(weights, x, *, overlap=False, **params):
     nb = core.blocks(weights.shape[1], n_r)
     schedule = ring_schedule(RING_GEMV_FORWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
                              overlap=overlap)
-    return y[:weights.shape[1]], int(schedule.output_offsets[-1])
+    return (y if padded else y[:weights.shape[1]]), int(schedule.output_offsets[-1])
 
 
-def ring_gemv_backward(weights, e, *, overlap=False, **params):
+def ring_gemv_backward(weights, e, *, overlap=False, padded=False, **params):
     """Fig. 4(b, d) on all ``P`` cores: ``e`` is broadcast along the ring (core ``k`` gets it ``k`` hops after
     core 0); each core reduces within itself and produces its part of ``d``, rows ``k * mb * n_r ..`` of
     ``W e``.
@@ -260,7 +263,8 @@ def ring_gemv_backward(weights, e, *, overlap=False, **params):
     nb = core.blocks(weights.shape[1], n_r)
     schedule = ring_schedule(RING_GEMV_BACKWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
                              overlap=overlap)
-    return np.concatenate(parts)[:weights.shape[0]], int(schedule.output_offsets[-1])
+    d = np.concatenate(parts)  # every row of the P panels (padded=True: the padding rows too, see the forward)
+    return (d if padded else d[:weights.shape[0]]), int(schedule.output_offsets[-1])
 
 
 def backward_words(d, mb, n_r, cores):

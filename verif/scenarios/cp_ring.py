@@ -404,11 +404,11 @@ def golden(params, scenario):
             if op == RingOp.GEMV_FORWARD:
                 x = np.concatenate([_low_bits(buffers[core, core * mb:(core + 1) * mb], width).reshape(-1)
                                     for core in range(cores)])
-                y, _ = golden_ring.ring_gemv_forward(weights, x, overlap=overlap, **params)
+                y, _ = golden_ring.ring_gemv_forward(weights, x, overlap=overlap, padded=True, **params)
                 outputs += golden_ring.vector_words(y, nb, n_r).tolist()
             else:
                 e = _low_bits(take(nb), width).reshape(-1)
-                d, _ = golden_ring.ring_gemv_backward(weights, e, overlap=overlap, **params)
+                d, _ = golden_ring.ring_gemv_backward(weights, e, overlap=overlap, padded=True, **params)
                 outputs += golden_ring.backward_words(d, mb, n_r, cores).tolist()
                 buffers = golden_ring.backward_buffers(buffers, d, mb)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
