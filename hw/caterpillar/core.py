@@ -106,6 +106,12 @@ class CPCore(wiring.Component):
     ``o_data`` one cycle after the cycle the reduction or the GEMM read-out
     writes it into the FIFO (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
 
+    With ``mac="fp16"`` (the paper's half-precision FPU; ``width`` 16, ``acc_width`` 32) the same schedule runs
+    on bit patterns: the weights and the ``i_data`` operands are FP16, the PEs' sums, the reductions and the
+    ``o_data`` results FP32 (every add one FP32 rounding, in the order of
+    :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
+    (:meth:`_updated_weight_fp16`).
+
     Parameters
     ----------
     n_r : int
