@@ -55,6 +55,13 @@ Accumulation (:func:`fp32_accumulate`), the MAC's interleaved accumulator
     a partial not yet written since the clear taken as ``+0``. With one
     partial this is the plain accumulator ``(+0 if clear else acc) + row_sum``.
 
+Format steps (:func:`fp16_to_fp32`, :func:`fp32_scale_down`, :func:`fp32_to_fp16`), CATERPILLAR's FP16 write-back
+    Widening FP16 -> FP32 is exact (input flush). Scaling by ``2**-shift`` lowers the
+    exponent field, exactly, or flushes a result below FP32's normals. Rounding FP32
+    -> FP16 keeps 11 significand bits, rounds to nearest even on the 13 dropped ones,
+    renormalises a rounding carry, and then overflows to Inf (field >= 31) or flushes
+    (field <= 0: the *rounded* value is below ``2**-14``); NaN -> ``0x7E00``.
+
 Adder tree (:func:`fp32_sum_tree`)
     Level by level, lanes ``0+1, 2+3, ...``; an odd lane left over at the end
     of a level passes to the next level unchanged (as its last lane). Each
@@ -65,7 +72,8 @@ import numpy as np
 from trainforge.errors import ParameterError
 from trainforge.spec.fp import BF16, FP16, FP32
 
-__all__ = ["fp_mul_exact", "fp32_add", "fp32_sum_tree", "fp32_accumulate", "to_bits", "from_bits"]
+__all__ = ["fp_mul_exact", "fp32_add", "fp32_sum_tree", "fp32_accumulate", "fp16_to_fp32", "fp32_scale_down",
+           "fp32_to_fp16", "to_bits", "from_bits"]
 
 #: Guard, round and sticky bits below the adder's 24-bit significand.
 GRS_BITS = 3
@@ -308,6 +316,103 @@ def fp32_accumulate(row_sums_bits, clear, partials, read=None):
             after[out] = fp32_sum_tree(np.where(written, state, np.uint32(0)), axis=0)
             out += 1
     return after
+
+
+def fp16_to_fp32(bits):
+    """FP16 bit patterns widened to FP32, exactly (input flush: a subnormal becomes a zero of its sign).
+
+    A normal value keeps its sign and fraction (shifted left by 13) and takes the FP32 exponent field
+    ``field - 15 + 127``; ``+-Inf`` stays ``+-Inf``; a NaN becomes the canonical FP32 NaN.
+
+    Parameters
+    ----------
+    bits : array_like of int
+        FP16 bit patterns.
+
+    Returns
+    -------
+    numpy.ndarray of uint32
+    """
+    sign, exponent, fraction = _unpack(_check_bits(bits, FP16, "bits"), FP16)
+    zero, inf, nan = _classify(exponent, fraction, FP16)
+    shift = FP32.fraction_bits - FP16.fraction_bits
+    result = _pack(sign, exponent - FP16.bias + FP32.bias, fraction << shift)
+    result = np.where(zero, _pack(sign, 0, 0), result)
+    result = np.where(inf, _pack(sign, FP32.exponent_max_field, 0), result)
+    return np.where(nan, np.uint32(FP32.canonical_nan()), result).astype(np.uint32)
+
+
+def fp32_scale_down(bits, shift):
+    """``x * 2**-shift`` of FP32 bit patterns: an exponent decrement, exact, or a flush to zero.
+
+    Steps: an operand with exponent field 0 is a zero of its sign (input flush); ``+-Inf`` stays; a NaN
+    becomes the canonical NaN; otherwise the exponent field drops by ``shift`` and a field of 0 or below
+    gives a zero of the operand's sign (output flush: the exact result is below FP32's smallest normal).
+    The fraction is never rounded.
+
+    Parameters
+    ----------
+    bits : array_like of int
+        FP32 bit patterns.
+    shift : int or array_like of int
+        At least 0 (broadcast with ``bits``).
+
+    Returns
+    -------
+    numpy.ndarray of uint32
+    """
+    bits = _check_bits(bits, FP32, "bits")
+    shift = np.asarray(shift, dtype=np.int64)
+    if shift.size and shift.min() < 0:
+        raise ParameterError(f"shift must be at least 0, got {int(shift.min())}")
+    sign, exponent, fraction = _unpack(bits, FP32)
+    zero, inf, nan = _classify(exponent, fraction, FP32)
+    field = exponent - shift
+    result = np.where(field <= 0, _pack(sign, 0, 0), _pack(sign, np.maximum(field, 0), fraction))
+    result = np.where(zero, _pack(sign, 0, 0), result)
+    result = np.where(inf, _pack(sign, FP32.exponent_max_field, 0), result)
+    return np.where(nan, np.uint32(FP32.canonical_nan()), result).astype(np.uint32)
+
+
+def fp32_to_fp16(bits):
+    """FP32 bit patterns rounded to FP16: nearest, ties to even, subnormals flushed on input and output.
+
+    Steps: unpack (exponent field 0: a zero of its sign); keep the 11 top significand bits and round to
+    nearest even on the 13 dropped ones (guard = the top dropped bit, sticky = the OR of the 12 others);
+    a rounding carry (1.11...1 + ulp) moves the exponent up by one; pack: an FP16 exponent field of 31 or
+    more is ``+-Inf`` (overflow), of 0 or less a zero of the sign (the rounded value is below FP16's smallest
+    normal, ``2**-14``); ``+-Inf`` stays ``+-Inf``; a NaN gives the canonical FP16 NaN ``0x7E00``.
+
+    Parameters
+    ----------
+    bits : array_like of int
+        FP32 bit patterns.
+
+    Returns
+    -------
+    numpy.ndarray of uint16
+    """
+    sign, exponent, fraction = _unpack(_check_bits(bits, FP32, "bits"), FP32)
+    zero, inf, nan = _classify(exponent, fraction, FP32)
+    dropped_bits = FP32.fraction_bits - FP16.fraction_bits
+    significand = (1 << FP32.fraction_bits) | fraction
+    kept, dropped = significand >> dropped_bits, significand & ((1 << dropped_bits) - 1)
+    halfway = 1 << (dropped_bits - 1)
+    up = (dropped > halfway) | ((dropped == halfway) & ((kept & 1) == 1))
+    kept = kept + up.astype(np.int64)
+    carry = kept >> FP16.significand_bits
+    field = exponent - FP32.bias + FP16.bias + carry
+    fraction16 = (kept >> carry) & FP16.fraction_mask
+
+    def pack16(field_bits, fraction_bits):
+        return (sign << (FP16.width - 1)) | (field_bits << FP16.fraction_bits) | fraction_bits
+
+    result = pack16(np.clip(field, 0, FP16.exponent_max_field), fraction16)
+    result = np.where(field <= 0, pack16(0, 0), result)
+    result = np.where(field >= FP16.exponent_max_field, pack16(FP16.exponent_max_field, 0), result)
+    result = np.where(zero, pack16(0, 0), result)
+    result = np.where(inf, pack16(FP16.exponent_max_field, 0), result)
+    return np.where(nan, FP16.canonical_nan(), result).astype(np.uint16)
 
 
 def to_bits(values, fmt):

@@ -18,7 +18,7 @@ from .fp import FP16, FP32
 from .params import Param, ParamSchema
 
 __all__ = [
-    "MAC_UNIT_NAMES", "SYSTEM_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
+    "MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
     "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
@@ -29,16 +29,16 @@ __all__ = [
     "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
     "ring_buffer_depth", "ring_cmd_layout", "ring_word_layout", "ring_error_layout", "ring_command_limits",
     "ring_command_checks", "ring_command_violation",
-    "reciprocal_table", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
+    "reciprocal_table", "reciprocal_table_fp16", "reciprocal_result_bits", "reciprocal_operand_bits", "result_width", "unit_latency", "unit_interval",
     "params_with_defaults",
 ]
 
 #: Names of the PE's MAC units (the keys of ``trainforge.hw.caterpillar.mac.MAC_UNITS``): ``fixed`` (two's
 #: complement, wrapping accumulator) and ``fp16`` (the paper's half-precision FPU: :data:`FP16_MAC`).
 MAC_UNIT_NAMES = ("fixed", "fp16")
-#: The MAC units that ``cp_core``, ``cp_ring`` and ``cp_reciprocal`` are built for so far: their reduction
-#: adds, UPDATE write-back and reciprocal are fixed point only (``fp16`` runs in ``cp_pe`` alone).
-SYSTEM_MAC_UNIT_NAMES = ("fixed",)
+#: The MAC units of ``cp_core``: with ``fp16`` its reductions add in FP32 and UPDATE writes back in FP16
+#: (``golden.caterpillar.core_fp16``).
+CORE_MAC_UNIT_NAMES = MAC_UNIT_NAMES
 #: ``mac="fp16"``: the formats of the PE's FPU. The operands (local SRAM words, the low 16 bits of a bus) are
 #: IEEE half precision; the product of two of them is exact in FP32 (22-bit significand, no rounding); the
 #: accumulator, the reduction register and the buses hold FP32, and every addition (the MAC's and the
@@ -144,9 +144,16 @@ def _check_fp16_widths(values):
                                  f"an FP32 accumulator); allowed: {bits}")
 
 
+def _check_reciprocal_fp16(values):
+    """With ``mac="fp16"`` the reciprocal takes FP32 values (32 bits) and indexes FP32's 23 fraction bits."""
+    if values["mac"] == "fp16" and values["width"] != FP32.width:
+        raise ParameterError(f"parameter 'width' = {values['width']} is invalid with mac 'fp16' (FP32 values); "
+                             f"allowed: {FP32.width}")
+
+
 def _check_table_bits(values):
-    """The lookup table indexes the bits after the leading one of the fraction."""
-    if values["table_bits"] > values["frac"] - 2:
+    """The lookup table indexes the bits after the leading one of the fraction (fixed point)."""
+    if values["mac"] == "fixed" and values["table_bits"] > values["frac"] - 2:
         raise ParameterError(f"parameter 'table_bits' = {values['table_bits']} is invalid (the table indexes the "
                              f"bits after the leading one of a {values['frac']}-bit fraction); allowed: an integer "
                              f"in 1..{values['frac'] - 2}")
@@ -164,8 +171,10 @@ _REDUCTION = Param("reduction", str, "bus", "GEMV reduction: column/row bus (n_r
                    choices=REDUCTIONS)
 _PE_MAC = Param("mac", str, "fixed", "MAC unit: 'fixed' (width-bit operands), or 'fp16' (FP16 operands, FP32 "
                 "accumulation; width 16, acc_width 32)", choices=MAC_UNIT_NAMES)
-_MAC = replace(_PE_MAC, doc="MAC unit of the PEs ('fp16' is built for cp_pe only so far)",
-               choices=SYSTEM_MAC_UNIT_NAMES)
+_CORE_MAC = replace(_PE_MAC, doc="MAC unit of the PEs: 'fixed', or 'fp16' (FP16 operands and weights, FP32 "
+                   "accumulation, reductions and results; width 16, acc_width 32)")
+_RING_MAC = replace(_CORE_MAC, doc="MAC unit of the cores' PEs: 'fixed', or 'fp16' (the ring's adds in FP32 "
+                   "too; width 16, acc_width 32)")
 
 #: The parameters of ``cp_pe``.
 PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC), constraints=(_check_acc_width, _check_fp16_widths))
@@ -177,7 +186,7 @@ def _check_pe_params(values):
 
 
 #: The parameters of ``cp_core``.
-CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _MAC),
+CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _CORE_MAC),
                           constraints=(_check_pe_params,))
 
 
@@ -197,7 +206,7 @@ RING_PARAMS = ParamSchema((
                 "SRAMs alone need 256 DP16KD, more than the 208 of the ULX3S's ECP5-85F; at 8 KB they need 128)"),
     replace(_MAX_BLOCKS, doc="largest block count of a core command; ring buffers hold cores x max_blocks"),
     replace(_REDUCTION, doc="GEMV reduction in each core"),
-    _MAC,
+    _RING_MAC,
 ), constraints=(_check_core_params,))
 
 #: The parameters of ``cp_reciprocal``.
@@ -206,8 +215,9 @@ RECIPROCAL_PARAMS = ParamSchema((
     Param("frac", int, 16, "fraction bits of inputs and results", minimum=4, maximum=28),
     Param("table_bits", int, 3, "lookup-table index bits", minimum=1, maximum=8),
     Param("iterations", int, 2, "Goldschmidt iterations (two MACs each)", minimum=0, maximum=6),
-    Param("mac", str, "fixed", "MAC unit", choices=SYSTEM_MAC_UNIT_NAMES),
-), constraints=(_check_table_bits,))
+    Param("mac", str, "fixed", "MAC unit: 'fixed' (frac fraction bits), or 'fp16' (FP32 values in and out, "
+          "the iterations on the half-precision FPU; width 32, frac unused)", choices=MAC_UNIT_NAMES),
+), constraints=(_check_table_bits, _check_reciprocal_fp16))
 
 #: ``cp_pe``: cycles from an issue-stage read (``rd_addr``) to its word on ``mem_data``: the synchronous
 #: SRAM read, then the SRAM's output register (the DP16KD's ``OUTREG`` on the ECP5).
@@ -505,6 +515,19 @@ def reciprocal_table(table_bits, frac):
     index = np.arange(1 << table_bits)
     midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
     return np.round((1 << frac) / midpoint).astype(np.int64)
+
+
+def reciprocal_table_fp16(table_bits):
+    """FP16 bit patterns of ``1 / midpoint`` of each of the ``2 ** table_bits`` intervals of ``[1/2, 1)``
+    (rounded to nearest even by numpy's float16 conversion): the ``fp16`` reciprocal's first guesses."""
+    index = np.arange(1 << table_bits)
+    midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
+    return (1.0 / midpoint).astype(np.float16).view(np.uint16).astype(np.int64)
+
+
+def reciprocal_result_bits(params):
+    """Bits of a ``cp_reciprocal`` result: :func:`result_width` of ``frac`` (fixed), 32 (``fp16``: FP32 bits)."""
+    return FP32.width if params["mac"] == "fp16" else result_width(params["frac"])
 
 
 def reciprocal_operand_bits(frac):

@@ -62,7 +62,8 @@ class RingProgram:
         self._add(f"all-gather cw={chunk_words}", golden.RING_ALL_GATHER, words=chunk_words)
 
     def reduce_scatter(self, chunk_words):
-        self.buffers = golden.reduce_scatter_buffers(self.buffers, chunk_words, acc_width=self.acc_width)
+        self.buffers = golden.reduce_scatter_buffers(self.buffers, chunk_words, acc_width=self.acc_width,
+                                                     mac=self.params["mac"])
         self._add(f"reduce-scatter cw={chunk_words}", golden.RING_REDUCE_SCATTER, words=chunk_words)
 
     def load(self, core, weights, base):
@@ -85,10 +86,10 @@ class RingProgram:
         assert self.cores * mb <= depth
         self.write(slices)
         self.all_gather(mb)
-        y, _ = golden.ring_gemv_forward(weights, x, overlap=overlap, **self.params)
+        y, _ = golden.ring_gemv_forward(weights, x, overlap=overlap, padded=True, **self.params)
         self._add(f"gemv forward {np.shape(weights)} overlap={overlap}", golden.RING_GEMV_FORWARD,
                   outputs=golden.vector_words(y, nb, self.n_r), overlap=overlap, mb=mb, nb=nb, base=base)
-        d, _ = golden.ring_gemv_backward(weights, e, overlap=not overlap, **self.params)
+        d, _ = golden.ring_gemv_backward(weights, e, overlap=not overlap, padded=True, **self.params)
         self.buffers = golden.backward_buffers(self.buffers, d, mb)
         self._add(f"gemv backward {np.shape(weights)} overlap={not overlap}", golden.RING_GEMV_BACKWARD,
                   inputs=golden.vector_words(e, nb, self.n_r),
@@ -115,7 +116,8 @@ def collectives(program, generator, size, zeros=False):
     program.write(np.stack([golden.vector_words(partial, cores * cw, n_r) for partial in partials]))
     program.reduce_scatter(cw)
     # The golden model of the buffers must agree with the plain reduce-scatter of the vectors.
-    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, elements_per_word=n_r)
+    expected = golden.reduce_scatter(partials, acc_width=program.acc_width, mac=program.params["mac"],
+                                     elements_per_word=n_r)
     for core, chunk in enumerate(expected):
         held = program.buffers[core, core * cw:(core + 1) * cw].reshape(-1)[:len(chunk)]
         assert np.array_equal(held, chunk), f"buffer model of core {core}: {held} vs reduce_scatter {chunk}"

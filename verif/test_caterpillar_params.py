@@ -136,10 +136,17 @@ def test_update_fields_accept_the_boundaries():
     golden_core.check_update(1, 1, 1, 15, acc_width=16, max_blocks=1)
 
 
-def test_fp16_is_the_pe_only_so_far():
-    """``mac="fp16"`` is built for ``cp_pe``; the core, the ring and the reciprocal refuse it until theirs is."""
+def test_fp16_is_built_for_every_block():
+    """``mac="fp16"`` is accepted by the PE, the core and the ring at width 16 / acc_width 32, and by the
+    reciprocal at width 32; the core and the ring refuse other widths with the PE's message."""
     assert spec.PE_PARAMS.resolve(mac="fp16")["mac"] == "fp16"
-    for schema in (spec.CORE_PARAMS, spec.RING_PARAMS, spec.RECIPROCAL_PARAMS):
+    for schema in (spec.CORE_PARAMS, spec.RING_PARAMS):
+        assert schema.resolve(mac="fp16")["mac"] == "fp16"
         with pytest.raises(ParameterError) as caught:
-            schema.resolve(mac="fp16")
-        assert str(caught.value) == "parameter 'mac' = 'fp16' is invalid; allowed: one of fixed"
+            schema.resolve(mac="fp16", width=8)
+        assert str(caught.value) == ("parameter 'width' = 8 is invalid with mac 'fp16' (FP16 operands, an FP32 "
+                                     "accumulator); allowed: 16")
+    assert spec.RECIPROCAL_PARAMS.resolve(mac="fp16")["mac"] == "fp16"
+    with pytest.raises(ParameterError) as caught:
+        spec.RECIPROCAL_PARAMS.resolve(mac="fp16", width=16)
+    assert str(caught.value) == "parameter 'width' = 16 is invalid with mac 'fp16' (FP32 values); allowed: 32"

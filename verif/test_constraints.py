@@ -48,6 +48,14 @@ CASES = [
     ("cp_ring", {"width": 32, "acc_width": 63},
      "parameter 'acc_width' = 63 is invalid (narrower than the 64-bit products of width 32); allowed: an integer "
      "in 64..64", {"width": 32, "acc_width": 64}),
+    ("cp_core", {"mac": "fp16", "width": 16, "acc_width": 40},
+     "parameter 'acc_width' = 40 is invalid with mac 'fp16' (FP16 operands, an FP32 accumulator); allowed: 32",
+     {"mac": "fp16", "n_r": 2}),
+    ("cp_ring", {"mac": "fp16", "width": 12},
+     "parameter 'width' = 12 is invalid with mac 'fp16' (FP16 operands, an FP32 accumulator); allowed: 16",
+     {"mac": "fp16", "cores": 2}),
+    ("cp_reciprocal", {"mac": "fp16", "width": 31},
+     "parameter 'width' = 31 is invalid with mac 'fp16' (FP32 values); allowed: 32", {"mac": "fp16", "frac": 4}),
     ("cp_reciprocal", {"frac": 8, "table_bits": 7},
      "parameter 'table_bits' = 7 is invalid (the table indexes the bits after the leading one of a 8-bit "
      "fraction); allowed: an integer in 1..6", {"frac": 8, "table_bits": 6}),

@@ -9,12 +9,19 @@ float32's 24), then one float32 addition, with the flush-to-zero policy applied
 by the oracle itself. The whole PE (``cp_pe`` with its pipeline) is checked
 against an independent cycle model by the scenario table
 (``verif/scenarios/cp_pe.py``).
+
+``cp_core``'s UPDATE write-back with ``mac="fp16"``
+(:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`, ``round16(W - P * 2**-shift)``) and its new
+steps (FP32 -> FP16 rounding, FP16 -> FP32 widening, scaling by ``2**-shift``) are checked the same way, on
+10**6 random operands and the corners (oracle: ``fp_oracle.oracle_update_weight``, ``oracle_narrow``).
 """
 import numpy as np
 
 import trainforge.golden.fp as fp_golden
-from fp_oracle import describe, mismatches, oracle_add, oracle_mul
+from fp_oracle import (describe, flush, mismatches, mismatches16, oracle_add, oracle_mul, oracle_narrow,
+                       oracle_scale_down, oracle_update_weight)
 from test_fp_golden import N, random_normals, random_pairs
+from trainforge.golden.caterpillar.core_fp16 import updated_weight
 from trainforge.golden.caterpillar.pe import fp16_multiply_accumulate
 from trainforge.spec.fp import FP16, FP32
 
@@ -119,3 +126,198 @@ def test_fp16_accumulation_is_caught(seed):
         acc16 = acc.view(np.float32).astype(np.float16).astype(np.float32).view(np.uint32)
         rounded = fp16_multiply_accumulate(acc16, a, b).view(np.float32).astype(np.float16).astype(np.float32)
     assert mismatches(rounded.view(np.uint32), oracle_mac(acc16, a, b)).size > 100_000
+
+
+# ---- cp_core's FP16 write-back: FP32 -> FP16 rounding, the scaling by 2**-shift, the whole UPDATE rule ----
+
+# FP32 values to narrow: zeros, FP32 subnormals (flushed), FP16's smallest normal and the values around it
+# (2**-14 - 2**-25 rounds to 2**-14 in IEEE float16 but is below it in 11 bits: flushed), FP16 subnormal values
+# (flushed), the largest FP16, 65520 (the tie above it: overflow), infinities, NaNs, exact ties both ways.
+NARROW_CORNERS = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x38800000, 0xB8800000, 0x387FF000,
+                  0x387FE000, 0x387FFFFF, 0x38000000, 0x33800000, 0x477FE000, 0x477FEFFF, 0x477FF000,
+                  0xC77FF000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFC00001,
+                  0x3F801000, 0x3F803000, 0x3F801001, 0x3F802FFF, 0x3F800FFF, 0x3F7FF000, 0x3FFFF000,
+                  0x3F800000, 0x12345678]
+SHIFT_CORNERS = [0, 1, 10, 13, 24, 31]
+
+
+def random_fp32_for_narrowing(rng, n):
+    """Random bits (a third), normals within FP16's range and a few binades around it (a third), and values
+    whose 13 dropped fraction bits sit at or next to the tie (a third)."""
+    third = n // 3
+    bits = rng.integers(0, 1 << 32, third, dtype=np.int64)
+    near = random_normals(rng, third, FP32, FP32.bias - 16 - 3, FP32.bias + 15 + 2)
+    ties = random_normals(rng, n - 2 * third, FP32, FP32.bias - 16, FP32.bias + 16)
+    low = rng.choice(np.array([0x1000, 0x0FFF, 0x1001, 0x0000, 0x1FFF, 0x0001]), ties.size)
+    ties = (ties & ~np.int64(0x1FFF)) | low
+    return np.concatenate([bits, near, ties]).astype(np.uint32)
+
+
+def test_narrow_to_fp16(seed):
+    """``fp32_to_fp16`` on 10**6 random FP32 values and on the corners, against numpy's float16 rounding."""
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([random_fp32_for_narrowing(rng, N), np.array(NARROW_CORNERS, dtype=np.uint32)])
+    got = fp_golden.fp32_to_fp16(values)
+    expected = oracle_narrow(values.view(np.float32))
+    bad = mismatches16(got, expected)
+    assert not bad.size, [f"{int(values[i]):#010x}: golden {int(got[i]):#06x}, numpy "
+                          f"{int(expected.view(np.uint16)[i]):#06x}" for i in bad[:5]]
+
+
+def test_narrow_by_hand():
+    """Hand-worked FP32 -> FP16 roundings."""
+    cases = [(0x3F800000, 0x3C00),  # 1
+             (0x3F801000, 0x3C00),  # 1 + 2**-11: a tie, 1 is even -> 1
+             (0x3F803000, 0x3C02),  # 1 + 3 * 2**-11: a tie, 1 + 2**-10 is odd -> up
+             (0x3F801001, 0x3C01),  # just above the tie -> up
+             (0x477FE000, 0x7BFF),  # 65504, the largest FP16
+             (0x477FF000, 0x7C00),  # 65520: the tie above 65504 rounds to 2**16: overflow -> Inf
+             (0x38800000, 0x0400),  # 2**-14, the smallest normal
+             (0x387FE000, 0x0000),  # 2**-14 - 2**-25: 11 bits hold it exactly, below 2**-14 -> flushed
+             #                        (IEEE float16 rounds it to the subnormal grid: a tie, up to 2**-14)
+             (0x387FF000, 0x0400),  # 2**-14 - 2**-26: a tie, 1.1111111111 is odd -> up to 2**-14, normal
+             (0xB3800000, 0x8000),  # -2**-24 (an FP16 subnormal) -> -0
+             (0x7FC00000, 0x7E00), (0xFF800000, 0xFC00), (0x80000000, 0x8000)]
+    for value, expected in cases:
+        assert hex(int(fp_golden.fp32_to_fp16(value))) == hex(expected), hex(value)
+
+
+def test_widen_and_scale_down():
+    """``fp16_to_fp32`` on every FP16 pattern and ``fp32_scale_down`` on 10**6 random values and shifts,
+    against numpy (float16 -> float32 conversion; float64 scaling), flushed as the datapath does."""
+    every = np.arange(1 << 16, dtype=np.uint32)
+    got = fp_golden.fp16_to_fp32(every)
+    expected = flush(flush(every.astype(np.uint16).view(np.float16)).astype(np.float32))
+    assert not mismatches(got, expected).size
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.integers(0, 1 << 32, N, dtype=np.int64).astype(np.uint32),
+                             np.array(ACCUMULATOR_CORNERS, dtype=np.uint32)])
+    shifts = rng.integers(0, 32, values.size)
+    got = fp_golden.fp32_scale_down(values, shifts)
+    bad = mismatches(got, oracle_scale_down(values, shifts))
+    assert not bad.size, [hex(int(values[i])) for i in bad[:5]]
+
+
+def random_update_triples(seed):
+    """N (W, P, shift): FP16 weights (random bits, normals); P random bits (a third), wide normals (a third),
+    or ``2**shift`` times a value a few FP16 ulps from W (a third: cancellation, FP16 ties)."""
+    rng = np.random.default_rng(seed)
+    third = N // 3
+    weight = np.concatenate([rng.integers(0, 1 << 16, third, dtype=np.int64),
+                             random_normals(rng, N - third, FP16, 1, FP16.exponent_max_field - 1)])
+    shift = rng.integers(0, 32, N)
+    near_weight = (fp_golden.fp16_to_fp32(weight[2 * third:] & 0xFFFF).astype(np.int64)
+                   + rng.integers(-(1 << 15), 1 << 15, N - 2 * third))
+    exponent = np.clip(((near_weight >> 23) & 0xFF) + shift[2 * third:], 1, 254)
+    near = (near_weight & ~np.int64(0x7F800000)) | (exponent << 23)
+    product = np.concatenate([rng.integers(0, 1 << 32, third, dtype=np.int64),
+                              random_normals(rng, third, FP32, 1, FP32.exponent_max_field - 1),
+                              near])
+    order = rng.permutation(N)
+    return ((weight & 0xFFFF)[order].astype(np.uint16), (product & 0xFFFFFFFF)[order].astype(np.uint32),
+            shift[order])
+
+
+def test_update_weight_random(seed):
+    """The UPDATE write-back rule ``round16(W - P * 2**-shift)`` on 10**6 random triples against numpy."""
+    weight, product, shift = random_update_triples(seed)
+    got = updated_weight_each(weight, product, shift)
+    expected = oracle_update_weight(weight, product, shift)
+    bad = mismatches16(got, expected)
+    assert not bad.size, [f"W {int(weight[i]):#06x} P {int(product[i]):#010x} shift {int(shift[i])}: golden "
+                          f"{int(got[i]):#06x}, numpy {int(expected.view(np.uint16)[i]):#06x}" for i in bad[:5]]
+
+
+def test_update_weight_corners():
+    """Every corner weight with every corner sum and shift (21 x 23 x 6 triples)."""
+    weight, product, shift = (np.array(values).ravel() for values in np.meshgrid(
+        OPERAND_CORNERS, ACCUMULATOR_CORNERS, SHIFT_CORNERS, indexing="ij"))
+    got = updated_weight_each(weight.astype(np.uint16), product.astype(np.uint32), shift)
+    expected = oracle_update_weight(weight.astype(np.uint16), product.astype(np.uint32), shift)
+    bad = mismatches16(got, expected)
+    assert not bad.size, [(hex(int(weight[i])), hex(int(product[i])), int(shift[i])) for i in bad[:5]]
+
+
+def test_update_weight_by_hand():
+    """Hand-worked write-backs."""
+    cases = [  # (W, P, shift, W')
+        (0x4400, 0x41000000, 2, 0x4000),   # 4 - 8 / 4 = 2
+        (0x3C01, 0xBA000000, 0, 0x3C02),   # (1 + 2**-10) + 2**-11: an FP16 tie, odd -> up to 1 + 2**-9
+        (0x3C00, 0xBA000000, 0, 0x3C00),   # 1 + 2**-11: an FP16 tie, even -> 1
+        (0x3C00, 0x3F800000, 0, 0x0000),   # 1 - 1 = +0
+        (0x0400, 0x3F800000, 31, 0x0400),  # 2**-14 - 2**-31: FP32 keeps it, FP16 rounds back to 2**-14
+        (0x3C00, 0x00800000, 1, 0x3C00),   # P * 2**-1 below FP32's normals: flushed, W unchanged
+        (0x7BFF, 0xC7800000, 0, 0x7C00),   # 65504 + 65536: overflow -> Inf
+        (0x3C00, 0x7F800000, 5, 0xFC00),   # 1 - Inf = -Inf
+        (0x7C00, 0x7F800000, 0, 0x7E00),   # Inf - Inf = NaN
+    ]
+    for weight, product, shift, expected in cases:
+        got = updated_weight_each(np.array([weight], np.uint16), np.array([product], np.uint32), np.array([shift]))
+        assert hex(int(got[0])) == hex(expected), (hex(weight), hex(product), shift)
+
+
+def updated_weight_each(weight, product, shift):
+    """:func:`~trainforge.golden.caterpillar.core_fp16.updated_weight` with a shift per element."""
+    return updated_weight(weight, product, shift)
+
+
+# ---- cp_reciprocal on the FPU (mac="fp16"): the Goldschmidt recipe on FP16 registers ----
+
+def oracle_reciprocal(values, table_bits, iterations):
+    """numpy's recipe (vectorised; the same as the cp_reciprocal table's per-value reference): ``|D| = m 2**e``
+    (``frexp``), ``d = float16(m)``, ``x0 = float16(1 / midpoint)``, MACs ``float16(float32(a) float32(b) + 0)``,
+    factors ``float16(2 - float32(Q))``, result ``N 2**-e`` with D's sign, flushed below 2**-126 (float32 view)."""
+    d_value = np.asarray(values, np.uint32).view(np.float32)
+    magnitude = np.abs(d_value.astype(np.float64))
+    with np.errstate(all="ignore"):
+        mantissa, exponent = np.frexp(np.where(np.isfinite(magnitude) & (magnitude > 0), magnitude, 1.0))
+        index = ((2 * mantissa - 1) * (1 << table_bits)).astype(np.int64)
+        midpoint = 0.5 + (index + 0.5) / (1 << (table_bits + 1))
+        d, n = mantissa.astype(np.float16), (1.0 / midpoint).astype(np.float16)
+
+        def mac(a, b):
+            return (a.astype(np.float32) * b.astype(np.float32) + np.float32(0)).astype(np.float16)
+
+        q = mac(d, n)
+        for iteration in range(iterations):
+            factor = (np.float32(2) - q.astype(np.float32)).astype(np.float16)
+            n = mac(n, factor)
+            if iteration < iterations - 1:
+                q = mac(q, factor)
+        result = n.astype(np.float64) * np.power(2.0, -exponent.astype(np.float64))
+        result = np.where(result < 2.0 ** -126, 0.0, result)
+        result = np.where(magnitude < 2.0 ** -126, np.inf, result)
+        result = np.where(np.isinf(magnitude), 0.0, result)
+        result = np.copysign(result, d_value).astype(np.float32)
+    return np.where(np.isnan(d_value), np.float32(np.nan), result)
+
+
+def random_fp32_values(seed, count=N):
+    """Random FP32 bit patterns (a tenth: every special) and normals of every exponent."""
+    rng = np.random.default_rng(seed)
+    tenth = count // 10
+    return np.concatenate([rng.integers(0, 1 << 32, tenth, dtype=np.int64),
+                           random_normals(rng, count - tenth, FP32, 1, FP32.exponent_max_field - 1)]).astype(np.uint32)
+
+
+def test_reciprocal_fp16_against_numpy(seed):
+    """``reciprocal_unit_fp16`` on 10**6 random FP32 values and the corners, at three table/iteration settings."""
+    from trainforge.golden.caterpillar.goldschmidt import reciprocal_unit_fp16
+    corners = np.array([0, 0x80000000, 1, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000, 0x00800000,
+                        0x7F7FFFFF, 0x7F000000, 0x7E800000, 0x3FFFFFFF, 0x3FFFF000], dtype=np.uint32)
+    values = np.concatenate([random_fp32_values(seed), corners])
+    for table_bits, iterations in ((3, 2), (5, 1), (1, 3)):
+        got = reciprocal_unit_fp16(values, table_bits=table_bits, iterations=iterations).astype(np.uint32)
+        bad = mismatches(got, oracle_reciprocal(values, table_bits, iterations))
+        assert not bad.size, [hex(int(values[i])) for i in bad[:5]]
+
+
+def test_reciprocal_fp16_accuracy(seed):
+    """At the defaults (table_bits 3, iterations 2) every normal result is within 2**-9 of ``1 / D`` (the FP16
+    registers: 11 significand bits; measured maximum printed in hw/caterpillar/README.md)."""
+    from trainforge.golden.caterpillar.goldschmidt import reciprocal_unit_fp16
+    rng = np.random.default_rng(seed)
+    values = random_normals(rng, 100_000, FP32, 2, 250).astype(np.uint32)
+    got = reciprocal_unit_fp16(values).astype(np.uint32).view(np.float32).astype(np.float64)
+    exact = 1.0 / values.view(np.float32).astype(np.float64)
+    assert np.max(np.abs(got / exact - 1)) < 2.0 ** -9

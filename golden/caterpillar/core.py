@@ -21,6 +21,10 @@ backpressure. The conventions, shared with :class:`trainforge.hw.caterpillar.cor
   one read-modify-write of the word in its PE's local memory.
 - All sums wrap modulo ``2 ** acc_width`` (two's complement); the updated
   weight saturates to ``width`` bits.
+
+With ``mac="fp16"`` (the paper's half-precision FPU) the same entry points compute in FP16/FP32 in the
+hardware's order (:mod:`trainforge.golden.caterpillar.core_fp16`): FP16 operands, FP32 sums and results; the
+schedules and event counts are the same.
 """
 import numpy as np
 
@@ -30,6 +34,7 @@ from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, ERROR_OFFSET, EXE
                                  core_command_violation, max_shift, params_with_defaults, reduction_cycles,
                                  shift_bits)
 from ..dense_pe import wrap
+from . import core_fp16
 
 __all__ = [
     "CoreOp", "OP_GEMV_FORWARD", "OP_GEMV_BACKWARD", "OP_GEMM", "OP_LOAD", "OP_UPDATE",
@@ -115,7 +120,9 @@ def gemv_forward(weights, x, **params):
         The ``o_data`` words: block ``jb`` holds ``y[jb * n_r : (jb + 1) * n_r]``
         (padding lanes are zero).
     """
-    n_r, acc_width = _core_params(params, "n_r", "acc_width")
+    n_r, acc_width, mac, reduction = _core_params(params, "n_r", "acc_width", "mac", "reduction")
+    if mac == "fp16":
+        return core_fp16.gemv_forward(weights, x, n_r, reduction)
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(x, mb, n_r)
@@ -132,7 +139,9 @@ def gemv_backward(weights, e, **params):
     inputs : numpy.ndarray, shape (Nb, n_r)
     outputs : numpy.ndarray, shape (Mb, n_r)
     """
-    n_r, acc_width = _core_params(params, "n_r", "acc_width")
+    n_r, acc_width, mac, reduction = _core_params(params, "n_r", "acc_width", "mac", "reduction")
+    if mac == "fp16":
+        return core_fp16.gemv_backward(weights, e, n_r, reduction)
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(e, nb, n_r)
@@ -159,7 +168,9 @@ def gemm(weights, b, **params):
     outputs : numpy.ndarray, shape (Qb * Mb * n_r, n_r)
         The ``o_data`` words: for each output block, its ``n_r`` rows.
     """
-    n_r, acc_width = _core_params(params, "n_r", "acc_width")
+    n_r, acc_width, mac = _core_params(params, "n_r", "acc_width", "mac")
+    if mac == "fp16":
+        return core_fp16.gemm(weights, b, n_r)
     weights = np.asarray(weights, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if weights.shape[1] != b.shape[0]:
@@ -299,7 +310,9 @@ def update(weights, x, e, shift, **params):
     updated : numpy.ndarray, shape (m, n)
         The weights after the update.
     """
-    n_r, width, acc_width = _core_params(params, "n_r", "width", "acc_width")
+    n_r, width, acc_width, mac = _core_params(params, "n_r", "width", "acc_width", "mac")
+    if mac == "fp16":
+        return core_fp16.update(weights, x, e, shift, n_r)
     weights = np.asarray(weights, dtype=np.int64)
     m, n = weights.shape
     x = np.atleast_2d(np.asarray(x, dtype=np.int64))

@@ -26,6 +26,7 @@ from ...errors import ProgramError
 from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, ERROR_OFFSET, HOP_CYCLES, collective_command_cycles, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingField,
                                  RingOp, params_with_defaults, ring_command_violation)
 from ..dense_pe import wrap
+from ..fp import fp32_add
 from . import core
 from . import core as _core_model  # ``core`` is also a field of a ring command
 
@@ -81,7 +82,8 @@ def all_gather(chunks):
 
 
 def reduce_scatter(partials, *, elements_per_word=1, **params):
-    """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums).
+    """Core ``k`` ends with chunk ``k`` of the sum of all cores' partial vectors (wrapping sums; ``mac="fp16"``:
+    FP32 sums in the ring's order, ``((p_{k+1} + p_{k+2}) + ...) + p_k``).
 
     Parameters
     ----------
@@ -91,17 +93,26 @@ def reduce_scatter(partials, *, elements_per_word=1, **params):
         Elements per ring word (a core's ``n_r``; chunks are whole words, :func:`chunk_bounds`); 1: chunks of
         single elements.
     **params
-        ``acc_width`` (default: the ``cp_ring`` schema's).
+        ``acc_width``, ``mac`` (defaults: the ``cp_ring`` schema's).
 
     Returns
     -------
     list of numpy.ndarray
         ``P`` chunks, by :func:`chunk_bounds`.
     """
-    acc_width, = _ring_params(params, "acc_width")
+    acc_width, mac = _ring_params(params, "acc_width", "mac")
     partials = np.asarray(partials, dtype=np.int64)
+    bounds = chunk_bounds(partials.shape[1], partials.shape[0], elements_per_word)
+    if mac == "fp16":  # FP32 lanes: chunk k is added up as it travels, from core k + 1 around to core k
+        cores, chunks = partials.shape[0], []
+        for k, (start, stop) in enumerate(bounds):
+            total = partials[(k + 1) % cores, start:stop] & 0xFFFFFFFF
+            for step in range(2, cores + 1):
+                total = fp32_add(total, partials[(k + step) % cores, start:stop] & 0xFFFFFFFF)
+            chunks.append(wrap(np.asarray(total, dtype=np.uint64), acc_width, True))
+        return chunks
     total = wrap(partials.astype(np.uint64).sum(axis=0, dtype=np.uint64), acc_width, True)
-    return [total[start:stop] for start, stop in chunk_bounds(partials.shape[1], partials.shape[0], elements_per_word)]
+    return [total[start:stop] for start, stop in bounds]
 
 
 def collective_cycles(size, cores, n_r):
@@ -158,13 +169,19 @@ def reduce_scatter_buffers(buffers, chunk_words, **params):
     -------
     numpy.ndarray, same shape
     """
-    acc_width, = _ring_params(params, "acc_width")
+    acc_width, mac = _ring_params(params, "acc_width", "mac")
     source = np.array(buffers, dtype=np.int64)
     result = source.copy()
     cores, cw = source.shape[0], chunk_words
     for k in range(cores):
         for c in range(cores):
             summed = [(k - t) % cores for t in range((k - c - 1) % cores + 1)]
+            if mac == "fp16":  # FP32 lanes: the chunk's partials added as they travel, from core c + 1 on
+                words = source[summed[-1], c * cw:(c + 1) * cw] & 0xFFFFFFFF
+                for sender in reversed(summed[:-1]):
+                    words = fp32_add(words, source[sender, c * cw:(c + 1) * cw] & 0xFFFFFFFF)
+                result[k, c * cw:(c + 1) * cw] = wrap(words.astype(np.uint64), acc_width, True)
+                continue
             words = source[summed, c * cw:(c + 1) * cw].astype(np.uint64).sum(axis=0, dtype=np.uint64)
             result[k, c * cw:(c + 1) * cw] = wrap(words, acc_width, True)
     return result
@@ -187,11 +204,14 @@ def ring_panels(weights, n_r, cores):
     return mb, [padded[k * rows:(k + 1) * rows] for k in range(cores)]
 
 
-def ring_gemv_forward(weights, x, *, overlap=False, **params):
+def ring_gemv_forward(weights, x, *, overlap=False, padded=False, **params):
     """Fig. 4(a, c) on all ``P`` cores: core ``k`` holds row panel ``k`` of ``W`` (:func:`ring_panels`) and the
     matching part of ``x``, and reduces internally; the partial outputs are summed by a chain of adds along the
     ring: core 0's word crosses the hop to core 1, which adds its own word and passes the sum on, up to core
     ``P - 1``, whose sum is the output.
+
+    ``padded``: return every lane of the ``Nb`` output words, the padding lanes too (zero in ``fixed``; with
+    ``mac="fp16"`` a non-finite ``x`` meeting a padding zero makes them NaN, as in the RTL).
 
     Returns
     -------
@@ -201,22 +221,28 @@ def ring_gemv_forward(weights, x, *, overlap=False, **params):
         From the ring's acceptance of the command to the last output word, without stalls
         (:func:`ring_schedule`).
     """
-    cores, n_r, acc_width, reduction = _ring_params(params, "cores", "n_r", "acc_width", "reduction")
+    cores, n_r, acc_width, reduction, mac = _ring_params(params, "cores", "n_r", "acc_width", "reduction", "mac")
     weights = np.asarray(weights, dtype=np.int64)
     mb, panels = ring_panels(weights, n_r, cores)
     inputs = vector_words(x, cores * mb, n_r).reshape(cores, -1)
-    total = np.zeros(panels[0].shape[1], dtype=np.uint64)
+    total = None
     for panel, vector in zip(panels, inputs):  # the chain: core k adds its partial to the sum of cores 0 .. k-1
-        partial = core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width)[1].reshape(-1)
-        total = total + partial[:total.size].astype(np.int64).astype(np.uint64)
+        partial = core.gemv_forward(panel, vector, n_r=n_r, acc_width=acc_width, mac=mac,
+                                    reduction=reduction)[1].reshape(-1)
+        if total is None:  # core 0's words enter the chain as they are
+            total = partial.astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFFFFFFFFFF)
+        elif mac == "fp16":  # FP32 lanes: ((p_0 + p_1) + p_2) + ..., one rounding each
+            total = fp32_add(total & np.uint64(0xFFFFFFFF), partial & 0xFFFFFFFF).astype(np.uint64)
+        else:
+            total = total + partial.astype(np.int64).astype(np.uint64)
     y = wrap(total, acc_width, True)
     nb = core.blocks(weights.shape[1], n_r)
     schedule = ring_schedule(RING_GEMV_FORWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
                              overlap=overlap)
-    return y[:weights.shape[1]], int(schedule.output_offsets[-1])
+    return (y if padded else y[:weights.shape[1]]), int(schedule.output_offsets[-1])
 
 
-def ring_gemv_backward(weights, e, *, overlap=False, **params):
+def ring_gemv_backward(weights, e, *, overlap=False, padded=False, **params):
     """Fig. 4(b, d) on all ``P`` cores: ``e`` is broadcast along the ring (core ``k`` gets it ``k`` hops after
     core 0); each core reduces within itself and produces its part of ``d``, rows ``k * mb * n_r ..`` of
     ``W e``.
@@ -231,11 +257,14 @@ def ring_gemv_backward(weights, e, *, overlap=False, **params):
     cores, n_r, acc_width, reduction = _ring_params(params, "cores", "n_r", "acc_width", "reduction")
     weights = np.asarray(weights, dtype=np.int64)
     mb, panels = ring_panels(weights, n_r, cores)
-    parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width)[1].reshape(-1) for panel in panels]
+    mac, = _ring_params(params, "mac")
+    parts = [core.gemv_backward(panel, e, n_r=n_r, acc_width=acc_width, mac=mac, reduction=reduction)[1].reshape(-1)
+             for panel in panels]
     nb = core.blocks(weights.shape[1], n_r)
     schedule = ring_schedule(RING_GEMV_BACKWARD, mb=mb, nb=nb, cores=cores, n_r=n_r, reduction=reduction,
                              overlap=overlap)
-    return np.concatenate(parts)[:weights.shape[0]], int(schedule.output_offsets[-1])
+    d = np.concatenate(parts)  # every row of the P panels (padded=True: the padding rows too, see the forward)
+    return (d if padded else d[:weights.shape[0]]), int(schedule.output_offsets[-1])
 
 
 def backward_words(d, mb, n_r, cores):

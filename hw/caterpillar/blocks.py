@@ -24,6 +24,8 @@ BLOCKS = (
         test_params=(
             {"n_r": 2, "sram_depth": 48, "max_blocks": 8},
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
+            # the half-precision FPU: FP32 reductions over the bus, the FP16 write-back
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16"},
         ),
         # make regress: the shipped default (n_r 4, 8192 words, max_blocks 64) and n_r 16 too.
         regress_params=(
@@ -34,6 +36,9 @@ BLOCKS = (
             {"n_r": 2, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "width": 8, "acc_width": 20},
             {"n_r": 3, "sram_depth": 128, "max_blocks": 8, "reduction": "tree"},
             {"n_r": 8, "sram_depth": 64, "max_blocks": 4},
+            # fp16: a tree that is not a power of two, and a 4 x 4 core with the bus
+            {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16"},
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16"},
         ),
     ),
     Block(
@@ -41,9 +46,12 @@ BLOCKS = (
         component=CPReciprocal,
         testbench="tb_cp_reciprocal",
         summary="CATERPILLAR Goldschmidt reciprocal: lookup table + iterations on the PE's MAC unit",
-        test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1}),
+        test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1},
+                     {"width": 32, "mac": "fp16"}),
         regress_params=({"width": 40, "frac": 24, "table_bits": 6, "iterations": 3},
-                        {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0}),
+                        {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0},
+                        {"width": 32, "mac": "fp16", "table_bits": 5, "iterations": 1},
+                        {"width": 32, "mac": "fp16", "table_bits": 1, "iterations": 3}),
     ),
     Block(
         name="cp_ring",
@@ -56,6 +64,8 @@ BLOCKS = (
             {"cores": 3, "n_r": 3, "sram_depth": 24, "max_blocks": 4, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 16, "max_blocks": 3},
             {"cores": 4, "n_r": 2, "sram_depth": 32, "max_blocks": 4},
+            # the FP32 collectives and the GEMV's chain of FP32 adds over 3 cores
+            {"cores": 3, "n_r": 2, "sram_depth": 16, "max_blocks": 3, "mac": "fp16"},
         ),
         # make regress: 8 cores (the largest ring), with the bus and the tree reduction.
         regress_params=(
@@ -63,6 +73,7 @@ BLOCKS = (
             {"cores": 8, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree"},
             {"cores": 3, "n_r": 4, "sram_depth": 16, "max_blocks": 3, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
+            {"cores": 2, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree", "mac": "fp16"},
         ),
     ),
 )

@@ -7,6 +7,8 @@ from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY
                                  UPDATE_WRITE_BACK_STAGES, CommandField, CoreOp, MacOp, addr_width,
                                  core_cmd_layout, core_command_limits, core_data_layout, core_error_layout,
                                  core_result_layout, count_shape, reduction_cycles, shift_bits)
+from ..fp.add import fp32_add
+from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -104,6 +106,12 @@ class CPCore(wiring.Component):
     ``o_data`` one cycle after the cycle the reduction or the GEMM read-out
     writes it into the FIFO (:data:`~trainforge.spec.caterpillar.OUTPUT_LATENCY`).
 
+    With ``mac="fp16"`` (the paper's half-precision FPU; ``width`` 16, ``acc_width`` 32) the same schedule runs
+    on bit patterns: the weights and the ``i_data`` operands are FP16, the PEs' sums, the reductions and the
+    ``o_data`` results FP32 (every add one FP32 rounding, in the order of
+    :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
+    (:meth:`_updated_weight_fp16`).
+
     Parameters
     ----------
     n_r : int
@@ -165,6 +173,7 @@ class CPCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._buses = None  # the bus reduction's buses, built into this module by _reduction_buses
         n_r, reduction_cycles = self.n_r, self.reduction_cycles
         pes = [[CPPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
                 for _ in range(n_r)] for _ in range(n_r)]
@@ -670,7 +679,8 @@ class CPCore(wiring.Component):
         return delayed
 
     def _updated_weight(self, m, pe, enable, shift, suffix):
-        """The weight an UPDATE writes back: ``W - round(P / 2**shift)``, saturated, over three stages.
+        """The weight an UPDATE writes back, over three stages (``mac="fp16"``: :meth:`_updated_weight_fp16`):
+        ``W - round(P / 2**shift)``, saturated.
 
         ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
         shifts, ``acc_width + 2`` bits, no overflow); the difference saturates to ``width`` bits.
@@ -678,10 +688,12 @@ class CPCore(wiring.Component):
         the word the PE's SRAM output register held in the last MAC's operand stage; stage 3
         saturates (the result is the SRAM's write data in that cycle).
         """
-        high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
         # W, from the operand stage to the subtraction (stage 2 of the write-back).
         weight, = self._delay(m, [pe.mem_data], enable, f"update_weight_{suffix}",
                               stages=PE_MAC_LATENCY + 2)
+        if self.mac == "fp16":
+            return self._updated_weight_fp16(m, pe, weight, enable, shift, suffix)
+        high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))
         doubled = Cat(Const(0, 1), pe.acc).as_signed()  # 2 P, exact in acc_width + 1 bits
         shifted = Signal(signed(self.acc_width + 1), name=f"update_shifted_{suffix}")
         difference = Signal(signed(self.acc_width + 2), name=f"update_difference_{suffix}")
@@ -694,6 +706,41 @@ class CPCore(wiring.Component):
         m.d.comb += updated.eq(Mux(difference > high, high, Mux(difference < low, low, difference[:self.width])))
         return updated
 
+    def _updated_weight_fp16(self, m, pe, weight, enable, shift, suffix):
+        """The ``fp16`` write-back ``round16(W - P * 2**-shift)``
+        (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`), over the same three stages.
+
+        Stage 1 scales the registered FP32 accumulator ``P`` by ``2**-shift`` (its exponent minus ``shift``,
+        flushed below FP32's normals) into a register; stage 2 widens the FP16 weight ``W`` to FP32 and adds the
+        negated scaled sum in an FP32 adder (one rounding) into a register; stage 3 rounds that difference to
+        FP16 (nearest even, flushed below ``2**-14``), the SRAM's write data in that cycle.
+        """
+        scaled = Signal(32, name=f"update_scaled_{suffix}")
+        difference = Signal(32, name=f"update_difference_{suffix}")
+        updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
+        next_scaled = fp32_scale_down(m, pe.acc.as_unsigned(), shift, f"update_scale_{suffix}")
+        widened = fp16_to_fp32(m, weight.as_unsigned(), f"update_widened_{suffix}")
+        next_difference = fp32_add(m, widened, scaled ^ (1 << 31), stages=0, name=f"update_subtract_{suffix}")
+        with m.If(1 if enable is None else enable):
+            m.d.sync += [scaled.eq(next_scaled), difference.eq(next_difference)]
+        m.d.comb += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
+        return updated
+
+    def _reduction_buses(self, m, pes, red_step):
+        """The column and row reduction buses (``bus`` reduction), built once: at step ``s`` column ``c``'s bus
+        carries the partial sum of PE ``((c + 1 + s) % n_r, c)``, row ``r``'s that of PE ``(r, (r + 1 + s) % n_r)``."""
+        if self._buses is None:
+            n_r = self.n_r
+            columns = [Signal(signed(self.acc_width), name=f"column_reduction_bus_{c}") for c in range(n_r)]
+            rows = [Signal(signed(self.acc_width), name=f"row_reduction_bus_{r}") for r in range(n_r)]
+            for line in range(n_r):
+                m.d.comb += [
+                    columns[line].eq(self._bus_sender(red_step, [pes[k][line].red for k in range(n_r)], line)),
+                    rows[line].eq(self._bus_sender(red_step, [pes[line][k].red for k in range(n_r)], line)),
+                ]
+            self._buses = (columns, rows)
+        return self._buses
+
     def _bus_sender(self, red_step, reds, diagonal):
         """The partial sum on a bus at reduction step ``s``: PE ``(diagonal + 1 + s) % n_r`` of the line sends."""
         return _select([reds[(diagonal + 1 + s) % self.n_r] for s in range(self.n_r - 1)], red_step)
@@ -702,14 +749,15 @@ class CPCore(wiring.Component):
         """``red_add`` and ``red_in`` of PE ``(r, c)`` for both directions and both reduction kinds."""
         n_r, pe = self.n_r, pes[r][c]
         if self.reduction == "bus":
-            # Only the diagonal PE receives: a partial sum of its column (forward) or row (backward),
-            # sent in turn by the other PEs of that line.
+            # Only the diagonal PE adds: a partial sum of its column (forward) or row (backward), sent in turn
+            # by the other PEs of that line on the line's reduction bus. The bus reaches every PE of the line
+            # (each PE's red_in is its column's bus forward, its row's backward), but only the diagonal's
+            # red_add is raised. (A red_in tied to zero would leave the FP adder of an off-diagonal PE with a
+            # constant operand, whose constant comparisons Verilator refuses.)
+            buses = self._reduction_buses(m, pes, red_step)
+            m.d.comb += pe.red_in.eq(Mux(red_forward, buses[0][c], buses[1][r]))
             if r == c:
-                m.d.comb += [
-                    pe.red_add.eq(reducing),
-                    pe.red_in.eq(Mux(red_forward, self._bus_sender(red_step, [pes[k][c].red for k in range(n_r)], c),
-                                     self._bus_sender(red_step, [pes[r][k].red for k in range(n_r)], r))),
-                ]
+                m.d.comb += pe.red_add.eq(reducing)
             return
         # Tree over the line, rotated so that the diagonal PE is position 0: at step s the PE at
         # position d (a multiple of 2^(s+1)) adds the partial sum of position d + 2^s.

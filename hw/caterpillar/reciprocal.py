@@ -1,9 +1,12 @@
 """Goldschmidt reciprocal of CATERPILLAR (softmax's ``1 / sum``) on the PE's MAC unit with a small lookup table."""
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import C, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import RECIPROCAL_PARAMS, reciprocal_operand_bits, reciprocal_table, result_width
+from ...spec.caterpillar import (RECIPROCAL_PARAMS, reciprocal_operand_bits, reciprocal_result_bits, reciprocal_table,
+                                 reciprocal_table_fp16, result_width)
+from ...spec.fp import FP16, FP32
+from ..fp.convert import fp16_to_fp32, fp32_to_fp16
 from ..stream_stage import StreamStage
 from .mac import MAC_UNITS
 
@@ -51,10 +54,19 @@ class CPReciprocal(wiring.Component):
     mac : str
         MAC unit, a key of :data:`~trainforge.hw.caterpillar.mac.MAC_UNITS`.
 
+    With ``mac="fp16"`` (``width`` 32) the values and results are FP32 bit patterns and the same schedule runs
+    on the half-precision FPU (:class:`~trainforge.hw.caterpillar.mac.CPHalfPrecisionMAC`), bit-exact with
+    :func:`trainforge.golden.caterpillar.goldschmidt.reciprocal_unit_fp16`: at acceptance ``d = 1.f / 2``
+    rounded to FP16 and ``x0`` from an FP16 table; each MAC step is the exact product of two FP16 registers
+    plus ``+0``, rounded to FP16; ``F = 2 - Q`` is the FPU's FP32 adder, rounded to FP16; the result is ``N``
+    widened to FP32 with its exponent lowered by ``E - 126`` (flushed below FP32's normals); zero gives
+    ``+-Inf``, ``+-Inf`` gives ``+-0``, NaN the canonical NaN.
+
     Members
     -------
     i_value : In(stream.Signature(unsigned(width)))
     o_result : Out(stream.Signature(unsigned(2 * frac + 2)))
+        (``fp16``: ``unsigned(32)``.)
     """
 
     PARAMS = RECIPROCAL_PARAMS
@@ -63,10 +75,12 @@ class CPReciprocal(wiring.Component):
         self.PARAMS.apply(self, **params)
         super().__init__({
             "i_value": In(stream.Signature(unsigned(self.width))),
-            "o_result": Out(stream.Signature(unsigned(result_width(self.frac)))),
+            "o_result": Out(stream.Signature(unsigned(reciprocal_result_bits(self.params)))),
         })
 
     def elaborate(self, platform):
+        if self.mac == "fp16":
+            return self._elaborate_fp16()
         m = Module()
         frac, width = self.frac, self.width
         operand_bits = reciprocal_operand_bits(frac)  # N, Q, F and d are below 2 ** (frac + 1)
@@ -144,3 +158,74 @@ class CPReciprocal(wiring.Component):
                 m.d.sync += n.eq(scaled)
         return m
 
+
+    def _elaborate_fp16(self):
+        """The ``fp16`` unit: the schedule of the fixed-point one on FP16 registers (class docstring)."""
+        m = Module()
+        mac_unit = MAC_UNITS["fp16"](FP16.width, FP32.width, m, "reciprocal_fpu")
+        value = self.i_value.payload
+        exponent = value[FP32.fraction_bits:FP32.width - 1]
+        fraction = value[:FP32.fraction_bits]
+        # ---- normalise and look up at acceptance: d = 1.f / 2 rounded to FP16, x0 from the FP16 table ----
+        normalised = fp32_to_fp16(m, Cat(fraction, C(FP32.bias - 1, FP32.exponent_bits), C(0, 1)),
+                                  "reciprocal_normalised")
+        table = reciprocal_table_fp16(self.table_bits)
+        lookup = Signal(FP16.width)
+        m.d.comb += lookup.eq(Cat(*(Const(int(entry), FP16.width) for entry in table)).word_select(
+            fraction[FP32.fraction_bits - self.table_bits:], FP16.width))
+
+        # ---- registers ----
+        d = Signal(FP16.width)
+        n = Signal(FP16.width)
+        q = Signal(FP16.width)
+        sign = Signal()
+        scale = Signal(FP32.exponent_bits)  # the value's exponent field E: the result's exponent drops by E - 126
+        kind = Signal(2)  # 0 a normal value, 1 zero (-> Inf), 2 Inf (-> 0), 3 NaN
+        busy = Signal()
+        step = Signal(range(2 * self.iterations + 2))
+
+        m.submodules.output_stage = output_stage = StreamStage(unsigned(FP32.width))
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_result))
+        last_step = Signal()
+        handoff = Signal()
+        m.d.comb += [
+            last_step.eq(busy & (step == 2 * self.iterations)),
+            handoff.eq(last_step & output_stage.i_stream.ready),
+            self.i_value.ready.eq(~busy | handoff),
+        ]
+        top = exponent == FP32.exponent_max_field
+        with m.If(handoff):
+            m.d.sync += busy.eq(0)
+        with m.If(self.i_value.valid & self.i_value.ready):
+            m.d.sync += [d.eq(normalised), n.eq(lookup), sign.eq(value[FP32.width - 1]), scale.eq(exponent),
+                         kind.eq(Mux(top, Mux(fraction == 0, 2, 3), Mux(exponent == 0, 1, 0))),
+                         step.eq(0), busy.eq(1)]
+
+        # ---- MAC steps: step 0 Q = d N; odd steps N = N F; even steps Q = Q F (F = fp16(2 - Q)) ----
+        negated_q = fp16_to_fp32(m, q ^ FP16.sign_mask, "reciprocal_negated_q")
+        factor = fp32_to_fp16(m, mac_unit.add(C(0x40000000, FP32.width), negated_q), "reciprocal_factor")
+        first_operand = Signal(FP16.width)
+        second_operand = Signal(FP16.width)
+        m.d.comb += [
+            first_operand.eq(Mux(step == 0, d, Mux(step[0], n, q))),
+            second_operand.eq(Mux(step == 0, n, factor)),
+        ]
+        rounded = fp32_to_fp16(m, mac_unit.multiply_accumulate(first_operand, second_operand, C(0, FP32.width)),
+                               "reciprocal_step")
+        # ---- denormalise: N widened, its exponent field lowered by E - 126, flushed at 0 or below ----
+        widened = fp16_to_fp32(m, n, "reciprocal_result_significand")
+        field = Signal(signed(FP32.exponent_bits + 2))
+        m.d.comb += field.eq(widened[FP32.fraction_bits:FP32.width - 1] - scale + (FP32.bias - 1))
+        normal = Mux(field <= 0, 0, Cat(widened[:FP32.fraction_bits], field[:FP32.exponent_bits]))
+        magnitude = Mux(kind == 0, normal, Mux(kind == 1, FP32.infinity() & 0x7FFFFFFF, 0))
+        m.d.comb += [
+            output_stage.i_stream.valid.eq(last_step),
+            output_stage.i_stream.payload.eq(Mux(kind == 3, FP32.canonical_nan(), Cat(magnitude[:31], sign))),
+        ]
+        with m.If(busy & ~last_step):
+            m.d.sync += step.eq(step + 1)
+            with m.If((step == 0) | ~step[0]):
+                m.d.sync += q.eq(rounded)
+            with m.Else():
+                m.d.sync += n.eq(rounded)
+        return m

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
                                  ring_cmd_layout, ring_command_limits, ring_error_layout, ring_word_layout)
+from ..fp.add import fp32_add
 from ..stream_stage import StreamStage
 from .core import CPCore
 
@@ -283,7 +284,8 @@ class CPRing(wiring.Component):
                 running_valid = upstream_valid & unit.o_data.valid
                 running = Signal(self.word_layout, name=f"running_sum_{k}")
                 for lane in range(n_r):
-                    m.d.comb += running[lane].eq(sum_hops[k].o_stream.payload[lane] + unit.o_data.payload[lane])
+                    m.d.comb += running[lane].eq(self._add(m, sum_hops[k].o_stream.payload[lane],
+                                                           unit.o_data.payload[lane], f"chain_add_{k}_{lane}"))
                 m.d.comb += sum_hops[k].o_stream.ready.eq(is_forward & unit.o_data.valid & onward_ready)
             if k + 1 < cores:
                 m.d.comb += [sum_hops[k + 1].i_stream.valid.eq(is_forward & running_valid),
@@ -399,7 +401,7 @@ class CPRing(wiring.Component):
                 m.d.sync += [arriving.eq(senders[previous].data), own.eq(owns[k].data)]
             scatter_sum = Signal(self.word_layout, name=f"scatter_sum_{k}")
             for lane in range(n_r):
-                m.d.comb += scatter_sum[lane].eq(arriving[lane] + own[lane])
+                m.d.comb += scatter_sum[lane].eq(self._add(m, arriving[lane], own[lane], f"scatter_add_{k}_{lane}"))
             write_here = in_transfer & is_write & (io_core == k)
             backward_here = is_backward & core_units[k].o_data.valid
             # Core 0's first x word is read in the GEMV's acceptance cycle, while ``cmd`` still holds the previous
@@ -428,6 +430,13 @@ class CPRing(wiring.Component):
                          read_done.eq(0), out_count.eq(0), step.eq(0), word.eq(0)]
             m.d.sync += [counter.eq(0) for counter in landed]
         return m
+
+    def _add(self, m, x, y, name):
+        """One lane's sum in the ring's adders: wrapping ``acc_width``-bit (``fixed``), or one FP32 addition
+        rounded to nearest even (``fp16``: the lanes are FP32 bit patterns, :func:`trainforge.hw.fp.add.fp32_add`)."""
+        if self.mac == "fp16":
+            return fp32_add(m, x.as_unsigned(), y.as_unsigned(), stages=0, name=name)
+        return x + y
 
     def _range_checks(self, m, given):
         """Whether the ring command ``given`` has a field out of range, and the first such field's code

@@ -29,6 +29,7 @@ import numpy as np
 from trainforge.golden.caterpillar import core as golden_core
 from trainforge.spec.caterpillar import COMMAND_LATENCY, CommandField, CoreOp, count_shape, max_shift
 
+from fp_oracle import QUIET_NAN16, QUIET_NAN32, flush, oracle_update_weight
 from scenario import Scenario, Transactions, random_pattern, rng_for
 
 
@@ -50,12 +51,117 @@ def _command(op, mb=1, nb=1, qb=1, base=0, overlap=0, shift=0):
     return {"op": int(op), "overlap": int(overlap), "mb": mb, "nb": nb, "qb": qb, "base": base, "shift": shift}
 
 
+def _float32(bits16):
+    """FP16 bit patterns (any integers) as float32, subnormals flushed (the datapath's input policy)."""
+    return flush((np.asarray(bits16, dtype=np.int64) & 0xFFFF).astype(np.uint16).view(np.float16)).astype(np.float32)
+
+
+def _multiply(a, b):
+    """numpy float32 product of two widened FP16 values: exact (11 x 11 bits fit 24), flushed."""
+    with np.errstate(all="ignore"):
+        return flush((a * b).astype(np.float32))
+
+
+def _add(a, b):
+    """numpy float32 sum, one rounding to nearest even, flushed on output (inputs are flushed already)."""
+    with np.errstate(all="ignore"):
+        return flush((a + b).astype(np.float32))
+
+
+def _lane32(values):
+    """float32 results as the signed 32-bit lanes of ``o_data`` (a NaN as the canonical quiet NaN)."""
+    values = np.asarray(values, dtype=np.float32)
+    bits = np.where(np.isnan(values), np.uint32(QUIET_NAN32), values.view(np.uint32)).astype(np.uint32)
+    return bits.view(np.int32).astype(np.int64)
+
+
+def _reduce(partials, reduction):
+    """The diagonal PE's sum of a line's partial sums, ``partials[d]`` at distance ``d`` from the diagonal:
+    ``bus`` adds ``d = 1, 2, ...`` in turn to the diagonal's own; ``tree`` adds at step ``s`` the partial at
+    ``d + 2**s`` to each ``d`` that is a multiple of ``2**(s + 1)`` (hw/caterpillar/README.md)."""
+    partials = list(partials)
+    if reduction == "bus":
+        total = partials[0]
+        for partial in partials[1:]:
+            total = _add(total, partial)
+        return total
+    stride = 1
+    while stride < len(partials):
+        for position in range(0, len(partials), 2 * stride):
+            if position + stride < len(partials):
+                partials[position] = _add(partials[position], partials[position + stride])
+        stride *= 2
+    return partials[0]
+
+
+def fp16_gemv(padded, mb, nb, vector, forward, n_r, reduction):
+    """The output lanes (signed 32-bit, FP32 bits) of an ``fp16`` GEMV on the padded ``Mb n_r x Nb n_r`` matrix of
+    FP16 bits, by numpy float32 in the core's order: each PE's products in issue order from +0, then the line's
+    partial sums reduced into the diagonal PE (:func:`_reduce`)."""
+    weights, vector = _float32(padded), _float32(vector)
+    lanes = np.arange(n_r)
+    if forward:  # PE (r, j % n_r) adds x[ib n_r + r] W[ib n_r + r, j] for ib = 0, 1, ...
+        sums = np.zeros((n_r, nb * n_r), dtype=np.float32)
+        for ib in range(mb):
+            rows = ib * n_r + lanes
+            sums = _add(sums, _multiply(vector[rows][:, None], weights[rows, :]))
+        outputs = np.arange(nb * n_r)
+        partials = [sums[(outputs % n_r + d) % n_r, outputs] for d in range(n_r)]
+    else:  # PE (i % n_r, c) adds e[jb n_r + c] W[i, jb n_r + c] for jb = 0, 1, ...
+        sums = np.zeros((mb * n_r, n_r), dtype=np.float32)
+        for jb in range(nb):
+            cols = jb * n_r + lanes
+            sums = _add(sums, _multiply(vector[cols][None, :], weights[:, cols]))
+        outputs = np.arange(mb * n_r)
+        partials = [sums[outputs, (outputs % n_r + d) % n_r] for d in range(n_r)]
+    return _lane32(_reduce(partials, reduction)).tolist()
+
+
+def fp32_lane_add(x, y):
+    """numpy float32 sum of two FP32 lanes (signed 32-bit integers of their bits), as such a lane."""
+    a = flush(np.array([x & 0xFFFFFFFF], dtype=np.uint32).view(np.float32))
+    b = flush(np.array([y & 0xFFFFFFFF], dtype=np.uint32).view(np.float32))
+    return int(_lane32(_add(a, b))[0])
+
+
 class _Program:
-    """Commands, operand words and expected result words, built with the reference arithmetic."""
+    """Commands, operand words and expected result words, built with the reference arithmetic.
+
+    ``mac="fp16"``: operands and weights are FP16 bit patterns (signed 16-bit lanes), results FP32 bit patterns
+    (signed 32-bit lanes), computed with numpy float32 in the order the core adds (hw/caterpillar/README.md,
+    "Half-precision FPU in cp_core"): each PE sums its products in issue order from +0; a GEMV's partial sums
+    are reduced into the diagonal PE in the order of the ``reduction`` (:func:`_reduce`); the UPDATE write-back
+    is numpy's ``float16(float32(W) - float32(P * 2**-shift))`` (``fp_oracle.oracle_update_weight``).
+    """
 
     def __init__(self, params):
         self.n_r, self.acc_width = params["n_r"], params["acc_width"]
+        self.fp16 = params.get("mac") == "fp16"
+        self.reduction = params.get("reduction", "bus")
         self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
+
+    def _gemv_fp16(self, padded, mb, nb, vector, forward):
+        return fp16_gemv(padded, mb, nb, vector, forward, self.n_r, self.reduction)
+
+    def _gemm_fp16(self, padded, b):
+        """``C = W B`` in FP: each element summed over ``p`` in order from +0 (one PE each)."""
+        weights, b = _float32(padded), _float32(b)
+        sums = np.zeros((weights.shape[0], b.shape[1]), dtype=np.float32)
+        for p in range(weights.shape[1]):
+            sums = _add(sums, _multiply(weights[:, p][:, None], b[p, :][None, :]))
+        return _lane32(sums).tolist()
+
+    def _update_fp16(self, padded, xs, es, shift):
+        """The updated FP16 weights (signed 16-bit lanes): ``P = sum_s x_s e_s^T`` in order from +0, then
+        numpy's ``float16(W - P * 2**-shift)`` with the datapath's flushes."""
+        x, e = _float32(xs), _float32(es)
+        sums = np.zeros((x.shape[1], e.shape[1]), dtype=np.float32)
+        for s in range(x.shape[0]):
+            sums = _add(sums, _multiply(x[s][:, None], e[s][None, :]))
+        weights = (np.asarray(padded, dtype=np.int64) & 0xFFFF).astype(np.uint16)
+        updated = oracle_update_weight(weights, sums.view(np.uint32), shift)
+        bits = np.where(np.isnan(updated), np.uint16(QUIET_NAN16), updated.view(np.uint16)).astype(np.uint16)
+        return bits.view(np.int16).astype(np.int64).tolist()
 
     def reject(self, field, op, mb=1, nb=1, qb=1, base=0, overlap=0, shift=0):
         """A command the core must reject with ``field`` (a :class:`CommandField`): no operands, no result."""
@@ -80,6 +186,10 @@ class _Program:
         op = CoreOp.GEMV_FORWARD if forward else CoreOp.GEMV_BACKWARD
         self.commands.append(_command(op, mb, nb, base=base, overlap=overlap))
         self.inputs += [vector[k * n_r:(k + 1) * n_r] for k in range(length // n_r)]
+        if self.fp16:
+            result = self._gemv_fp16(padded, mb, nb, vector, forward)
+            self.outputs += [result[k * n_r:(k + 1) * n_r] for k in range(len(result) // n_r)]
+            return
         if forward:
             result = [sum(vector[i] * padded[i][j] for i in range(mb * n_r)) for j in range(nb * n_r)]
         else:
@@ -92,9 +202,13 @@ class _Program:
         qb = _blocks(len(b[0]), n_r)
         b = _padded(b, kb * n_r, qb * n_r)
         self.commands.append(_command(CoreOp.GEMM, mb, kb, qb, base=base))
+        c = self._gemm_fp16(padded, b) if self.fp16 else None
         for q in range(qb):
             for ib in range(mb):
                 self.inputs += [b[p][q * n_r:(q + 1) * n_r] for p in range(kb * n_r)]
+                if c is not None:
+                    self.outputs += [c[ib * n_r + r][q * n_r:(q + 1) * n_r] for r in range(n_r)]
+                    continue
                 for r in range(n_r):
                     row = padded[ib * n_r + r]
                     self.outputs.append([_signed(sum(row[p] * b[p][q * n_r + c] for p in range(kb * n_r)), acc)
@@ -112,6 +226,11 @@ class _Program:
             self.inputs += [xs[s][ib * n_r:(ib + 1) * n_r] for s in range(batch)]
         for jb in range(nb):
             self.inputs += [es[s][jb * n_r:(jb + 1) * n_r] for s in range(batch)]
+        if self.fp16:
+            updated = self._update_fp16(padded, xs, es, shift)
+            if read_back:
+                self.read_back(updated, mb, nb, base)
+            return updated
         low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
         updated = []
         for i, row in enumerate(padded):
@@ -127,12 +246,25 @@ class _Program:
 
     def read_back(self, padded, mb, nb, base):
         """Every weight of the resident ``padded`` matrix, by the GEMM ``C = W I``."""
-        identity = [[int(p == q) for q in range(nb * self.n_r)] for p in range(nb * self.n_r)]
+        one = 0x3C00 if self.fp16 else 1  # FP16 1.0
+        identity = [[one * int(p == q) for q in range(nb * self.n_r)] for p in range(nb * self.n_r)]
         self.gemm(padded, mb, nb, identity, base)
 
 
 def _matrix(rng, rows, cols, low, high):
-    return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
+    return [[_operand(rng, low, high) for _ in range(cols)] for _ in range(rows)]
+
+
+#: ``_operand_range`` of an ``fp16`` core: not a range of integers; ``_operand`` then draws a random FP16 normal.
+_FP16_OPERANDS = ("fp16", "fp16")
+
+
+def _operand(rng, low, high):
+    """A random operand: an integer in ``low .. high``, or with ``_FP16_OPERANDS`` the bits (as a signed 16-bit
+    lane) of an FP16 normal of random sign and fraction, exponent field 10..19 (magnitudes 2**-5 .. 2**5)."""
+    if (low, high) == _FP16_OPERANDS:
+        return _signed((rng.randrange(2) << 15) | (rng.randint(10, 19) << 10) | rng.randrange(1 << 10), 16)
+    return rng.randint(low, high)
 
 
 def _program(params, rng, extreme=False):
@@ -166,13 +298,25 @@ def _program(params, rng, extreme=False):
 
 
 def _operand_range(params):
+    if params.get("mac") == "fp16":
+        return _FP16_OPERANDS
     half = 1 << (params["width"] - 1)
     return -half, half - 1
 
 
 def _random_vector(rng, params, size):
     low, high = _operand_range(params)
-    return [rng.randint(low, high) for _ in range(size)]
+    return [_operand(rng, low, high) for _ in range(size)]
+
+
+def _update_shifts(params):
+    """The range of random UPDATE shifts: fixed point ``width - 1 .. 2 width - 1`` (the fraction bits of the
+    products); ``fp16`` ``0 .. 12`` (an FP16 weight near 1 keeps 11 bits: larger shifts of sums near 1 round
+    away)."""
+    if params.get("mac") == "fp16":
+        return 0, 12
+    width, shifts = params["width"], max_shift(params["acc_width"])
+    return min(width - 1, shifts), min(2 * width - 1, shifts)
 
 
 #: Largest side, in blocks, of a random matrix: the read-back (GEMM by the identity) of an ``Mb x Kb`` matrix takes
@@ -209,10 +353,9 @@ def _matrices_program(params, rng, matrices):
         program.gemv(padded, mb, nb, _random_vector(rng, params, cols), base, False, 1 - overlap)
         columns = rng.randint(1, 2 * n_r)
         program.gemm(padded, mb, nb, _matrix(rng, cols, columns, low, high), base)
-    shifts = max_shift(acc_width)
     for rows, cols, mb, nb, padded, base in placed:
         batch = rng.randint(1, max_blocks // max(mb, nb))
-        shift = rng.randint(min(width - 1, shifts), min(2 * width - 1, shifts))
+        shift = rng.randint(*_update_shifts(params))
         xs = [_random_vector(rng, params, rows) for _ in range(batch)]
         es = [_random_vector(rng, params, cols) for _ in range(batch)]
         updated = program.update(padded, mb, nb, xs, es, shift, base, width, read_back=False)
@@ -309,7 +452,7 @@ def _update_hazards(params, rng):
     n_r, width = params["n_r"], params["width"]
     low, high = _operand_range(params)
     program = _Program(params)
-    shift = min(width, max_shift(params["acc_width"]))
+    shift = 4 if params.get("mac") == "fp16" else min(width, max_shift(params["acc_width"]))
 
     def vectors(size):
         return [_random_vector(rng, params, size)]
@@ -405,7 +548,63 @@ def _scenario(name, program, rng=None, valid=None, ready=None):
                     {"o_data": program.outputs, "o_error": program.errors}, **handshake)
 
 
+def _fp16_specials(params, rng):
+    """``fp16`` corners, each read back: random bit patterns everywhere (every special: signed zeros,
+    subnormals, infinities, NaNs) through GEMV both ways, GEMM and UPDATE; an UPDATE that overflows FP16
+    (``65504 - 65504**2`` is -Inf), then a GEMV on the infinite weights with zeros in ``x`` (Inf * 0 is NaN);
+    write-backs below FP16's smallest normal (flushed to zero) and just above it; signed zeros."""
+    n_r = params["n_r"]
+    program = _Program(params)
+    free = [0]
+
+    def bits(count):
+        return [_signed(rng.randrange(1 << 16), 16) for _ in range(count)]
+
+    def load(weights):
+        base = free[0]
+        mb, nb, padded = program.load(weights, base)
+        free[0] += mb * nb
+        return mb, nb, padded, base
+
+    rows, cols = n_r + 1, n_r + 1
+    mb, nb, padded, base = load([bits(cols) for _ in range(rows)])
+    program.gemv(padded, mb, nb, bits(rows), base, True, 0)
+    program.gemv(padded, mb, nb, bits(cols), base, False, 1)
+    program.gemm(padded, mb, nb, [bits(n_r) for _ in range(cols)], base)
+    program.update(padded, mb, nb, [bits(rows)], [bits(cols)], rng.randint(0, 31), base, 16)
+    largest, smallest, one, minus_one = 0x7BFF, 0x0400, 0x3C00, _signed(0xBC00, 16)
+    mb, nb, padded, base = load([[largest, _signed(0xFBFF, 16)][:n_r] + [largest] * (n_r - 2) for _ in range(n_r)])
+    updated = program.update(padded, mb, nb, [[largest] * n_r], [[largest] * n_r], 0, base, 16)
+    program.gemv(updated, mb, nb, [0] + [one] * (n_r - 1), base, True, 1)
+    mb, nb, padded, base = load([[smallest] * n_r for _ in range(n_r)])
+    program.update(padded, mb, nb, [[smallest] * n_r], [[one, minus_one] * (n_r // 2) + [one] * (n_r % 2)], 1,
+                   base, 16)
+    negative_zero = _signed(0x8000, 16)
+    mb, nb, padded, base = load([[negative_zero] * n_r for _ in range(n_r)])
+    program.gemv(padded, mb, nb, [negative_zero] * n_r, base, True, 0)
+    program.gemv(padded, mb, nb, [one] * n_r, base, False, 0)
+    program.update(padded, mb, nb, [[negative_zero] * n_r], [[one] * n_r], 0, base, 16)
+    return program
+
+
+def _fp16_scenarios(params, seed):
+    """The ``mac="fp16"`` table: the UPDATE hazards and the edge shapes unstalled with every output cycle, random
+    matrices and the FP corners under backpressure. Operands are random FP16 normals of magnitude 2**-5 .. 2**5
+    (``_operand``), except in the corners. The range-check rows are the fixed-point table's (the checks do not
+    depend on the MAC unit)."""
+    table = []
+    for name, build, valid, ready in (("fp16: update read-after-write hazards, cycle exact", _update_hazards, None, None),
+                                      ("fp16: edge shapes, cycle exact", _edge_shapes, None, None),
+                                      ("fp16: random matrices with backpressure", _random_matrices, 0.7, 0.6),
+                                      ("fp16: specials with backpressure", _fp16_specials, 0.8, 0.7)):
+        rng = rng_for(seed, "cp_core", name)
+        table.append(_scenario(name, build(params, rng), rng, valid, ready))
+    return table
+
+
 def scenarios(params, seed):
+    if params.get("mac") == "fp16":
+        return _fp16_scenarios(params, seed)
     table = []
     for name, build, valid, ready in (("out-of-range command fields, cycle exact", _out_of_range, None, None),
                                       ("out-of-range command fields with backpressure", _out_of_range, 0.6, 0.4),

@@ -22,6 +22,12 @@ wrapped to ``acc_width`` bits:
   of core 0's part, of core 1's, ..., of core ``P - 1``'s, then word ``b + 1``; each core's part also lands
   in its buffer words ``k * mb ..`` (a READ after it returns them). Sums wrap to ``acc_width`` bits.
 
+``mac="fp16"``: the ring words' lanes are FP32 bit patterns, the cores' operands FP16 bit patterns (the low 16
+bits of a lane, as for ``fixed``); every sum is a numpy float32 addition (flushed), in the order the ring adds:
+a reduce-scatter adds the arriving partial to the receiver's own (a chunk ends as
+``((p_{c+1} + p_{c+2}) + ...) + p_k``); the forward GEMV's chain is ``((y_0 + y_1) + y_2) + ...`` over the cores'
+partial outputs, each computed as in the ``cp_core`` table (``scenarios.cp_core.fp16_gemv``).
+
 Out-of-range commands (``spec.caterpillar.ring_command_limits``): the expected ``o_error`` word of each rejected
 command is written by hand (the :class:`RingField` the row puts out of range, and the ``op``); a rejected command
 has no ``i_data`` and no ``o_data`` words and changes nothing. Every scenario expects its ``o_error`` words.
@@ -32,6 +38,7 @@ from trainforge.golden.caterpillar import ring as golden_ring
 from trainforge.spec.caterpillar import COMMAND_LATENCY, RingField, RingOp, count_shape
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
+from scenarios.cp_core import fp16_gemv, fp32_lane_add
 
 
 def _signed(value, bits):
@@ -51,6 +58,7 @@ class _Program:
     def __init__(self, params):
         self.cores, self.n_r, self.acc_width = params["cores"], params["n_r"], params["acc_width"]
         self.width = params["width"]
+        self.fp16, self.reduction = params.get("mac") == "fp16", params["reduction"]
         depth = params["cores"] * params["max_blocks"]
         self.buffers = [[[0] * self.n_r for _ in range(depth)] for _ in range(self.cores)]
         self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
@@ -92,6 +100,9 @@ class _Program:
 
     def reduce_scatter(self, cw):
         self.commands.append(_command(RingOp.REDUCE_SCATTER, cw))
+        if self.fp16:
+            self._step_chunks(cw, 1, fp32_lane_add)
+            return
         self._step_chunks(cw, 1, lambda mine, theirs: _signed(mine + theirs, self.acc_width))
 
     def load(self, core, panel, mb, nb, base):
@@ -126,15 +137,28 @@ class _Program:
             for word in self.buffers[core][core * mb:(core + 1) * mb]:
                 operands += [_signed(lane, width) for lane in word]
         self.commands.append(_command(RingOp.GEMV_FORWARD, overlap=overlap, mb=mb, nb=nb, base=base))
-        y = [_signed(sum(operands[i] * padded[i][j] for i in range(cores * mb * n_r)), acc)
-             for j in range(nb * n_r)]
+        if self.fp16:  # each core's partial output, then the chain of FP32 adds from core 0 to core P - 1
+            rows = mb * n_r
+            partials = [fp16_gemv(padded[k * rows:(k + 1) * rows], mb, nb, operands[k * rows:(k + 1) * rows], True,
+                                  n_r, self.reduction) for k in range(cores)]
+            y = partials[0]
+            for partial in partials[1:]:
+                y = [fp32_lane_add(total, lane) for total, lane in zip(y, partial)]
+        else:
+            y = [_signed(sum(operands[i] * padded[i][j] for i in range(cores * mb * n_r)), acc)
+                 for j in range(nb * n_r)]
         self.outputs += [y[b * n_r:(b + 1) * n_r] for b in range(nb)]
         # Backward: e on i_data, d = W e; word b of core 0, 1, ..., P - 1, then word b + 1; core k's words
         # also stay in its buffer words k * mb ...
         e = [e[j] if j < cols else 0 for j in range(nb * n_r)]
         self.commands.append(_command(RingOp.GEMV_BACKWARD, overlap=not overlap, mb=mb, nb=nb, base=base))
         self.inputs += [e[b * n_r:(b + 1) * n_r] for b in range(nb)]
-        d = [_signed(sum(padded[i][j] * e[j] for j in range(nb * n_r)), acc) for i in range(cores * mb * n_r)]
+        if self.fp16:
+            rows = mb * n_r
+            d = sum((fp16_gemv(padded[k * rows:(k + 1) * rows], mb, nb, e, False, n_r, self.reduction)
+                     for k in range(cores)), [])
+        else:
+            d = [_signed(sum(padded[i][j] * e[j] for j in range(nb * n_r)), acc) for i in range(cores * mb * n_r)]
         for b in range(mb):
             for core in range(cores):
                 self.outputs.append(d[(core * mb + b) * n_r:(core * mb + b + 1) * n_r])
@@ -158,15 +182,24 @@ class _Program:
 
 def _random_weights(params, rng, rows_most, cols_most, base=0):
     """A random ``rows x cols`` matrix whose ``cores`` row panels fit the PEs' memories above ``base``."""
-    n_r, low, high = params["n_r"], -(1 << (params["width"] - 1)), (1 << (params["width"] - 1)) - 1
+    n_r = params["n_r"]
     rows, cols = rng.randint(1, rows_most), rng.randint(1, cols_most)
     while -(-_blocks(rows, n_r) // params["cores"]) * _blocks(cols, n_r) > params["sram_depth"] - base:
         rows = max(1, rows // 2)
-    return [[rng.randint(low, high) for _ in range(cols)] for _ in range(rows)]
+    return [_random_vector(params, rng, cols) for _ in range(rows)]
 
 
 def _random_vector(params, rng, size, bits=None):
+    """Random operands (``bits`` = ``width``, the default) or ring words' lanes (``acc_width``): integers, or with
+    ``mac="fp16"`` FP16 normals of magnitude 2**-5 .. 2**5 (as signed 16-bit values) and FP32 normals of
+    magnitude 2**-20 .. 2**20 (as signed 32-bit values)."""
     bits = bits or params["width"]
+    if params.get("mac") == "fp16":
+        if bits == 16:
+            return [_signed((rng.randrange(2) << 15) | (rng.randint(10, 19) << 10) | rng.randrange(1 << 10), 16)
+                    for _ in range(size)]
+        return [_signed((rng.randrange(2) << 31) | (rng.randint(107, 147) << 23) | rng.randrange(1 << 23), 32)
+                for _ in range(size)]
     return [rng.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for _ in range(size)]
 
 
@@ -219,7 +252,7 @@ def _program(params, rng, extreme):
     program = _Program(params)
 
     def words(count):
-        return [[[low if extreme else rng.randint(low, high) for _ in range(n_r)] for _ in range(count)]
+        return [[[low] * n_r if extreme else _random_vector(params, rng, n_r, acc) for _ in range(count)]
                 for _ in range(cores)]
 
     cw = rng.randint(1, params["max_blocks"])
@@ -291,7 +324,21 @@ def _scenario(name, program, rng, valid=None, ready=None):
                     {"o_data": program.outputs, "o_error": program.errors}, **handshake)
 
 
+def _fp16_scenarios(params, seed):
+    """The ``mac="fp16"`` table: FP32 collectives and ring GEMVs, unstalled (cycle exact) and under backpressure
+    (the range-check and extreme-value rows are the fixed-point table's: they do not depend on the MAC)."""
+    table = []
+    for name, build, valid, ready in (("fp16: full rate, cycle exact", lambda p, r: _program(p, r, False), None, None),
+                                      ("fp16: random vectors with backpressure", _random_vectors, 0.7, 0.6),
+                                      ("fp16: random vectors, cycle exact", _random_vectors, None, None)):
+        rng = rng_for(seed, "cp_ring", name)
+        table.append(_scenario(name, build(params, rng), rng, valid, ready))
+    return table
+
+
 def scenarios(params, seed):
+    if params.get("mac") == "fp16":
+        return _fp16_scenarios(params, seed)
     table = []
     for name, valid, ready, extreme in (("full rate, cycle exact", None, None, False),
                                         ("input gaps, output stalls", 0.6, 0.5, False),
@@ -347,7 +394,8 @@ def golden(params, scenario):
         elif op == RingOp.ALL_GATHER:
             buffers = golden_ring.all_gather_buffers(buffers, count)
         elif op == RingOp.REDUCE_SCATTER:
-            buffers = golden_ring.reduce_scatter_buffers(buffers, count, acc_width=params["acc_width"])
+            buffers = golden_ring.reduce_scatter_buffers(buffers, count, acc_width=params["acc_width"],
+                                                         mac=params["mac"])
         elif op == RingOp.LOAD:
             loaded = _low_bits(take(mb * nb * n_r), width).reshape(mb * nb, n_r, n_r)
             image[command["core"], :, :, base:base + mb * nb] = loaded.transpose(1, 2, 0)
@@ -356,11 +404,11 @@ def golden(params, scenario):
             if op == RingOp.GEMV_FORWARD:
                 x = np.concatenate([_low_bits(buffers[core, core * mb:(core + 1) * mb], width).reshape(-1)
                                     for core in range(cores)])
-                y, _ = golden_ring.ring_gemv_forward(weights, x, overlap=overlap, **params)
+                y, _ = golden_ring.ring_gemv_forward(weights, x, overlap=overlap, padded=True, **params)
                 outputs += golden_ring.vector_words(y, nb, n_r).tolist()
             else:
                 e = _low_bits(take(nb), width).reshape(-1)
-                d, _ = golden_ring.ring_gemv_backward(weights, e, overlap=overlap, **params)
+                d, _ = golden_ring.ring_gemv_backward(weights, e, overlap=overlap, padded=True, **params)
                 outputs += golden_ring.backward_words(d, mb, n_r, cores).tolist()
                 buffers = golden_ring.backward_buffers(buffers, d, mb)
         cycles += [accepted + int(offset) for offset in schedule.output_offsets]
