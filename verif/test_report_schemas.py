@@ -65,8 +65,10 @@ def _fake_place_and_route(emitted, work_root, seed=None):
             "log": "fake.tim"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def made(tmp_path_factory):
+    # Session scope: with --dist loadgroup other modules' tests run between this module's on the same worker,
+    # and a module-scoped fixture was then torn down and made again (twice 33 s in make test).
     """Run every command of :data:`COMMANDS` in one folder: ``(folder, {command: exit status or exception})``."""
     import trainforge.fpga
     import trainforge.synth
@@ -176,7 +178,7 @@ from trainforge.report import deviation  # noqa: E402
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def index(made, tmp_path_factory):
     """The index of a copy of the reports folder made by :func:`made` (its links point to this checkout)."""
     folder, _ = made
