@@ -38,7 +38,6 @@ Batch files (in the run folder, which is the simulator's working directory):
 output port), ``scenarios.hex`` (one :class:`HeaderLayout` word per
 scenario), ``in<k>.hex`` and ``exp<k>.hex`` (one payload per line).
 """
-import fcntl
 import hashlib
 import json
 import os
@@ -47,12 +46,12 @@ import resource
 import shutil
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .emit import emit
+from .emit import emit_cached
 from .errors import ParameterError, UsageError
 from .hw.registry import params_key
+from .simulation import _locked
 
 __all__ = ["PATTERN_BITS", "MAX_MISMATCHES", "DETAILED_MISMATCHES", "DRAIN_CYCLES", "RESET_CYCLES", "StreamPort",
            "HeaderLayout", "BenchBuild", "pattern_bits", "stream_ports", "testbench_verilog", "build", "write_batch", "run"]
@@ -412,17 +411,6 @@ class BenchBuild:
         return HeaderLayout(self.inputs, self.outputs)
 
 
-@contextmanager
-def _locked(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _compile(simulator, folder, block_module):
     from .simulation import ICARUS_BUILD_ARGS, VERILATOR_WAIVERS
 
@@ -469,7 +457,7 @@ def build(block_name, params, simulator, verilog=None, depth=DEFAULT_DEPTH, scen
     tag : str
         Added to the build folder's name (keeps a broken block's build apart).
     """
-    emitted = emit(block_name, **params)
+    emitted = emit_cached(block_name, **params)
     inputs, outputs = stream_ports(emitted.ports)
     text = emitted.text if verilog is None else verilog
     bench_text = testbench_verilog(block_name, inputs, outputs, depth, scenarios)
