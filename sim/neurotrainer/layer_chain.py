@@ -31,6 +31,26 @@ from .compiler import COMMON
 __all__ = ["relocate", "chain", "host_images", "run_program"]
 
 
+def prepared_layer(layer, vaults):
+    """The golden ``nt_system``'s entry for ``layer``: its PE jobs with their buffer images, read from ``vaults``.
+
+    Parameters
+    ----------
+    layer : CompiledLayer
+    vaults : dict
+        System vault number (1 = the first PE's) -> its words, before the layer runs.
+    """
+    by_pe_vault = {vault - 1: words for vault, words in vaults.items()}
+    jobs = []
+    for job in layer.pe_jobs:
+        blocks1, blocks2 = executor.pe_buffer_images(layer, by_pe_vault, job)
+        address, pad = job.out.requests()
+        jobs.append({"pe": job.pe, "passes": list(job.passes), "blocks1": list(blocks1),
+                     "blocks2": list(blocks2), "out_vault": job.out.vault + 1, "out_address": address,
+                     "out_pad": pad})
+    return {"kind": layer.kind, "bits": layer.bits, "jobs": jobs, "vaults": vaults}
+
+
 def relocate(layer, offsets):
     """A copy of ``layer`` moved by ``offsets`` words per compiler vault number (-1 = common; missing: 0)."""
     moved = copy.deepcopy(layer)
@@ -152,15 +172,7 @@ def run_program(layers, images, **params):
     current = {vault: np.asarray(words, dtype=np.int64) for vault, words in images.items()}
     prepared, outcome = [], []
     for layer in layers:
-        vaults = {vault - 1: words for vault, words in current.items()}
-        jobs = []
-        for job in layer.pe_jobs:
-            blocks1, blocks2 = executor.pe_buffer_images(layer, vaults, job)
-            address, pad = job.out.requests()
-            jobs.append({"pe": job.pe, "passes": list(job.passes), "blocks1": list(blocks1),
-                         "blocks2": list(blocks2), "out_vault": job.out.vault + 1, "out_address": address,
-                         "out_pad": pad})
-        prepared.append({"kind": layer.kind, "bits": layer.bits, "jobs": jobs, "vaults": current})
+        prepared.append(prepared_layer(layer, current))
         final = nt_system(prepared, **params)[-1]["final"]
         output = executor.unload(layer, {vault - 1: words for vault, words in final.items()})
         outcome.append({"output": output, "final": final})

@@ -36,7 +36,7 @@ from ...spec.neurotrainer.packing import elements_per_word, pack_words
 from . import executor
 from .compiler import COMMON
 from .ibuffer_loads import sequencer_loads, system_program
-from .layer_chain import relocate
+from .layer_chain import prepared_layer, relocate
 
 __all__ = ["StepLayer", "PlacedStep", "place_step", "run_program", "ibuffer_runs", "host_image_writes", "golden_run"]
 
@@ -314,15 +314,7 @@ def golden_run(placed, host_tensors, **params):
                 current[vault][address] = word
         for name in names:
             layer = placed.layers[name]
-            vaults = {vault - 1: words for vault, words in current.items()}
-            jobs = []
-            for job in layer.pe_jobs:
-                blocks1, blocks2 = executor.pe_buffer_images(layer, vaults, job)
-                address, pad = job.out.requests()
-                jobs.append({"pe": job.pe, "passes": list(job.passes), "blocks1": list(blocks1),
-                             "blocks2": list(blocks2), "out_vault": job.out.vault + 1, "out_address": address,
-                             "out_pad": pad})
-            prepared.append({"kind": layer.kind, "bits": layer.bits, "jobs": jobs, "vaults": current})
+            prepared.append(prepared_layer(layer, current))
             current = nt_system(prepared, **system)[-1]["final"]
             outputs[name] = executor.unload(layer, {vault - 1: words for vault, words in current.items()})
         finals.append(current)
