@@ -112,19 +112,7 @@ class CPReciprocal(wiring.Component):
         shift_right = Signal.like(right)
         shift_left = Signal.like(left)
         zero = Signal()
-        busy = Signal()
-        step = Signal(range(2 * self.iterations + 2))  # at least one bit, also for 0 iterations
-
-        m.submodules.output_stage = output_stage = StreamStage(unsigned(result_width(frac)))
-        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_result))
-        last_step = Signal()
-        handoff = Signal()
-        m.d.comb += [
-            last_step.eq(busy & (step == 2 * self.iterations)),
-            handoff.eq(last_step & output_stage.i_stream.ready),
-            # Registers only: busy, step and the stage's registered ready.
-            self.i_value.ready.eq(~busy | handoff),
-        ]
+        busy, step, output_stage, last_step, handoff = self._step_control(m, result_width(frac))
         with m.If(handoff):
             m.d.sync += busy.eq(0)
         with m.If(self.i_value.valid & self.i_value.ready):
@@ -159,6 +147,26 @@ class CPReciprocal(wiring.Component):
         return m
 
 
+    def _step_control(self, m, result_bits):
+        """The step counter and handshake both MAC units share: ``(busy, step, output_stage, last_step, handoff)``.
+
+        ``step`` runs 0 .. 2 * iterations while ``busy``; the last step hands the result to the output stage
+        when its registered ``ready`` is high, and ``i_value.ready`` comes from registers only (``busy``,
+        ``step`` and that ``ready``).
+        """
+        busy = Signal()
+        step = Signal(range(2 * self.iterations + 2))  # at least one bit, also for 0 iterations
+        m.submodules.output_stage = output_stage = StreamStage(unsigned(result_bits))
+        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_result))
+        last_step = Signal()
+        handoff = Signal()
+        m.d.comb += [
+            last_step.eq(busy & (step == 2 * self.iterations)),
+            handoff.eq(last_step & output_stage.i_stream.ready),
+            self.i_value.ready.eq(~busy | handoff),
+        ]
+        return busy, step, output_stage, last_step, handoff
+
     def _elaborate_fp16(self):
         """The ``fp16`` unit: the schedule of the fixed-point one on FP16 registers (class docstring)."""
         m = Module()
@@ -181,18 +189,7 @@ class CPReciprocal(wiring.Component):
         sign = Signal()
         scale = Signal(FP32.exponent_bits)  # the value's exponent field E: the result's exponent drops by E - 126
         kind = Signal(2)  # 0 a normal value, 1 zero (-> Inf), 2 Inf (-> 0), 3 NaN
-        busy = Signal()
-        step = Signal(range(2 * self.iterations + 2))
-
-        m.submodules.output_stage = output_stage = StreamStage(unsigned(FP32.width))
-        wiring.connect(m, output_stage.o_stream, wiring.flipped(self.o_result))
-        last_step = Signal()
-        handoff = Signal()
-        m.d.comb += [
-            last_step.eq(busy & (step == 2 * self.iterations)),
-            handoff.eq(last_step & output_stage.i_stream.ready),
-            self.i_value.ready.eq(~busy | handoff),
-        ]
+        busy, step, output_stage, last_step, handoff = self._step_control(m, FP32.width)
         top = exponent == FP32.exponent_max_field
         with m.If(handoff):
             m.d.sync += busy.eq(0)
