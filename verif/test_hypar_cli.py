@@ -148,3 +148,30 @@ def test_third_type_figure(tmp_path, monkeypatch, capsys):
         assert row[label]["seconds"] == simulated[label]["seconds"]
         assert row[label]["performance"] == simulated["DP"]["seconds"] / simulated[label]["seconds"]
     assert data["Gmean"]["AccPar"]["performance"] == pytest.approx(row["AccPar"]["performance"])
+
+
+@pytest.mark.parametrize("levels, figure", [(0, "fig5"), (0, "fig8"), (1, "fig9"), (6, "fig9"), (0, "fig10")])
+def test_figures_refuse_levels_they_cannot_draw_before_any_work(tmp_path, monkeypatch, capsys, levels, figure):
+    """A figure that cannot be drawn for ``--levels`` fails at once, in one line naming the figure and the range,
+    and writes nothing (the cheap figure listed first must not be computed and written either)."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "figures"
+    assert _main_exit_code(["hypar", "figures", "--levels", str(levels), "--only", f"fig11,{figure}",
+                            "--out", str(out)], capsys) == 2
+    captured = capsys.readouterr()
+    error = (captured.err or captured.out).strip()
+    assert len(error.splitlines()) == 1 and figure in error and f"= {levels}" in error, error
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+def test_figures_draw_at_other_levels(tmp_path, levels):
+    """Figs. 9 and 10 at a hierarchy other than the paper's 4 levels (they used to index levels 1 and 2 and the
+    paper's 4-level points, and failed with a traceback)."""
+    out = tmp_path / "figures"
+    assert _run(["hypar", "figures", "--levels", str(levels), "--batch", "64", "--only", "fig9,fig10",
+                 "--out", str(out)]) == 0
+    for name in ("fig9", "fig10"):
+        data = json.loads((out / f"{name}.json").read_text())
+        assert (out / f"{name}.png").stat().st_size > 0
+        assert len(data["ours"]["hypar"]["levels" if name == "fig9" else "fc1"]) == levels

@@ -18,6 +18,7 @@ from .config import INTER_LAYER_CONVENTIONS, PARTIAL_SUM_SIZES, ArrayConfig, Nod
 from .network import Network
 from .partition import enumerate_partitions, format_choices, hierarchical_partition, strategy_choices, traffic_of
 from .simulator import simulate_step, simulate_steps
+from trainforge.checks import check_range
 from trainforge.outputs import save_figure
 
 STRATEGIES = ("MP", "DP", "HyPar")
@@ -41,6 +42,23 @@ PAPER_PROSE = {
     "fig13": {"hypar_over_trick_performance_mean": 1.62, "hypar_over_trick_energy_mean": 1.22,
               "hypar_over_trick_performance_max": 2.40},
 }
+
+
+#: Hierarchy levels each figure can be drawn for, where narrower than the CLI's 0..10: the figures of an
+#: array's partitions need at least one level (two accelerators); Fig. 9's grid crosses the first and the last
+#: level, so it needs two, and it enumerates all 2^(levels x 4) partitions of Lenet-c's 4 layers, which
+#: ``enumerate_partitions`` bounds at 2^20.
+FIGURE_LEVELS = {"fig5": (1, 10), "fig8": (1, 10), "fig9": (2, 5), "fig10": (1, 10)}
+
+
+def check_figure_levels(names, levels):
+    """Raise :class:`trainforge.errors.ConfigError` if a figure in ``names`` cannot be drawn for ``levels``.
+
+    Called before any figure is computed, so that a bad ``--levels`` fails at once and writes nothing.
+    """
+    for name in names:
+        minimum, maximum = FIGURE_LEVELS.get(name, (0, 10))
+        check_range(f"levels (figure {name})", levels, minimum, maximum)
 
 
 def geometric_mean(values):
@@ -236,7 +254,9 @@ def full_enumeration(network, setup, array, node_model=None):
 
 
 def fig9(setup, array, node_model=None):
-    """Lenet-c: H1 and H4 explored (H2, H3 fixed to HyPar's), and all 2^(4x4) partitions under proxy and time."""
+    """Lenet-c: the first and last levels explored (H1 and H4 in the paper's 4 levels; the levels between fixed
+    to HyPar's), and all 2^(H x 4) partitions under proxy and time. The JSON keys ``H1`` and ``H4`` name the first
+    and the last level whatever ``array.levels`` is."""
     network = builtin_network("Lenet-c")
     hypar = strategy_choices("HyPar", network, setup, array.levels)
     cells = [(level, layer) for level in (0, array.levels - 1) for layer in range(len(network))]
@@ -430,7 +450,7 @@ _PAPER_FIG6_7_POINTS = {
 }
 
 
-def _plot_fig5(plt, data):
+def _plot_fig5(plt, data, setting):
     maps = data["ours"]
     figure, axes = plt.subplots(2, 5, figsize=(17, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.2, 1.6]})
     colours = plt.matplotlib.colors.ListedColormap(["tab:blue", "tab:red"])
@@ -447,13 +467,13 @@ def _plot_fig5(plt, data):
     handles = [plt.matplotlib.patches.Patch(color="tab:blue", label="dp (data parallel)"),
                plt.matplotlib.patches.Patch(color="tab:red", label="mp (model parallel)")]
     figure.legend(handles=handles, loc="upper right", ncol=2)
-    figure.suptitle("HyPar Fig. 5: HyPar's parallelism per level (rows H1..H4) and weighted layer, H = 4, batch 256 (ours)\n"
+    figure.suptitle(f"HyPar Fig. 5: HyPar's parallelism per level (rows H1..H{setting.levels}) and weighted layer, {setting} (ours)\n"
                     "paper (Sec. 6.2.1): SFC all mp except fc1@H3; SCONV all dp; conv layers mostly dp, fc mostly mp",
                     fontsize=10)
     return figure
 
 
-def _plot_fig6_7(plt, data):
+def _plot_fig6_7(plt, data, setting):
     figure, axes = plt.subplots(2, 1, figsize=(14, 8.5), sharex=True)
     columns = data["columns"]
     for axis, key, title in zip(axes, ("performance", "energy_efficiency"),
@@ -476,14 +496,14 @@ def _plot_fig6_7(plt, data):
                      label=f"paper: HyPar on the other 8 networks, {low:g}-{high:g}x")
         axis.set_ylabel("performance over DP (x, log)" if key == "performance" else
                         "energy efficiency over DP (x, log)")
-        axis.set_title(title + ", H = 4 H tree, batch 256" + (f"; {data['node']}" if "node" in data else ""),
+        axis.set_title(title + f", {setting}" + (f"; {data['node']}" if "node" in data else ""),
                        fontsize=10)
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1].set_xlabel("network (Gmean: geometric mean)")
     return figure
 
 
-def _plot_fig8(plt, data):
+def _plot_fig8(plt, data, setting):
     tables = data.get("by_mp_partial_sums", {data.get("mp_partial_sums", "pre_pooling"): data["ours"]})
     panels = len(tables) + ("authors_partitioner" in data)
     figure, axes = plt.subplots(panels, 1, figsize=(12, 4.5 * panels), squeeze=False)
@@ -504,8 +524,8 @@ def _plot_fig8(plt, data):
                        fontsize=9)
         axis.legend(fontsize=7, ncol=3)
     axes[len(tables) - 1, 0].set_xlabel("network (Gmean: geometric mean)")
-    figure.suptitle("HyPar Fig. 8: total communication per step (both directions), H = 4 (16 accelerators), "
-                    "batch 256, fp32 - ours (solid) vs paper (hatched)\n"
+    figure.suptitle(f"HyPar Fig. 8: total communication per step (both directions), {setting} - ours (solid) "
+                    "vs paper (hatched; H = 4, batch 256, fp32)\n"
                     "paper labels of VGG-B..E reassigned by their DP value (= weight count)", fontsize=10)
     return figure
 
@@ -529,7 +549,7 @@ def _plot_authors(axis, data):
     axis.legend(fontsize=7)
 
 
-def _heat_map(figure, axis, grid, keys, marks):
+def _heat_map(figure, axis, grid, keys, marks, labels=None):
     rows = sorted({entry[keys[0]] for entry in grid})
     columns = sorted({entry[keys[1]] for entry in grid})
     image = np.zeros((len(rows), len(columns)))
@@ -539,26 +559,33 @@ def _heat_map(figure, axis, grid, keys, marks):
     figure.colorbar(shown, ax=axis, label="performance over DP (x)", fraction=0.046)
     axis.set_yticks(range(len(rows)), rows, fontsize=7, family="monospace")
     axis.set_xticks(range(len(columns)), columns, fontsize=7, rotation=90, family="monospace")
-    axis.set_ylabel(f"{keys[0]} (1 = mp)")
-    axis.set_xlabel(f"{keys[1]} (1 = mp)")
+    labels = labels or keys
+    axis.set_ylabel(f"{labels[0]} (1 = mp)")
+    axis.set_xlabel(f"{labels[1]} (1 = mp)")
     for label, point, style in marks:
+        if point[keys[0]] not in rows or point[keys[1]] not in columns:
+            axis.plot([], [], style, markerfacecolor="none", label=f"{label} ({point[keys[0]]}, {point[keys[1]]}): "
+                                                                  f"{point['performance']:.3g}x, not on this grid")
+            continue
         axis.plot(columns.index(point[keys[1]]), rows.index(point[keys[0]]), style, markersize=12,
                   markerfacecolor="none", markeredgewidth=2,
                   label=f"{label} ({point[keys[0]]}, {point[keys[1]]}): {point['performance']:.3g}x")
     axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, facecolor="lightgrey")
 
 
-def _plot_fig9(plt, data):
+def _plot_fig9(plt, data, setting):
     ours, enumeration = data["ours"], data["ours"]["full_enumeration"]
     figure, (left, right) = plt.subplots(1, 2, figsize=(15, 9), gridspec_kw={"width_ratios": [1.1, 1]})
     levels = ours["hypar"]["levels"]
     _heat_map(figure, left, ours["grid"], ("H1", "H4"),
               [("ours HyPar", {"H1": levels[0], "H4": levels[-1], "performance": ours["hypar"]["performance"]}, "wo"),
                ("ours grid peak", ours["peak"], "rs"),
-               ("paper peak = paper HyPar", data["paper"], "c^")])
-    left.set_title(f"H1 x H4 grid, H2 = {levels[1]}, H3 = {levels[2]} fixed to ours", fontsize=10)
+               ("paper peak = paper HyPar", data["paper"], "c^")],
+              labels=("H1", f"H{len(levels)}"))
+    fixed = ", ".join(f"H{level + 1} = {choice}" for level, choice in enumerate(levels) if 0 < level < len(levels) - 1)
+    left.set_title(f"H1 x H{len(levels)} grid" + (f", {fixed} fixed to ours" if fixed else ""), fontsize=10)
     ranks = {int(rank): value for rank, value in enumeration["time"]["performance_at_rank"].items()}
-    right.plot(list(ranks), list(ranks.values()), "-", color="tab:blue", label="all 65,536 partitions, sorted")
+    right.plot(list(ranks), list(ranks.values()), "-", color="tab:blue", label=f"all {2 ** (len(levels) * len(levels[0])):,} partitions, sorted")
     time = enumeration["time"]
     right.plot(time["rank"], enumeration["hypar"]["performance"], "o", color="tab:green", markersize=9,
                label=f"HyPar {' '.join(levels)}: rank {time['rank']} ({time['ties']} tied), "
@@ -575,22 +602,22 @@ def _plot_fig9(plt, data):
     right.set_title(f"full enumeration: proxy min {enumeration['proxy']['min_GB']:.4g} GB (HyPar rank "
                     f"{enumeration['proxy']['rank']}, {enumeration['proxy']['ties']} tied)", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
-    figure.suptitle("HyPar Fig. 9: Lenet-c, H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=11)
+    figure.suptitle(f"HyPar Fig. 9: Lenet-c, {setting}: simulated performance normalised to DP", fontsize=11)
     return figure
 
 
-def _plot_fig10(plt, data):
+def _plot_fig10(plt, data, setting):
     ours, paper = data["ours"], data["paper"]
     figure, axis = plt.subplots(figsize=(9, 9.5))
     _heat_map(figure, axis, ours["grid"], ("conv5_2", "fc1"),
               [("ours HyPar", ours["hypar"], "wo"), ("ours grid peak", ours["peak"], "rs"),
                ("paper HyPar", paper["hypar"], "c^"), ("paper peak", paper["peak"], "mv")])
-    axis.set_title("HyPar Fig. 10: VGG-A, conv5_2 and fc1 over H1..H4 (other layers fixed to ours),\n"
-                   "H = 4 H tree, batch 256: simulated performance normalised to DP", fontsize=10)
+    axis.set_title(f"HyPar Fig. 10: VGG-A, conv5_2 and fc1 over H1..H{setting.levels} (other layers fixed to ours),\n"
+                   f"{setting}: simulated performance normalised to DP", fontsize=10)
     return figure
 
 
-def _plot_fig11(plt, data):
+def _plot_fig11(plt, data, setting):
     rows = data["ours"]
     counts = [row["accelerators"] for row in rows]
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
@@ -610,11 +637,12 @@ def _plot_fig11(plt, data):
     left.set_title("gain; paper (prose only): DP's gain falls beyond 8,\nHyPar's rises until 32", fontsize=10)
     right.set_ylabel("communication per training step (GB, log)")
     right.set_title("total communication per step (none on one accelerator)", fontsize=10)
-    figure.suptitle("HyPar Fig. 11: VGG-A scaling, batch 256 (the paper gives no numbers, only the trend)", fontsize=11)
+    figure.suptitle(f"HyPar Fig. 11: VGG-A scaling, batch {setting.batch} (the paper gives no numbers, only the trend)",
+                    fontsize=11)
     return figure
 
 
-def _plot_fig12(plt, data):
+def _plot_fig12(plt, data, setting):
     figure, axis = plt.subplots(figsize=(12, 5))
     names = list(data["ours"])
     _bar_groups(axis, names, [("HyPar on torus (ours)", [data["ours"][n]["torus"] for n in names], "tab:purple", None),
@@ -629,13 +657,14 @@ def _plot_fig12(plt, data):
     axis.axhline(1.0, color="grey", linewidth=0.8)
     axis.set_ylabel("performance over DP on the H tree (x, log)")
     axis.set_xlabel("network (Gmean: geometric mean)")
-    axis.set_title("HyPar Fig. 12: HyPar on H tree vs torus, 16 accelerators, 1.6 Gb/s links, batch 256"
+    axis.set_title(f"HyPar Fig. 12: HyPar on H tree vs torus, {2 ** setting.levels} accelerators, "
+                   f"{setting.link_gbps:g} Gb/s links, batch {setting.batch}"
                    + (f"\n{data['node']}" if "node" in data else ""), fontsize=10)
     axis.legend(fontsize=8)
     return figure
 
 
-def _plot_fig13(plt, data):
+def _plot_fig13(plt, data, setting):
     figure, axis = plt.subplots(figsize=(12, 5))
     rows, paper = data["ours"], data["paper"]
     labels = [f"{r['layer']}\nbatch {r['batch']}\n{2 ** r['levels']} acc." for r in rows]
@@ -665,7 +694,7 @@ NODE_COLOURS = {"roofline": "tab:grey", "tensordash": "tab:red", "caterpillar": 
                 "neurotrainer": "tab:blue"}
 
 
-def _plot_nodes(plt, data):
+def _plot_nodes(plt, data, setting):
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
     names = list(data["ours"]) + ["Gmean"]
     rows = {**data["ours"], "Gmean": data["Gmean"]}
@@ -691,7 +720,7 @@ def _plot_nodes(plt, data):
     return figure
 
 
-def _plot_third_type(plt, data):
+def _plot_third_type(plt, data, setting):
     figure, axes = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True)
     names = list(data["networks"])
     title = (f"HyPar (2 types) vs AccPar (3 types, beyond the paper): {2 ** data['levels']} accelerators "
@@ -711,13 +740,51 @@ _PLOTTERS = {"third_type": _plot_third_type, "nodes": _plot_nodes, "fig5": _plot
              "fig10": _plot_fig10, "fig11": _plot_fig11, "fig12": _plot_fig12, "fig13": _plot_fig13}
 
 
-def plot(name, data, path):
-    """Write the PNG of figure ``name`` from its data dict to ``path`` (Agg backend)."""
+@dataclasses.dataclass(frozen=True)
+class PlotSetting:
+    """What a figure's title says about the run: the array and the training setup the data were computed for.
+
+    Members
+    -------
+    levels : int
+        Hierarchy levels H (2**H accelerators).
+    topology : str
+        ``"htree"`` or ``"torus"``.
+    batch : int
+        Mini-batch size.
+    bytes_per_element : int
+        Bytes of one tensor element.
+    link_gbps : float
+        Leaf link bandwidth, Gb/s.
+    """
+    levels: int = 4
+    topology: str = "htree"
+    batch: int = 256
+    bytes_per_element: int = 4
+    link_gbps: float = 1.6
+
+    @classmethod
+    def of(cls, setup, array):
+        """The setting of a :class:`TrainingSetup` and an :class:`ArrayConfig`."""
+        return cls(array.levels, array.topology, setup.batch, setup.bytes_per_element,
+                   array.link_bits_per_second / 1e9)
+
+    def __str__(self):
+        topology = "H tree" if self.topology == "htree" else self.topology
+        return f"H = {self.levels} {topology}, batch {self.batch}, {self.bytes_per_element} B per element"
+
+
+def plot(name, data, path, setting=PlotSetting()):
+    """Write the PNG of figure ``name`` from its data dict to ``path`` (Agg backend).
+
+    ``setting`` (a :class:`PlotSetting`, default the paper's: H = 4 H tree, batch 256, fp32) is what the titles
+    say the data were computed for.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure = _PLOTTERS[name](plt, data)
+    figure = _PLOTTERS[name](plt, data, setting)
     figure.tight_layout()
     save_figure(figure, path, dpi=110)
     plt.close(figure)

@@ -128,12 +128,13 @@ def simulate_handler(args):
 
 def figures_handler(args):
     """Compute the selected figures, then write their JSON and PNG files."""
-    from trainforge.sim.hypar.figures import FIGURES, plot
+    from trainforge.sim.hypar.figures import FIGURES, PlotSetting, check_figure_levels, plot
     selected = args.only.split(",") if args.only else list(FIGURES)
     unknown = [name for name in selected if name not in FIGURES]
     if unknown:
         raise UsageError(f"--only {','.join(unknown)}: unknown figure; allowed: {', '.join(FIGURES)}")
     setup, array = _configs(args)
+    check_figure_levels(selected, array.levels)
     node = _node(args)
     results = {name: FIGURES[name](setup, array, node_model=node)
                for name in progress(list(selected), "HyPar figures", unit="figure")}
@@ -141,7 +142,7 @@ def figures_handler(args):
     out.mkdir(parents=True, exist_ok=True)
     for name, data in results.items():
         write_json(out / f"{name}.json", data)
-        plot(name, data, out / f"{name}.png")
+        plot(name, data, out / f"{name}.png", PlotSetting.of(setup, array))
     return _emit(args, results, "\n".join(f"wrote {out / name}.json and .png" for name in results))
 
 
