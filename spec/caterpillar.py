@@ -243,6 +243,8 @@ RECIPROCAL_PARAMS = ParamSchema((
 PE_READ_LATENCY = 2
 #: ``cp_pe``: cycles from the operand stage (``mac_op``, the buses and ``mem_data``) to the accumulate stage,
 #: whose end writes the sum into the accumulator: the multiplier's input registers, then its output register.
+#: With the interleaved accumulator (``partial_sums`` above 1) the sum is written
+#: :func:`pe_accumulate_latency` cycles after the accumulate stage.
 PE_MAC_LATENCY = 2
 
 
