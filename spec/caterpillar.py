@@ -13,13 +13,14 @@ from amaranth import signed, unsigned
 from amaranth.lib import data, enum
 
 from ..errors import ParameterError
+from . import mac as mac_spec
 from . import stream_stage
 from .fp import FP16, FP32
 from .params import Param, ParamSchema
 
 __all__ = [
     "MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
-    "PE_PARAMS", "CORE_PARAMS", "RECIPROCAL_PARAMS", "RING_PARAMS",
+    "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
     "RING_OUTPUT_LATENCY",
@@ -144,6 +145,13 @@ def _check_fp16_widths(values):
                                  f"an FP32 accumulator); allowed: {bits}")
 
 
+def _check_partial_sums(values):
+    """The interleaved accumulator (more than one partial sum) is the FPU's: ``fixed`` keeps its one-cycle add."""
+    if values["partial_sums"] != 1 and values["mac"] != "fp16":
+        raise ParameterError(f"parameter 'partial_sums' = {values['partial_sums']} is invalid with mac "
+                             f"'{values['mac']}' (only the fp16 FPU has the interleaved accumulator); allowed: 1")
+
+
 def _check_reciprocal_fp16(values):
     """With ``mac="fp16"`` the reciprocal takes FP32 values (32 bits) and indexes FP32's 23 fraction bits."""
     if values["mac"] == "fp16" and values["width"] != FP32.width:
@@ -176,13 +184,24 @@ _CORE_MAC = replace(_PE_MAC, doc="MAC unit of the PEs: 'fixed', or 'fp16' (FP16 
 _RING_MAC = replace(_CORE_MAC, doc="MAC unit of the cores' PEs: 'fixed', or 'fp16' (the ring's adds in FP32 "
                    "too; width 16, acc_width 32)")
 
+#: ``mac="fp16"``: partial sums of the PE's FP32 accumulator. 1: the one-cycle accumulate stage (the whole FP32
+#: adder in the loop acc -> adder -> acc; the only choice of ``cp_core`` and ``cp_ring`` so far). 2, 4, 8: the
+#: interleaved accumulator of the TensorDash FP PEs (``trainforge.spec.mac``, ``hw/fp/accumulate.py``): an
+#: adder of ``partial_sums`` stages, the products since the last clear added in turn to partial ``j mod P``,
+#: a result the pairwise sum of the partials (:func:`pe_accumulate_latency` cycles later).
+_PARTIAL_SUMS = replace(mac_spec.PARTIAL_SUMS, default=1,
+                        doc="fp16 only: partial sums of the interleaved FP32 accumulator (1: the one-cycle "
+                            "accumulate stage; 2, 4, 8: a pipelined adder of that many stages, results later)")
+
 #: The parameters of ``cp_pe``.
-PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC), constraints=(_check_acc_width, _check_fp16_widths))
+PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC, _PARTIAL_SUMS),
+                        constraints=(_check_acc_width, _check_fp16_widths, _check_partial_sums))
 
 
 def _check_pe_params(values):
-    """The PE parameters of a core must make a valid ``cp_pe`` (raises :class:`ParameterError`)."""
-    PE_PARAMS.resolve(**{name: values[name] for name in PE_PARAMS.names})
+    """The PE parameters of a core must make a valid ``cp_pe`` (raises :class:`ParameterError`); those the core
+    does not have (``partial_sums``) take the PE's defaults."""
+    PE_PARAMS.resolve(**{name: values[name] for name in PE_PARAMS.names if name in values})
 
 
 #: The parameters of ``cp_core``.
@@ -224,7 +243,25 @@ RECIPROCAL_PARAMS = ParamSchema((
 PE_READ_LATENCY = 2
 #: ``cp_pe``: cycles from the operand stage (``mac_op``, the buses and ``mem_data``) to the accumulate stage,
 #: whose end writes the sum into the accumulator: the multiplier's input registers, then its output register.
+#: With the interleaved accumulator (``partial_sums`` above 1) the sum is written
+#: :func:`pe_accumulate_latency` cycles after the accumulate stage.
 PE_MAC_LATENCY = 2
+
+
+def pe_accumulate_latency(partial_sums=1):
+    """``cp_pe``: cycles from the accumulate stage (a product at the accumulator's input) to the cycle whose end
+    writes the row's result into ``acc`` (and, with its ``handoff``, into ``red``).
+
+    0 for the one-cycle accumulate stage (``partial_sums`` 1, and every ``fixed`` PE). With the interleaved
+    accumulator (``partial_sums`` P of 2, 4, 8): the adder's P stages (the last one is the partial), a register
+    of the partials, the pairwise adder tree over them (``FP32_TREE_ADD_STAGES`` per level), so
+    ``P + 1 + 7 log2(P)``: 10 for 2, 19 for 4, 30 for 8 (``trainforge.spec.mac.accumulate_stages``).
+    """
+    if partial_sums == 1:
+        return 0
+    return mac_spec.accumulate_stages({"mac": "fp16", "partial_sums": partial_sums})
+
+
 #: ``cp_core``: cycles from the issue of a micro-operation to its local SRAM and buffer reads: the core
 #: registers each read's enable and address, so that no combinational path runs from the issue decision
 #: to the enables of the SRAMs across the chip (the reads are enabled only where their word is used).

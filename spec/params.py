@@ -33,7 +33,7 @@ class Param:
     minimum, maximum : int, optional
         Inclusive range of an ``int`` parameter.
     choices : tuple, optional
-        Allowed values of a ``str`` parameter.
+        Allowed values of a ``str`` parameter, or of an ``int`` one (then also within its range).
     power_of_two : bool
         An ``int`` parameter must also be a power of two (buffer and memory depths).
     """
@@ -81,6 +81,8 @@ class Param:
                 raise self.error(value, "out of range")
             if self.power_of_two and (value < 1 or value & (value - 1)):
                 raise self.error(value, "not a power of two")
+            if self.choices is not None and value not in self.choices:
+                raise self.error(value)
             return value
         if self.choices is not None and value not in self.choices:
             raise self.error(value)

@@ -46,6 +46,9 @@ def _bad_values(param):
             low = param.minimum if param.minimum is not None else 1
             cases.append(("not a power of two", 3 * low if 3 * low <= (param.maximum or 3 * low) else low + 1,
                           "not a power of two"))
+        if param.choices is not None:
+            cases.append(("not a choice", next(value for value in range(min(param.choices), max(param.choices) + 2)
+                                               if value not in param.choices), None))
         return cases
     if param.choices is not None:
         return [("not a choice", "no-such-choice", None)]

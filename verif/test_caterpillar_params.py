@@ -150,3 +150,21 @@ def test_fp16_is_built_for_every_block():
     with pytest.raises(ParameterError) as caught:
         spec.RECIPROCAL_PARAMS.resolve(mac="fp16", width=16)
     assert str(caught.value) == "parameter 'width' = 16 is invalid with mac 'fp16' (FP32 values); allowed: 32"
+
+def test_partial_sums_only_with_the_fpu():
+    """``partial_sums`` above 1 (the interleaved accumulator) is the fp16 FPU's; the fixed PE refuses it."""
+    assert spec.PE_PARAMS.resolve(mac="fp16", partial_sums=4)["partial_sums"] == 4
+    assert spec.PE_PARAMS.resolve()["partial_sums"] == 1
+    with pytest.raises(ParameterError) as caught:
+        CPPE(partial_sums=4)
+    assert str(caught.value) == ("parameter 'partial_sums' = 4 is invalid with mac 'fixed' (only the fp16 FPU "
+                                 "has the interleaved accumulator); allowed: 1")
+    with pytest.raises(ParameterError, match="'partial_sums' = 3"):
+        spec.PE_PARAMS.resolve(mac="fp16", partial_sums=3)
+    # The core's PEs keep the one-cycle accumulate stage: the core has no partial_sums of its own yet.
+    assert "partial_sums" not in spec.CORE_PARAMS.names
+
+
+def test_pe_accumulate_latency():
+    """By hand: the adder's P stages, the partials' register, 7 stages per level of the tree over P partials."""
+    assert [spec.pe_accumulate_latency(p) for p in (1, 2, 4, 8)] == [0, 2 + 1 + 7, 4 + 1 + 14, 8 + 1 + 21]

@@ -42,6 +42,9 @@ CASES = [
     ("cp_pe", {"mac": "fp16", "width": 16, "acc_width": 40},
      "parameter 'acc_width' = 40 is invalid with mac 'fp16' (FP16 operands, an FP32 accumulator); allowed: 32",
      {"mac": "fp16"}),
+    ("cp_pe", {"partial_sums": 4},
+     "parameter 'partial_sums' = 4 is invalid with mac 'fixed' (only the fp16 FPU has the interleaved accumulator); "
+     "allowed: 1", {"mac": "fp16", "partial_sums": 4}),
     ("cp_core", {"width": 20, "acc_width": 39},
      "parameter 'acc_width' = 39 is invalid (narrower than the 40-bit products of width 20); allowed: an integer "
      "in 40..64", {"width": 20, "acc_width": 40}),

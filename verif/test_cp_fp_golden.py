@@ -14,15 +14,21 @@ against an independent cycle model by the scenario table
 (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`, ``round16(W - P * 2**-shift)``) and its new
 steps (FP32 -> FP16 rounding, FP16 -> FP32 widening, scaling by ``2**-shift``) are checked the same way, on
 10**6 random operands and the corners (oracle: ``fp_oracle.oracle_update_weight``, ``oracle_narrow``).
+
+``cp_pe`` with the interleaved accumulator (``partial_sums`` 2, 4, 8): whole dot products through the golden
+PE against numpy float32 in the stated order (product ``j`` into partial ``j mod P``, then the pairwise sum of
+the partials), and the check shown to fail when the golden PE adds in turn.
 """
 import numpy as np
+import pytest
 
 import trainforge.golden.fp as fp_golden
 from fp_oracle import (describe, flush, mismatches, mismatches16, oracle_add, oracle_mul, oracle_narrow,
                        oracle_scale_down, oracle_update_weight)
 from test_fp_golden import N, random_normals, random_pairs
 from trainforge.golden.caterpillar.core_fp16 import updated_weight
-from trainforge.golden.caterpillar.pe import fp16_multiply_accumulate
+from trainforge.golden.caterpillar.pe import cp_pe, fp16_multiply_accumulate
+from trainforge.spec.caterpillar import PE_MAC_LATENCY, MacOp, pe_accumulate_latency
 from trainforge.spec.fp import FP16, FP32
 
 # FP16 operand corners: signed zeros, subnormals (flushed), the smallest and largest normals, one and
@@ -321,3 +327,68 @@ def test_reciprocal_fp16_accuracy(seed):
     got = reciprocal_unit_fp16(values).astype(np.uint32).view(np.float32).astype(np.float64)
     exact = 1.0 / values.view(np.float32).astype(np.float64)
     assert np.max(np.abs(got / exact - 1)) < 2.0 ** -9
+
+
+# ---- cp_pe with the interleaved accumulator (partial_sums 2, 4, 8): the order of a whole sum ----
+
+def interleaved_sums(products, partials):
+    """numpy float32: products ``[:, j]`` added in turn to partial ``j mod partials`` (``+0`` first), then the
+    pairwise sum of the partials ``(q0 + q1) + (q2 + q3) ...``; every add flushed (``oracle_add``)."""
+    values = [np.zeros(products.shape[0], np.float32) for _ in range(partials)]
+    for j in range(products.shape[1]):
+        values[j % partials] = oracle_add(values[j % partials].view(np.uint32), products[:, j].view(np.uint32))
+    while len(values) > 1:
+        values = [oracle_add(values[k].view(np.uint32), values[k + 1].view(np.uint32))
+                  for k in range(0, len(values), 2)]
+    return values[0].view(np.uint32)
+
+
+def pe_dot_products(seed, partials, sums=12, length=96):
+    """``sums`` back-to-back dot products of ``length`` FP16 pairs on the row and column buses (``ROW_COL``,
+    the first with ``mac_clear``, the last with ``handoff``) through the golden ``cp_pe``; returns the products
+    (oracle) and the ``red`` value after each handoff's landing cycle."""
+    rng = np.random.default_rng(seed)
+    # Normals of exponent fields 5..25 (2**-10 .. 2**10): products over 40 binades, so the sums round often.
+    a = ((rng.integers(0, 2, (sums, length)) << 15) | (rng.integers(5, 26, (sums, length)) << 10)
+         | rng.integers(0, 1 << 10, (sums, length)))
+    b = ((rng.integers(0, 2, (sums, length)) << 15) | (rng.integers(5, 26, (sums, length)) << 10)
+         | rng.integers(0, 1 << 10, (sums, length)))
+    latency = pe_accumulate_latency(partials)
+    rows = sums * length
+    cycles = rows + PE_MAC_LATENCY + latency + 1
+    mac_op = np.zeros(cycles, np.int64)
+    mac_op[:rows] = MacOp.ROW_COL
+    clear = np.zeros(cycles, bool)
+    clear[:rows:length] = True
+    handoff = np.zeros(cycles, bool)
+    handoff[length - 1:rows:length] = True
+    row_bus = np.zeros(cycles, np.int64)
+    col_bus = np.zeros(cycles, np.int64)
+    row_bus[:rows], col_bus[:rows] = a.ravel(), b.ravel()
+    zeros = np.zeros(cycles, np.int64)
+    _, red, _ = cp_pe([0], zeros, mac_op, clear, handoff, zeros.astype(bool), row_bus, col_bus, zeros,
+                      mac="fp16", partial_sums=partials)
+    landings = np.arange(length - 1, rows, length) + PE_MAC_LATENCY + latency
+    products = oracle_mul(a.astype(np.uint16), b.astype(np.uint16), FP16)
+    return products, red[landings].astype(np.uint32)
+
+
+@pytest.mark.parametrize("partials", [2, 4, 8])
+def test_interleaved_pe_sums_against_numpy(seed, partials):
+    """Whole sums of the golden PE with ``partial_sums`` partials equal numpy float32 in the stated order."""
+    products, got = pe_dot_products(seed, partials)
+    expected = interleaved_sums(products, partials)
+    wrong = mismatches(got, expected)
+    assert wrong.size == 0, f"partials {partials}: sum {wrong[0]} got {hex(got[wrong[0]])}, " \
+                            f"expected {hex(expected[wrong[0]])}"
+
+
+def test_sequential_order_is_caught(monkeypatch, seed):
+    """The check tells the orders apart: the golden PE adding each sum's products in turn (one partial, at the
+    4-partial latency) fails it on most sums."""
+    import trainforge.golden.caterpillar.pe as golden_pe
+    interleaved = golden_pe.fp32_accumulate
+    monkeypatch.setattr(golden_pe, "fp32_accumulate", lambda rows, clear, partials, read=None:
+                        interleaved(rows, clear, 1, read))
+    products, got = pe_dot_products(seed, 4)
+    assert mismatches(got, interleaved_sums(products, 4)).size > 6

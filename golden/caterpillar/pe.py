@@ -17,12 +17,31 @@ the arithmetic of the multiply stage and of the two adders:
     reduction register adds ``red_in`` to itself. ``acc`` and ``red`` are
     returned as the signed 32-bit integers of those bit patterns (the ports'
     view). The additions are sequential, so this path loops over the cycles.
+
+    ``partial_sums`` (``fp16`` only) chooses the accumulator. 1: the
+    one-cycle accumulate stage above (``acc = round32(acc + p)`` in the
+    product's own cycle). ``P`` of 2, 4 or 8: the interleaved accumulator
+    (:func:`trainforge.golden.fp.fp32_accumulate`, the TensorDash PEs'): the
+    products that reach the accumulate stage since the last ``mac_clear``
+    (that product included; reset counts as a clear) are numbered ``j = 0, 1,
+    ...`` and product ``j`` is added to partial ``j mod P``, which starts from
+    ``+0`` (``partial = round32(+0 + p_j)`` for ``j < P``, then
+    ``round32(partial + p_j)``); a product's *result* is the pairwise sum of
+    the ``P`` partials as they are after it, a partial not written since the
+    clear counting as ``+0``: ``(q0 + q1) + (q2 + q3)`` for 4 (``q0 + q1``
+    for 2; ``((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))`` for 8).
+    The result reaches ``acc`` (and ``red`` with the product's ``handoff``)
+    :func:`~trainforge.spec.caterpillar.pe_accumulate_latency` cycles after
+    the accumulate stage. So a sum of ``n`` products is not the sequential
+    ``((p0 + p1) + p2) + ...``: with 4 partials, ``p0 + p4 + p8 + ...``,
+    ``p1 + p5 + ...``, ... each in order, then the tree.
 """
 import numpy as np
 
-from ...spec.caterpillar import FP16_MAC, PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults
+from ...spec.caterpillar import (FP16_MAC, PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults,
+                                  pe_accumulate_latency)
 from ..dense_pe import wrap
-from ..fp import fp32_add, fp_mul_exact
+from ..fp import fp32_accumulate, fp32_add, fp_mul_exact
 
 __all__ = ["segmented_sum", "fp16_multiply_accumulate", "cp_pe"]
 
@@ -111,7 +130,8 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     resolved = params_with_defaults(PE_PARAMS, params)
     width, acc_width = resolved["width"], resolved["acc_width"]
     if resolved["mac"] == "fp16":
-        return _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en)
+        return _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en,
+                           resolved["partial_sums"])
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
@@ -137,7 +157,8 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     return wrap(acc, acc_width, True), wrap(red, acc_width, True), mem_data
 
 
-def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en):
+def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en,
+                partial_sums=1):
     """:func:`cp_pe` with ``mac="fp16"`` (``width`` 16, ``acc_width`` 32): same pipeline, FP arithmetic."""
     operand, accumulator = FP16_MAC["operand"], FP16_MAC["accumulator"]
     operand_mask, accumulator_mask = (1 << operand.width) - 1, (1 << accumulator.width) - 1
@@ -161,6 +182,11 @@ def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, c
     landing = _delayed(np.asarray(handoff, dtype=bool), PE_MAC_LATENCY, False)
     red_add = np.asarray(red_add, dtype=bool)
     red_in = np.asarray(red_in, dtype=np.int64) & accumulator_mask
+    if partial_sums != 1:
+        acc_trace, red_trace = _interleaved_fp16(product, active, clear, landing, red_add, red_in, partial_sums)
+        return (wrap(acc_trace.astype(np.uint64), accumulator.width, True),
+                wrap(red_trace.astype(np.uint64), accumulator.width, True),
+                wrap(mem_data.astype(np.uint64), operand.width, True))
     acc_trace = np.zeros(cycles, dtype=np.uint32)
     red_trace = np.zeros(cycles, dtype=np.uint32)
     acc = red = np.uint32(0)  # the registers' reset value: FP32 +0
@@ -180,3 +206,35 @@ def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, c
     return (wrap(acc_trace.astype(np.uint64), accumulator.width, True),
             wrap(red_trace.astype(np.uint64), accumulator.width, True),
             wrap(mem_data.astype(np.uint64), operand.width, True))
+
+
+def _interleaved_fp16(product, active, clear, handoff, red_add, red_in, partial_sums):
+    """``acc`` and ``red`` after each cycle with the interleaved accumulator (:func:`cp_pe`'s module docstring).
+
+    ``product``, ``active``, ``clear``, ``handoff`` are those of the accumulate stage of each cycle; ``red_add``
+    and ``red_in`` act in their own cycle.
+    """
+    cycles = len(active)
+    latency = pe_accumulate_latency(partial_sums)
+    rows = np.flatnonzero(active)
+    # Every product's result: the pairwise sum of the partials after it (clears restart the numbering).
+    results = fp32_accumulate(product[rows].astype(np.uint32), clear[rows], partial_sums) if len(rows) else []
+    landed = np.zeros(cycles, dtype=bool)
+    landed_value = np.zeros(cycles, dtype=np.uint32)
+    landing = np.zeros(cycles, dtype=bool)
+    for row, result in zip(rows, results):
+        if row + latency < cycles:
+            landed[row + latency], landed_value[row + latency] = True, result
+            landing[row + latency] = handoff[row]
+    acc_trace = np.zeros(cycles, dtype=np.uint32)
+    red_trace = np.zeros(cycles, dtype=np.uint32)
+    acc = red = np.uint32(0)  # the registers' reset value: FP32 +0
+    for cycle in range(cycles):
+        if landed[cycle]:
+            acc = landed_value[cycle]
+        if landing[cycle]:
+            red = landed_value[cycle]
+        elif red_add[cycle]:
+            red = fp32_add(red, red_in[cycle])
+        acc_trace[cycle], red_trace[cycle] = acc, red
+    return acc_trace, red_trace

@@ -3,7 +3,9 @@ from amaranth import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, addr_width
+from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, addr_width, pe_accumulate_latency
+from ..fp.stages import register_values
+from ..mac import FloatMAC
 from .mac import MAC_UNITS
 
 __all__ = ["MacOp", "CPPE"]
@@ -54,6 +56,19 @@ class CPPE(wiring.Component):
     reduction register, ``red_in`` and the buses are FP32; both adders round
     to nearest even (:class:`~trainforge.hw.caterpillar.mac.CPHalfPrecisionMAC`).
 
+    With ``fp16`` and ``partial_sums`` ``P`` above 1 the accumulate stage is
+    the interleaved accumulator of the TensorDash FP PEs
+    (:class:`~trainforge.hw.fp.accumulate.InterleavedAccumulator`): a
+    ``P``-stage FP32 adder whose last stage is one of ``P`` partial sums, the
+    products since the last ``mac_clear`` added in turn to partial ``j mod P``,
+    then the pairwise adder tree over the partials (7 stages per level). A
+    product's result (the order: :mod:`trainforge.golden.caterpillar.pe`) is
+    written into ``acc``, and with its ``handoff`` into ``red``,
+    :func:`~trainforge.spec.caterpillar.pe_accumulate_latency` cycles after
+    its accumulate stage; a handoff without a MAC is ignored. The loop of the
+    accumulator is then one adder stage long; ``red_add`` keeps its one-cycle
+    FP32 add.
+
     Parameters
     ----------
     width : int
@@ -64,6 +79,8 @@ class CPPE(wiring.Component):
         Words of ``width`` bits in the local SRAM (the paper's 16 KB is 8192 16-bit words).
     mac : str
         MAC unit, a key of :data:`~trainforge.hw.caterpillar.mac.MAC_UNITS`.
+    partial_sums : int
+        ``fp16`` only: 1 (the one-cycle accumulate stage), or the partial sums of the interleaved accumulator.
 
     Members
     -------
@@ -175,13 +192,17 @@ class CPPE(wiring.Component):
         # The MAC unit's datapaths, outside the enable's conditions (an FP unit adds named nets to ``m``).
         next_product = mac_unit.multiply(multiplicand, multiplier)
         reduction_sum = mac_unit.add(reduction, self.red_in)
-        m.d.comb += [
-            mac_enable.eq(self.en & active),
-            add_enable.eq(self.en & ~handoff & self.red_add),
-            total.eq(mac_unit.add(Mux(clear, 0, accumulator), product)),
-            self.acc.eq(accumulator),
-            self.red.eq(reduction),
-        ]
+        one_cycle = self.partial_sums == 1  # else the interleaved accumulator (_build_interleaved)
+        if one_cycle:
+            m.d.comb += [
+                mac_enable.eq(self.en & active),
+                add_enable.eq(self.en & ~handoff & self.red_add),
+                total.eq(mac_unit.add(Mux(clear, 0, accumulator), product)),
+                self.acc.eq(accumulator),
+                self.red.eq(reduction),
+            ]
+        else:
+            m.d.comb += [mac_enable.eq(self.en & active), self.acc.eq(accumulator), self.red.eq(reduction)]
         with m.If(self.en):
             m.d.sync += [
                 sram_output.eq(read.data),
@@ -191,9 +212,35 @@ class CPPE(wiring.Component):
                 product.eq(next_product),
                 accumulate_controls.eq(multiply_controls),
             ]
-            with m.If(active):
-                m.d.sync += accumulator.eq(total)
-            with m.If(handoff):
-                m.d.sync += reduction.eq(total)
+            if one_cycle:
+                with m.If(active):
+                    m.d.sync += accumulator.eq(total)
+                with m.If(handoff):
+                    m.d.sync += reduction.eq(total)
+                with m.Elif(self.red_add):
+                    m.d.sync += reduction.eq(reduction_sum)
+        if not one_cycle:
+            self._build_interleaved(m, prefix, product, multiply_controls, accumulate_controls, accumulator,
+                                    reduction, reduction_sum, add_enable)
+
+    def _build_interleaved(self, m, prefix, product, multiply_controls, accumulate_controls, accumulator,
+                           reduction, reduction_sum, add_enable):
+        """The pipeline registers up to the product are built; add the interleaved accumulator behind them."""
+        # Its flags are those of the row whose product reaches the accumulate stage next cycle (the multiply
+        # stage's controls); every product's result is wanted (read).
+        interleaved = FloatMAC({"mac": "fp16", "lanes": 1, "partial_sums": self.partial_sums}).accumulator(
+            m, valid=multiply_controls[0], clear=multiply_controls[1], read=1, enable=self.en,
+            name=f"{prefix}_accumulate")
+        result = interleaved.add(product, f"{prefix}_accumulate")
+        # The handoff travels beside the row's result, pe_accumulate_latency cycles from the accumulate stage.
+        landing = accumulate_controls[0] & accumulate_controls[2]
+        for stage in range(pe_accumulate_latency(self.partial_sums)):
+            landing = register_values(m, {"d": landing}, self.en, f"{prefix}_handoff{stage}")["d"]
+        m.d.comb += add_enable.eq(self.en & ~landing & self.red_add)
+        with m.If(self.en):
+            with m.If(interleaved.result_valid):
+                m.d.sync += accumulator.eq(result)
+            with m.If(landing):
+                m.d.sync += reduction.eq(result)
             with m.Elif(self.red_add):
                 m.d.sync += reduction.eq(reduction_sum)

@@ -34,11 +34,24 @@ view). The FP rows: the hand-worked sequence on exact small integers (its
 expected values written by hand as float32 bits), random normal operands,
 random bit patterns (every special), and a row of infinities, NaNs,
 subnormals and overflows.
+
+With ``mac="fp16"`` and ``partial_sums`` ``P`` above 1 (the interleaved
+accumulator), the accumulate stage of cycle ``t`` takes the product as row
+``j`` of the sum (rows counted from 0 at a ``mac_clear`` row, and from the
+reset): partial ``j mod P`` becomes ``+0 + p`` (``j < P``) or itself ``+ p``;
+the row's result is the pairwise sum of the partials as they are then
+(``(q0 + q1) + (q2 + q3)`` for 4; a partial not written since the clear is
+``+0``). The result is written into ``acc`` (with the row's ``handoff``, into
+``red``, winning over that cycle's ``red_add``) at the end of cycle
+``t + pe_accumulate_latency(P)``. Every add is one ``oracle_add`` (numpy
+float32). A hand-worked row checks the order: ``2**24 + 1 + 1 + 1`` is
+``2**24`` added in turn (each ``+ 1`` is a tie, rounded to even) but
+``(2**24 + 1) + (1 + 1) = 2**24 + 2`` by the partials.
 """
 import numpy as np
 
 from trainforge.golden.caterpillar.pe import cp_pe
-from trainforge.spec.caterpillar import MacOp
+from trainforge.spec.caterpillar import MacOp, pe_accumulate_latency
 from trainforge.spec.fp import FP16
 
 from fp_oracle import QUIET_NAN32, oracle_add, oracle_mul
@@ -87,8 +100,31 @@ class HalfPrecisionArithmetic:
         return self._bits(oracle_add(x & 0xFFFFFFFF, y & 0xFFFFFFFF))
 
 
-def reference(memory, controls, *, width, acc_width, mac="fixed", **_):
+class InterleavedAccumulator:
+    """The interleaved FP32 accumulator of ``P`` partial sums, one row at a time (the module docstring)."""
+
+    def __init__(self, arithmetic, partials):
+        self.arithmetic, self.partials = arithmetic, partials
+        self.values, self.rows = [0] * partials, 0  # FP32 bits; rows since the clear (reset: a clear)
+
+    def row(self, product, clear):
+        """Add ``product`` as the next row (the first of a sum with ``clear``); return the row's result."""
+        if clear:
+            self.rows = 0
+        index = self.rows % self.partials
+        start = self.values[index] if self.rows >= self.partials else 0
+        self.values[index] = self.arithmetic.add(start, product)
+        self.rows += 1
+        level = [value if k < self.rows else 0 for k, value in enumerate(self.values)]
+        while len(level) > 1:
+            level = [self.arithmetic.add(level[k], level[k + 1]) for k in range(0, len(level), 2)]
+        return level[0]
+
+
+def reference(memory, controls, *, width, acc_width, mac="fixed", partial_sums=1, **_):
     """``(acc, red)`` after each enabled cycle, computed one cycle at a time."""
+    if partial_sums != 1:
+        return _interleaved_reference(memory, controls, partial_sums)
     arithmetic = HalfPrecisionArithmetic() if mac == "fp16" else FixedArithmetic(width, acc_width)
     acc = red = 0
     read = output_register = 0  # the SRAM read port's word and the SRAM output register
@@ -123,6 +159,44 @@ def reference(memory, controls, *, width, acc_width, mac="fixed", **_):
         acc, red = new_acc, new_red
         accs.append(_signed(acc, arithmetic.acc_width))
         reds.append(_signed(red, arithmetic.acc_width))
+    return accs, reds
+
+
+def _interleaved_reference(memory, controls, partial_sums):
+    """:func:`reference` for ``mac="fp16"`` with the interleaved accumulator of ``partial_sums`` partials."""
+    arithmetic = HalfPrecisionArithmetic()
+    accumulator = InterleavedAccumulator(arithmetic, partial_sums)
+    latency = pe_accumulate_latency(partial_sums)
+    acc = red = 0
+    read = output_register = 0
+    operands = multiplied = None
+    landing = {}  # cycle -> (result, handoff): a row's result written at the end of that cycle
+    accs, reds = [], []
+    for cycle, control in enumerate(controls):
+        # accumulate stage: the row's result is computed now and written latency cycles later
+        if multiplied is not None and multiplied[0]:
+            mac_active, clear, handoff, product = multiplied
+            landing[cycle + latency] = (accumulator.row(product, clear), handoff)
+        new_red = red
+        result, handoff = landing.pop(cycle, (None, False))
+        if result is not None:
+            acc = result
+        if handoff:
+            new_red = result
+        elif control["red_add"]:
+            new_red = arithmetic.add(red, control["red_in"])
+        if operands is not None:
+            mac_active, clear, handoff, first, second = operands
+            multiplied = (mac_active, clear, handoff, arithmetic.multiply(first, second))
+        op = control["mac_op"]
+        row, col = arithmetic.operand(control["row_bus"]), arithmetic.operand(control["col_bus"])
+        first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
+        second = col if op == MacOp.ROW_COL else arithmetic.operand(output_register)
+        operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
+        output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
+        red = new_red
+        accs.append(_signed(acc, 32))
+        reds.append(_signed(red, 32))
     return accs, reds
 
 
@@ -241,11 +315,13 @@ def _fp16_scenarios(params, seed):
     ]
     acc = [0, 0, 0, 0, 0x41400000, 0x41B00000, 0x42000000, 0xC1900000, 0xC1900000]
     red = [0, 0, 0, 0, 0, 0x42C80000, 0x42000000, 0x43040000, 0x42C80000]
-    if params["sram_depth"] >= 4:
+    if params["sram_depth"] >= 4 and params.get("partial_sums", 1) == 1:
         table.append(Scenario("fp16: hand-worked sequence on exact small integers",
                               {"memory": [0x4200, 0xC000, 0x4500, 0x4700], "controls": controls},
                               {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
                               valid={"en": (1, 1, 0)}))
+    if params["sram_depth"] >= 4 and params.get("partial_sums", 1) != 1:
+        table.append(_hand_worked_interleaved(params["partial_sums"]))
     # Random normal operands of moderate size (products 2**-10 .. 2**12): long sums round at every step.
     rng = rng_for(seed, "cp_pe", "fp16 normals")
     memory = [_fp16_normal(rng, 10, 20) for _ in range(depth)]
@@ -277,6 +353,41 @@ def _fp16_scenarios(params, seed):
     table.append(_scenario("fp16: signed zeros", params, [rng.choice((0, 0x8000)) for _ in range(small)],
                            controls))
     return table
+
+
+def _hand_worked_interleaved(partial_sums):
+    """The interleaved accumulator by hand: the order of the additions, a handoff's landing, a sum right after.
+
+    Memory ``[4096, 1]`` (FP16 0x6C00, 0x3C00). Operand stages 2-5: ``4096 * 4096 = 2**24`` (clear), then
+    ``1 * 1`` three times (the last with ``handoff``); stage 6: ``6 * -3 = -18`` (clear). They reach the
+    accumulate stage in cycles 4-8 and their results land ``L = pe_accumulate_latency(P)`` cycles later. For
+    ``P`` 2, 4 and 8 alike: after the second and third rows the result is ``2**24`` (``2**24 + 1`` is a tie
+    between ``2**24`` and ``2**24 + 2``, rounded to the even ``2**24``); after the fourth the partials hold
+    ``2**24``, and ``1 + 1 = 2`` apart (``P`` 2: partial 0 is ``round(2**24 + 1) = 2**24``, partial 1 ``1 + 1``;
+    ``P`` 4, 8: ``(2**24 + 1) + (1 + 1)``, the first sum rounded), so the result is ``2**24 + 2`` = 0x4B800001,
+    where adding in turn gives ``2**24`` = 0x4B800000 (``acc`` after cycles ``4 + L`` to ``7 + L``). ``red``:
+    ``red_add`` of 100 in cycle ``6 + L``; in ``7 + L`` the handoff lands and wins over ``red_add`` of 7; in
+    ``8 + L`` ``2**24 + 2 + 100 = 16777318`` (exact: 0x4B800033), while ``acc`` takes the next sum's -18
+    (0xC1900000).
+    """
+    latency = pe_accumulate_latency(partial_sums)
+    controls = [_control(rd_addr=0), _control(rd_addr=1),
+                _control(rd_addr=1, mac_op=MacOp.ROW_MEM, mac_clear=1, row_bus=0x6C00),
+                _control(rd_addr=1, mac_op=MacOp.ROW_MEM, row_bus=0x3C00),
+                _control(rd_addr=1, mac_op=MacOp.ROW_MEM, row_bus=0x3C00),
+                _control(rd_addr=1, mac_op=MacOp.ROW_MEM, row_bus=0x3C00, handoff=1),
+                _control(mac_op=MacOp.ROW_COL, mac_clear=1, row_bus=0x4600, col_bus=0xC200)]
+    cycles = 10 + latency
+    controls += [_control() for _ in range(cycles - len(controls))]
+    controls[6 + latency].update(red_add=1, red_in=0x42C80000)
+    controls[7 + latency].update(red_add=1, red_in=0x40E00000)
+    controls[8 + latency].update(red_add=1, red_in=0x42C80000)
+    acc = [0] * (4 + latency) + [0x4B800000] * 3 + [0x4B800001, 0xC1900000, 0xC1900000]
+    red = [0] * (6 + latency) + [0x42C80000, 0x4B800001, 0x4B800033, 0x4B800033]
+    return Scenario(f"fp16, {partial_sums} partial sums: hand-worked order and handoff",
+                    {"memory": [0x6C00, 0x3C00], "controls": controls},
+                    {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
+                    valid={"en": (1, 1, 0)})
 
 
 def golden(params, scenario):
