@@ -183,7 +183,7 @@ def emit_cached(block_name, **overrides):
     The key is the block, its resolved parameters and :func:`source_fingerprint`, so an edit of any
     generator or spec file, or another Amaranth, makes every entry miss. Parameters are validated
     before the cache is looked at. The simulation runs and the lint of ``make test`` use it (each
-    parameter set is elaborated once, not once per simulator and check); ``trainforge verilog``,
+    parameter set is elaborated once, not once per simulator and check) and ``trainforge verilog``;
     synthesis and the formal flow always elaborate. ``TRAINFORGE_EMIT_CACHE=0`` turns it off.
     """
     from .outputs import write_text
@@ -206,12 +206,15 @@ def emit_cached(block_name, **overrides):
     return emitted
 
 
-def elaborate_all(block_names, param_assignments, module=None):
+def elaborate_all(block_names, param_assignments, module=None, cached=False):
     """Emit every named block (all registered blocks when none is named).
 
     ``param_assignments`` (``["name=value", ...]``) apply to the one named
     block; they are refused when no block or several blocks are named. All
-    validation and elaboration happen before anything is written.
+    validation and elaboration happen before anything is written. With
+    ``cached`` (``trainforge verilog``), a block under its own module name comes
+    from :func:`emit_cached`: the same text while ``hw/``, ``spec/`` and the tools
+    are unchanged.
     """
     from .errors import UsageError
 
@@ -226,7 +229,10 @@ def elaborate_all(block_names, param_assignments, module=None):
     for name in progress(names, "elaborating", unit="block"):
         block = get_block(name)
         overrides = block.schema.parse(param_assignments) if param_assignments else {}
-        emitted.append(emit(name, module=module, **overrides))
+        if cached and module is None:
+            emitted.append(emit_cached(name, **overrides))
+        else:
+            emitted.append(emit(name, module=module, **overrides))
     return emitted
 
 

@@ -100,7 +100,7 @@ def cmd_list(args):
 def cmd_verilog(args):
     from .emit import elaborate_all, write_outputs
 
-    emitted = elaborate_all(args.blocks, args.param, module=args.name)
+    emitted = elaborate_all(args.blocks, args.param, module=args.name, cached=True)
     manifest = write_outputs(emitted, args.out)
     for item in emitted:
         print(f"{pathlib.Path(args.out) / (item.module + '.v')}  {item.params}")
