@@ -87,3 +87,22 @@ def test_the_fingerprint_covers_the_generators_and_the_spec():
     assert {"hw", "spec", "emit.py"} <= roots
     assert all(path.exists() for path in emit_module.FINGERPRINT_SOURCES)
     assert (emit_module.ROOT / "hw" / "registry.py").exists()
+
+
+def test_the_verilog_command_takes_cached_blocks_and_renames_fresh(cache_dir, monkeypatch):
+    """``trainforge verilog`` (``elaborate_all(..., cached=True)``) reuses the cache; ``--name`` elaborates."""
+    from trainforge.emit import elaborate_all
+
+    fresh = emit("dense_pe", lanes=2)
+    first, = elaborate_all(["dense_pe"], ["lanes=2"], cached=True)
+    assert first.text == fresh.text and first.module == "dense_pe"
+    assert len(list(cache_dir.glob("dense_pe-*.json"))) == 1
+    renamed, = elaborate_all(["dense_pe"], ["lanes=2"], module="pe_a", cached=True)
+    assert renamed.module == "pe_a" and "module pe_a" in renamed.text
+
+    def no_elaboration(*args, **kwargs):
+        raise AssertionError("elaborated although the cache holds this block and these parameters")
+
+    monkeypatch.setattr(emit_module, "emit", no_elaboration)
+    second, = elaborate_all(["dense_pe"], ["lanes=2"], cached=True)
+    assert second.text == fresh.text
