@@ -63,7 +63,7 @@ def _stub_simulation(killed, calls, original_passes=True):
 
 def _stub_equivalence(proven, calls):
     def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS,
-                          timeout=mutate.EQUIVALENCE_TIMEOUT_S):
+                          timeout=mutate.EQUIVALENCE_TIMEOUT_S, module=None):
         index = int(mutant.rpartition("_")[2].split(".")[0])
         calls.append(index)
         return "proven" if index in proven else "differs"
@@ -218,3 +218,59 @@ def test_real_run_on_stream_stage(tmp_path, monkeypatch):
             assert result["detail"] and result["equivalence"] is None
         else:
             assert result["equivalence"] in ("proven", "differs", "unknown")
+
+
+def test_a_mutant_identical_to_the_original_is_equivalent_without_simulation(tmp_path, monkeypatch):
+    """A mutation that sets a bit to the value it has already (Yosys writes the same Verilog) is not simulated."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    simulations, proofs = [], []
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation(set(), simulations))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), proofs))
+    real_write = mutate.write_mutant
+
+    def write_second_as_original(source, top, command, target, work):
+        if target.name == "mutant_0002.v":  # the round trip without a mutation: identical text
+            return real_write(source, top, None, target, work)
+        return real_write(source, top, command, target, work)
+
+    monkeypatch.setattr(mutate, "write_mutant", write_second_as_original)
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--out", str(out)]) == 0
+    assert simulations == ["original.v", "mutant_0001.v", "mutant_0003.v"]
+    assert 2 not in proofs
+    (entry,) = json.loads(out.read_text())["blocks"]
+    second = entry["results"][1]
+    assert (second["status"], second["equivalence"]) == ("equivalent", "identical")
+    assert entry["equivalent"] == 1 and entry["mutants"] == 3
+
+
+# The original: a submodule registering a & b, inside a top whose 12-bit counter (not an output) gates it.
+# Its mutants, written by hand: "invisible" computes the same y another way (a ^ (a & ~b) is a & b);
+# "visible" registers a | b.
+_NESTED = """\
+module {name}_sub(input clk, input a, input b, output reg y);
+  initial y = 1'b0;
+  always @(posedge clk) y <= {expression};
+endmodule
+module {name}(input clk, input a, input b, output o);
+  wire y;
+  reg [11:0] c = 12'd0;
+  {name}_sub s(.clk(clk), .a(a), .b(b), .y(y));
+  always @(posedge clk) c <= c + 12'd1;
+  assign o = y & (c != 12'd4095);
+endmodule
+"""
+
+
+def test_equivalence_is_proven_on_the_mutated_submodule_alone(tmp_path):
+    """A submodule changed where its ports cannot show it is proven equivalent on its own, where the whole
+    design's induction gives up; a change its ports show is never proven."""
+    _needs_yosys()
+    for file, expression in (("original.v", "a & b"), ("invisible.v", "a ^ (a & ~b)"), ("visible.v", "a | b")):
+        (tmp_path / file).write_text(_NESTED.format(name="top", expression=expression))
+    prove = mutate.check_equivalence
+    assert prove("original.v", "invisible.v", "top", tmp_path, max_steps=2) == "unknown"
+    assert prove("original.v", "invisible.v", "top", tmp_path, max_steps=2, module="top_sub") == "proven"
+    assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2, module="top_sub") != "proven"
+    assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2) != "proven"
