@@ -274,3 +274,24 @@ def test_equivalence_is_proven_on_the_mutated_submodule_alone(tmp_path):
     assert prove("original.v", "invisible.v", "top", tmp_path, max_steps=2, module="top_sub") == "proven"
     assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2, module="top_sub") != "proven"
     assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2) != "proven"
+
+
+def test_a_stopped_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch, capsys):
+    """The report is written after every block: a later block that stops the run leaves the earlier ones."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    passing = _stub_simulation({1}, [])
+
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+        if block_name == "td_scheduler":
+            return "failed", "test_random: mismatch"  # its original fails: the run stops there
+        return passing(block_name, params, simulator, verilog, work, seed, timeout)
+
+    monkeypatch.setattr(mutate, "simulate", simulate)
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "td_scheduler", "--count", "2", "--out", str(out)]) == 2
+    assert "td_scheduler's original design does not pass" in capsys.readouterr().err
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert (entry["block"], entry["killed"], entry["survived"]) == ("stream_stage", 1, 1)
+    assert "| stream_stage | width=8 | icarus | 2 | 1 | 1 | 0 | 0 | 50.0% |" in out.with_suffix(".md").read_text()
