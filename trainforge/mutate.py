@@ -207,8 +207,10 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
                       module=None):
     """Try to prove ``mutant`` equivalent to ``original`` (Verilog files in ``work``, top module ``top``).
 
-    Both are flattened; ``miter -equiv`` compares every output in every cycle, and ``sat -tempinduct``
-    proves from the registers' initial values (their ``init``) that the outputs never differ.
+    First both are optimised (:data:`NORMALISE`): the same netlist out of both (a mutated bit nothing
+    reads) is equivalent. Else both are flattened; ``miter -equiv`` compares every output in every cycle,
+    and ``sat -tempinduct`` proves from the registers' initial values (their ``init``) that the outputs
+    never differ.
 
     Parameters
     ----------
@@ -224,11 +226,36 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
         ``timeout`` seconds).
     """
+    normalised = _normalised(original, top, work)
+    if normalised is not None and normalised == _normalised(mutant, top, work):
+        return "proven"
     if module and module != top:
         verdict = _prove_equivalent(original, mutant, module, work, max_steps, timeout, suffix=".module")
         if verdict == "proven":
             return verdict
     return _prove_equivalent(original, mutant, top, work, max_steps, timeout)
+
+
+#: Yosys passes that keep a design's behaviour (don't-care bits included: ``-keepdc``) and drop what no output
+#: depends on; two designs that come out of them as the same netlist are equivalent.
+NORMALISE = "proc; flatten; opt -keepdc; wreduce -keepdc; opt_clean -purge; opt -keepdc; opt_clean -purge; sort"
+
+#: The names ``write_verilog`` gives Yosys's own wires and cells (``_12_``): a mutation shifts their numbers.
+_PRIVATE_NAME = re.compile(r"\b_\d+_\b")
+
+
+def _normalised(design, top, work):
+    """The Verilog of ``design`` after :data:`NORMALISE` (written beside it), its private names renumbered;
+    ``None`` if Yosys failed."""
+    target = pathlib.Path(work) / f"{pathlib.Path(design).stem}.normalised.v"
+    if not target.exists():
+        script = (f"read_verilog {design}; hierarchy -top {top}; {NORMALISE}; rename {top} normalised; "
+                  f"write_verilog -noattr {target.name}")
+        if _run_yosys(script, work, target.with_suffix(".log")) != 0 or not target.exists():
+            return None
+    # The private names renumbered in order of first use: the same netlist up to their names gives the same text.
+    numbers = {}
+    return _PRIVATE_NAME.sub(lambda found: f"_{numbers.setdefault(found.group(0), len(numbers))}_", target.read_text())
 
 
 def _prove_equivalent(original, mutant, top, work, max_steps, timeout, suffix=""):
