@@ -226,8 +226,8 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
         ``timeout`` seconds).
     """
-    normalised = _normalised(original, top, work)
-    if normalised is not None and normalised == _normalised(mutant, top, work):
+    normalised = _normalised(original, top, work, timeout)
+    if normalised is not None and normalised == _normalised(mutant, top, work, timeout):
         return "proven"
     if module and module != top:
         verdict = _prove_equivalent(original, mutant, module, work, max_steps, timeout, suffix=".module")
@@ -244,14 +244,18 @@ NORMALISE = "proc; flatten; opt -keepdc; wreduce -keepdc; opt_clean -purge; opt 
 _PRIVATE_NAME = re.compile(r"\b_\d+_\b")
 
 
-def _normalised(design, top, work):
+def _normalised(design, top, work, timeout=EQUIVALENCE_TIMEOUT_S):
     """The Verilog of ``design`` after :data:`NORMALISE` (written beside it), its private names renumbered;
-    ``None`` if Yosys failed."""
+    ``None`` if Yosys failed or took more than ``timeout`` seconds (remembered beside it: not tried again)."""
     target = pathlib.Path(work) / f"{pathlib.Path(design).stem}.normalised.v"
+    failed = target.with_suffix(".failed")
+    if failed.exists():
+        return None
     if not target.exists():
         script = (f"read_verilog {design}; hierarchy -top {top}; {NORMALISE}; rename {top} normalised; "
                   f"write_verilog -noattr {target.name}")
-        if _run_yosys(script, work, target.with_suffix(".log")) != 0 or not target.exists():
+        if _run_yosys(script, work, target.with_suffix(".log"), timeout=timeout) != 0 or not target.exists():
+            failed.write_text("Yosys failed or timed out\n")
             return None
     # The private names renumbered in order of first use: the same netlist up to their names gives the same text.
     numbers = {}
