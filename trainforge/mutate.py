@@ -11,9 +11,13 @@ one simulator, in parallel workers. Each mutant is
 ``survived``
     every test passed, and Yosys could not prove the mutant equivalent to the original;
 ``equivalent``
-    every test passed, and a Yosys temporal induction over the miter of the original and the mutant
-    (``miter -equiv``, ``sat -tempinduct -prove-asserts``) proved that no input sequence tells them apart
-    from the initial state: no test can kill it;
+    Yosys wrote the mutant's Verilog identical to the original's (a mutation that sets a bit to the
+    value it already has), or every test passed and a Yosys temporal induction over the miter of the
+    original and the mutant (``miter -equiv``, ``sat -tempinduct -prove-asserts``) proved that no input
+    sequence tells them apart from the initial state: no test can kill it. For a mutation inside a
+    submodule the proof is tried on that submodule alone first (its ports free): a submodule no input
+    sequence tells apart leaves the whole design unchanged, and the small proof ends where the whole
+    design's would time out;
 ``build_failed``
     Yosys could not write the mutant, or the simulator could not build it.
 
@@ -199,11 +203,21 @@ def write_mutant(source, top, command, target, work):
     return None
 
 
-def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS, timeout=EQUIVALENCE_TIMEOUT_S):
+def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS, timeout=EQUIVALENCE_TIMEOUT_S,
+                      module=None):
     """Try to prove ``mutant`` equivalent to ``original`` (Verilog files in ``work``, top module ``top``).
 
-    Both are flattened; ``miter -equiv`` compares every output in every cycle, and ``sat -tempinduct``
-    proves from the registers' initial values (their ``init``) that the outputs never differ.
+    First both are optimised (:data:`NORMALISE`): the same netlist out of both (a mutated bit nothing
+    reads) is equivalent. Else both are flattened; ``miter -equiv`` compares every output in every cycle,
+    and ``sat -tempinduct`` proves from the registers' initial values (their ``init``) that the outputs
+    never differ.
+
+    Parameters
+    ----------
+    module : str, optional
+        The module the mutation is in (its ``-module``). When it is not ``top``, that module alone is
+        compared first, its inputs free (any value in any cycle, a superset of what the design drives):
+        proven there, the whole design is equivalent too. Otherwise the whole design is compared.
 
     Returns
     -------
@@ -212,6 +226,44 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
         ``timeout`` seconds).
     """
+    normalised = _normalised(original, top, work, timeout)
+    if normalised is not None and normalised == _normalised(mutant, top, work, timeout):
+        return "proven"
+    if module and module != top:
+        verdict = _prove_equivalent(original, mutant, module, work, max_steps, timeout, suffix=".module")
+        if verdict == "proven":
+            return verdict
+    return _prove_equivalent(original, mutant, top, work, max_steps, timeout)
+
+
+#: Yosys passes that keep a design's behaviour (don't-care bits included: ``-keepdc``) and drop what no output
+#: depends on; two designs that come out of them as the same netlist are equivalent.
+NORMALISE = "proc; flatten; opt -keepdc; wreduce -keepdc; opt_clean -purge; opt -keepdc; opt_clean -purge; sort"
+
+#: The names ``write_verilog`` gives Yosys's own wires and cells (``_12_``): a mutation shifts their numbers.
+_PRIVATE_NAME = re.compile(r"\b_\d+_\b")
+
+
+def _normalised(design, top, work, timeout=EQUIVALENCE_TIMEOUT_S):
+    """The Verilog of ``design`` after :data:`NORMALISE` (written beside it), its private names renumbered;
+    ``None`` if Yosys failed or took more than ``timeout`` seconds (remembered beside it: not tried again)."""
+    target = pathlib.Path(work) / f"{pathlib.Path(design).stem}.normalised.v"
+    failed = target.with_suffix(".failed")
+    if failed.exists():
+        return None
+    if not target.exists():
+        script = (f"read_verilog {design}; hierarchy -top {top}; {NORMALISE}; rename {top} normalised; "
+                  f"write_verilog -noattr {target.name}")
+        if _run_yosys(script, work, target.with_suffix(".log"), timeout=timeout) != 0 or not target.exists():
+            failed.write_text("Yosys failed or timed out\n")
+            return None
+    # The private names renumbered in order of first use: the same netlist up to their names gives the same text.
+    numbers = {}
+    return _PRIVATE_NAME.sub(lambda found: f"_{numbers.setdefault(found.group(0), len(numbers))}_", target.read_text())
+
+
+def _prove_equivalent(original, mutant, top, work, max_steps, timeout, suffix=""):
+    """The temporal induction of :func:`check_equivalence` with ``top`` as the top module; its verdict."""
     steps = []
     for design, name in ((original, "gold"), (mutant, "gate")):
         steps += [f"read_verilog {design}", PREPARE.format(top=top), "flatten", f"rename {top} {name}",
@@ -219,7 +271,7 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
     steps += ["design -copy-from gold -as gold gold", "design -copy-from gate -as gate gate",
               "miter -equiv -flatten -make_assert gold gate miter", "hierarchy -top miter",
               f"sat -verify -prove-asserts -tempinduct -maxsteps {max_steps} miter"]
-    log = pathlib.Path(work) / f"{pathlib.Path(mutant).stem}.equiv.log"
+    log = pathlib.Path(work) / f"{pathlib.Path(mutant).stem}{suffix}.equiv.log"
     # -q hides the proof's verdict lines: run without it and read them from the log.
     from .tools import tool_environment
 
@@ -428,6 +480,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     # A mutant whose simulation takes far longer than the original's is stuck (a handshake that never ends).
     timeout = max(60.0, 5 * baseline_seconds + 30)
 
+    original_text = (work / "original.v").read_text()
     mutations = list_mutations(source, block.name, count, seed, work)
     prepared = []
     for mutation in mutations:
@@ -438,15 +491,20 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     def judge(item):
         mutation, name, reason = item
         began = time.monotonic()
+        identical = not reason and (work / f"{name}.v").read_text() == original_text
         if reason:
             outcome, detail = "build_failed", reason
+        elif identical:
+            outcome, detail = "identical", "Yosys wrote the original design back: the mutation changes nothing"
         else:
             outcome, detail = simulate(block.name, params, simulator, work / f"{name}.v", work / name, seed,
                                        timeout)
-        status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed"}[outcome]
-        proof = None
+        status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed",
+                  "identical": "equivalent"}[outcome]
+        proof = "identical" if identical else None
         if status == "survived" and equivalence:
-            proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout)
+            proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout,
+                                      module=mutation.options.get("module"))
             if proof == "proven":
                 status = "equivalent"
         location, line_text = _located(mutation, source, lines)

@@ -1,7 +1,7 @@
 """cocotb testbench of ``nt_lut``: its scenario table, and a reset mid-stream against :func:`~trainforge.golden.neurotrainer.lut.nt_lut`."""
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from trainforge.golden.neurotrainer.lut import nt_lut
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path
@@ -63,6 +63,47 @@ async def no_combinational_ready_path(dut):
     """The input's ``ready`` never follows the output's ``ready`` within a cycle (the output is a StreamStage)."""
     bench = await start(dut)
     await check_no_ready_path(bench)
+
+
+@cocotb.test()
+async def empty_table_stage_takes_an_input_while_the_output_stalls(dut):
+    """With ``o_y`` stalled the LUT holds three values: two in its output stage (a StreamStage holds two) and one
+    in its table stage, which takes an input whenever it is empty (``hw/neurotrainer/lut.py``), also when the
+    output stage is full; a fourth waits. Then the three leave in order, with the values of the reference."""
+    bench = await start(dut)
+    xs = [-3000, 0, 12345, 777]
+    dut.o_y__ready.value = 0
+    accepted = []
+
+    async def offer(x, cycles):
+        """Offer ``x`` for up to ``cycles`` cycles; True if it was taken."""
+        dut.i_x__valid.value = 1
+        dut.i_x__payload.value = x & 0xFFFF
+        for _ in range(cycles):
+            await ReadOnly()
+            taken = int(dut.i_x__ready.value)
+            await RisingEdge(dut.clk)
+            if taken:
+                dut.i_x__valid.value = 0
+                return True
+        dut.i_x__valid.value = 0
+        return False
+
+    for x in xs[:2]:
+        assert await offer(x, 4), f"input {x} not taken with the LUT empty {bench.where()}"
+    for _ in range(4):   # the first two move into the output stage: the table stage is empty again
+        await RisingEdge(dut.clk)
+    assert await offer(xs[2], 2), (f"the empty table stage did not take an input while o_y stalled with two values "
+                                   f"held {bench.where()}")
+    assert not await offer(xs[3], 6), f"a fourth input was taken while o_y stalled {bench.where()}"
+    dut.o_y__ready.value = 1
+    for _ in range(8):
+        await ReadOnly()
+        if int(dut.o_y__valid.value):
+            accepted.append(int(dut.o_y__payload.value))
+        await RisingEdge(dut.clk)
+    expected = [y & 0xFFFF for y in table.reference(bench.params, xs[:3])]
+    assert accepted == expected, f"outputs after the stall: expected {expected}, got {accepted} {bench.where()}"
 
 
 # make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets mid-stream.

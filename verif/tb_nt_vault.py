@@ -61,6 +61,25 @@ async def run_and_check(bench, source, sink, requests, label, expect_cycles=Fals
                                 f"got {cycles[late[0]]} {bench.where()}")
 
 
+@cocotb.test()
+async def power_on_contents_are_zero(dut):
+    """Before any write, every word reads 0 (the golden model's default contents).
+
+    It must be the module's first test: the memory keeps what later tests write, even across resets.
+    """
+    bench = await start(dut)
+    depth = bench.component.depth
+    source, sink = attach(bench, valid_probability=1.0, ready_probability=1.0)
+    layout = bench.component.request_layout
+    source.send([pack(layout, {"address": word, "write": 0, "data": 0}) for word in range(depth)])
+    await bench.wait_until(lambda: source.idle and len(sink.received) >= depth,
+                           timeout=(bench.component.interval + 4) * depth + 200, what=f"{depth} power-on reads")
+    got = [payload for _, payload in sink.received]
+    nonzero = [(word, value) for word, value in enumerate(got) if value != 0]
+    assert len(got) == depth and not nonzero, (f"power-on contents: expected {depth} zero words, got {len(got)} "
+                                               f"words, nonzero (word, value): {nonzero[:4]} {bench.where()}")
+
+
 scenario_table = table_test(table, (
     "Every scenario of ``verif/scenarios/nt_vault.py``: read data in order; full rate: data on the golden "
     "model's cycles."

@@ -63,7 +63,7 @@ def _stub_simulation(killed, calls, original_passes=True):
 
 def _stub_equivalence(proven, calls):
     def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS,
-                          timeout=mutate.EQUIVALENCE_TIMEOUT_S):
+                          timeout=mutate.EQUIVALENCE_TIMEOUT_S, module=None):
         index = int(mutant.rpartition("_")[2].split(".")[0])
         calls.append(index)
         return "proven" if index in proven else "differs"
@@ -218,3 +218,115 @@ def test_real_run_on_stream_stage(tmp_path, monkeypatch):
             assert result["detail"] and result["equivalence"] is None
         else:
             assert result["equivalence"] in ("proven", "differs", "unknown")
+
+
+def test_a_mutant_identical_to_the_original_is_equivalent_without_simulation(tmp_path, monkeypatch):
+    """A mutation that sets a bit to the value it has already (Yosys writes the same Verilog) is not simulated."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    simulations, proofs = [], []
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation(set(), simulations))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), proofs))
+    real_write = mutate.write_mutant
+
+    def write_second_as_original(source, top, command, target, work):
+        if target.name == "mutant_0002.v":  # the round trip without a mutation: identical text
+            return real_write(source, top, None, target, work)
+        return real_write(source, top, command, target, work)
+
+    monkeypatch.setattr(mutate, "write_mutant", write_second_as_original)
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--out", str(out)]) == 0
+    assert simulations == ["original.v", "mutant_0001.v", "mutant_0003.v"]
+    assert 2 not in proofs
+    (entry,) = json.loads(out.read_text())["blocks"]
+    second = entry["results"][1]
+    assert (second["status"], second["equivalence"]) == ("equivalent", "identical")
+    assert entry["equivalent"] == 1 and entry["mutants"] == 3
+
+
+# The original: a submodule registering a & b, inside a top whose 12-bit counter (not an output) gates it.
+# Its mutants, written by hand: "invisible" computes the same y another way (a ^ (a & ~b) is a & b);
+# "visible" registers a | b.
+_NESTED = """\
+module {name}_sub(input clk, input a, input b, output reg y);
+  initial y = 1'b0;
+  always @(posedge clk) y <= {expression};
+endmodule
+module {name}(input clk, input a, input b, output o);
+  wire y;
+  reg [11:0] c = 12'd0;
+  {name}_sub s(.clk(clk), .a(a), .b(b), .y(y));
+  always @(posedge clk) c <= c + 12'd1;
+  assign o = y & (c != 12'd4095);
+endmodule
+"""
+
+
+# A 2-bit mux of which only bit 0 is read, in a design with a 12-bit counter (not an output) that the
+# induction over the whole design cannot get past in a few steps.
+_UNREAD_BIT = """\
+module top(input clk, input a, input [1:0] x, input [1:0] z, output o);
+  wire [1:0] pair = a ? x : z;
+  reg y = 1'b0;
+  reg [11:0] c = 12'd0;
+  always @(posedge clk) begin y <= pair[0]; c <= c + 12'd1; end
+  assign o = y & (c != 12'd4095);
+endmodule
+"""
+
+
+def test_a_mutated_bit_nothing_reads_is_proven_equivalent(tmp_path):
+    """Yosys's const0 and const1 mutations of the unread bit 1 of the mux are proven equivalent (the optimised
+    netlists are the same) where the induction alone gives up; those of the read bit 0 are never proven.
+    (Its inv and cnot mutations of bit 1 leave a different netlist: not proven, they stay survivors.)"""
+    _needs_yosys()
+    (tmp_path / "design.v").write_text(_UNREAD_BIT)
+    assert mutate.write_mutant("design.v", "top", None, tmp_path / "original.v", tmp_path) is None
+    verdicts = {}
+    for mutation in mutate.list_mutations("design.v", "top", 200, 1, tmp_path):
+        if mutation.options.get("wire") != "pair" or mutation.options.get("port") != "Y":
+            continue
+        target = tmp_path / f"mutant_{mutation.index:04d}.v"
+        assert mutate.write_mutant("design.v", "top", mutation.command, target, tmp_path) is None
+        key = (mutation.options["wirebit"], mutation.mode)
+        verdicts.setdefault(key, set()).add(mutate.check_equivalence("original.v", target.name, "top", tmp_path,
+                                                                     max_steps=2))
+        if key in (("1", "const0"), ("1", "const1")):
+            assert mutate._prove_equivalent("original.v", target.name, "top", tmp_path, 2, 30) == "unknown"
+    assert verdicts[("1", "const0")] == verdicts[("1", "const1")] == {"proven"}
+    assert all("proven" not in found for (bit, _), found in verdicts.items() if bit == "0")
+
+
+def test_equivalence_is_proven_on_the_mutated_submodule_alone(tmp_path):
+    """A submodule changed where its ports cannot show it is proven equivalent on its own, where the whole
+    design's induction gives up; a change its ports show is never proven."""
+    _needs_yosys()
+    for file, expression in (("original.v", "a & b"), ("invisible.v", "a ^ (a & ~b)"), ("visible.v", "a | b")):
+        (tmp_path / file).write_text(_NESTED.format(name="top", expression=expression))
+    prove = mutate.check_equivalence
+    assert prove("original.v", "invisible.v", "top", tmp_path, max_steps=2) == "unknown"
+    assert prove("original.v", "invisible.v", "top", tmp_path, max_steps=2, module="top_sub") == "proven"
+    assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2, module="top_sub") != "proven"
+    assert prove("original.v", "visible.v", "top", tmp_path, max_steps=2) != "proven"
+
+
+def test_a_stopped_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch, capsys):
+    """The report is written after every block: a later block that stops the run leaves the earlier ones."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    passing = _stub_simulation({1}, [])
+
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+        if block_name == "td_scheduler":
+            return "failed", "test_random: mismatch"  # its original fails: the run stops there
+        return passing(block_name, params, simulator, verilog, work, seed, timeout)
+
+    monkeypatch.setattr(mutate, "simulate", simulate)
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "td_scheduler", "--count", "2", "--out", str(out)]) == 2
+    assert "td_scheduler's original design does not pass" in capsys.readouterr().err
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert (entry["block"], entry["killed"], entry["survived"]) == ("stream_stage", 1, 1)
+    assert "| stream_stage | width=8 | icarus | 2 | 1 | 1 | 0 | 0 | 50.0% |" in out.with_suffix(".md").read_text()

@@ -53,6 +53,38 @@ def sticky_pairs():
     return pairs
 
 
+def cancellation_pairs(rng):
+    """Operands of opposite signs whose sum cancels all but the low ``k`` bits, for every ``k``: every shift of
+    the normalizer. Same exponent, the low ``k`` fraction bits redrawn; and exponent difference one, the smaller
+    operand's significand just below twice its hidden one."""
+    pairs = []
+    for kept in range(1, 24):
+        for _ in range(4):
+            exponent = rng.randint(30, 220)
+            a = _random_normal(rng, exponent)
+            low = (1 << kept) - 1
+            b = (a ^ 0x80000000) & ~low | rng.getrandbits(kept)
+            pairs.append((a, b))
+        for _ in range(2):
+            exponent = rng.randint(30, 220)
+            fraction = rng.getrandbits(kept)
+            a = (rng.getrandbits(1) << 31) | (exponent << 23) | fraction
+            b = (a & 0x80000000 ^ 0x80000000) | ((exponent - 1) << 23) | (0x7FFFFF & ~((1 << kept) - 1)) \
+                | rng.getrandbits(kept)
+            pairs.append((a, b))
+    return pairs
+
+
+def exponent_difference_pairs(rng):
+    """Random normals at every exponent difference 0..30 (the aligner's shifts and beyond), both signs."""
+    pairs = []
+    for difference in range(31):
+        for _ in range(4):
+            exponent = rng.randint(40, 200)
+            pairs.append((_random_normal(rng, exponent + difference), _random_normal(rng, exponent)))
+    return pairs
+
+
 def as_float32(bits):
     return flush32(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
@@ -94,6 +126,12 @@ def scenarios(params, seed):
     table.append(_scenario("rounding, cancellation, overflow, underflow", [*CASES, *((b, a) for a, b in CASES)],
                            timed_params=params))
     table.append(_scenario("the sticky bit at every exponent difference", sticky_pairs()))
+    table.append(_scenario("the sticky bit at every exponent difference, smaller operand first",
+                           [(small, big) for big, small in sticky_pairs()]))
+    rng = rng_for(seed, "fp32_add", "cancellation")
+    table.append(_scenario("cancellation to every number of kept bits", cancellation_pairs(rng)))
+    rng = rng_for(seed, "fp32_add", "differences")
+    table.append(_scenario("random normals at every exponent difference 0..30", exponent_difference_pairs(rng)))
     return table
 
 

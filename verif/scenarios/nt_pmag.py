@@ -23,12 +23,11 @@ from scenario import Scenario, Transactions, random_pattern, rng_for
 _MASK32 = (1 << 32) - 1
 
 
-def _requests(params, program):
-    """``(requests, steps)``: the request items of one program and the number of counter steps."""
+def _walk(params, program):
+    """Every counter step of one program, in order: ``(address, h, k)``."""
     bits = params["counter_bits"]
     wide_mask = (1 << (bits + 1)) - 1
     const = program["const"] & ((1 << bits) - 1)
-    requests, steps = [], 0
     for counters in itertools.product(*(range(limit + 1) for limit in program["max"])):
         def first(code):
             return counters[code - 1] if 1 <= code <= 7 else const if code == 8 else 0
@@ -40,16 +39,47 @@ def _requests(params, program):
         address = program["base"]
         for name, stride in zip("abcd", program["stride"]):
             address += source(program[name]) * stride
-        h, k = source(program["h"]), source(program["k"])
+        yield address & _MASK32, source(program["h"]), source(program["k"])
+
+
+def _requests(params, program):
+    """``(requests, steps)``: the request items of one program and the number of counter steps."""
+    requests, steps = [], 0
+    for address, h, k in _walk(params, program):
         inside = program["window"] in (0, 3) or (program["h_lo"] <= h < program["h_hi"]
                                                  and program["k_lo"] <= k < program["k_hi"])
         steps += 1
         if inside or program["window"] == 2:
-            requests.append({"address": address & _MASK32, "write": program["write"], "pad": int(not inside),
-                             "end": 0})
+            requests.append({"address": address, "write": program["write"], "pad": int(not inside), "end": 0})
     requests.append({"address": _MASK32 if program["wide"] else 0xFFFF, "write": program["write"], "pad": 0,
                      "end": 1})
     return requests, steps
+
+
+def _windowed_programs(params, rng, count):
+    """Programs whose window bounds sit among the ``h`` and ``k`` values they walk, so that any wrong bit of a
+    walked ``h`` or ``k`` (from any source: counters, a full-width ``const``, the sums ``p`` and ``q``) moves
+    some step across a bound. Window mode pad (every step shows ``pad``) and skip, alternately."""
+    bits = params["counter_bits"]
+    limit = (1 << bits) - 1
+    programs = []
+    while len(programs) < count:
+        maxima = [0] * 7
+        for level in rng.sample(range(7), 3):
+            maxima[level] = rng.randint(1, 2)
+        program = _program(max=maxima, **{name: rng.randint(1, 8) for name in "stuv"},
+                           h=rng.randint(1, 10), k=rng.randint(1, 10), const=rng.randint(0, limit),
+                           base=rng.randrange(1 << 32), stride=[rng.randrange(64) for _ in range(4)],
+                           window=WINDOW_MODES["pad"] if len(programs) % 2 == 0 else WINDOW_MODES["skip"],
+                           write=rng.randint(0, 1), wide=rng.randint(0, 1))
+        walked = list(_walk(params, program))
+        hs, ks = sorted({h for _, h, _ in walked}), sorted({k for _, _, k in walked})
+        if len(hs) < 2 or len(ks) < 2:
+            continue
+        program["h_lo"], program["h_hi"] = hs[1], hs[-1]   # the smallest and the largest fall outside
+        program["k_lo"], program["k_hi"] = ks[1], ks[-1] + 1
+        programs.append(program)
+    return programs
 
 
 def reference(params, programs):
@@ -82,6 +112,14 @@ def directed(params):
         ("add pad", add_pad),
         ("remove pad", dict(add_pad, window=WINDOW_MODES["skip"], write=0)),
         ("convolution FF routing", conv_ff),
+        # Each address select reads a sum, each sum reads two counters: a wrong multiplicity of any counter in
+        # any select moves the address (strides 1, 3, 9, 27 keep the terms apart).
+        ("p and q in every address select, sums of r1..r4", _program(
+            max=[1, 1, 1, 1, 0, 0, 0], a=S["p"], b=S["q"], c=S["p"], d=S["q"], s=S["r1"], t=S["r2"], u=S["r3"],
+            v=S["r4"], stride=[1, 3, 9, 27])),
+        ("q and p in every address select, sums of r5..r7 and r1", _program(
+            max=[1, 0, 0, 0, 1, 1, 1], a=S["q"], b=S["p"], c=S["q"], d=S["p"], s=S["r1"], t=S["r5"], u=S["r6"],
+            v=S["r7"], stride=[1, 3, 9, 27])),
     ]
     if bits <= 4:
         programs.append(("a counter through its whole range, p wraps",
@@ -101,6 +139,10 @@ def scenarios(params, seed):
     table.append(Scenario("short directed programs back to back, gaps and stalls", {"i_program": programs},
                           {"o_request": reference(params, programs)},
                           valid={"i_program": (1, 0, 0)}, ready={"o_request": (1, 1, 0)}))
+    rng = rng_for(seed, "nt_pmag", "windowed")
+    programs = _windowed_programs(params, rng, 8)
+    table.append(Scenario("windows bounded by walked h and k values, pad and skip", {"i_program": programs},
+                          {"o_request": reference(params, programs)}))
     rng = rng_for(seed, "nt_pmag", "random")
     generator = np.random.default_rng(rng.randrange(1 << 30))
     programs = [random_program(generator, params["counter_bits"], max_steps=24) for _ in range(10)]
