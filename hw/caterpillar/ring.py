@@ -23,7 +23,10 @@ class CPRing(wiring.Component):
     (the next is accepted the cycle after the last result word has left):
 
     - ``WRITE`` / ``READ`` (``words``): load / unload ``words`` buffer words per
-      core, core 0 first, over ``i_data`` / ``o_data``.
+      core, core 0 first, over ``i_data`` / ``o_data``. A word read for ``o_data``
+      (``READ``, the backward read-out) crosses the buffer's read register and a
+      read-out register right behind that buffer (``RING_READ_LATENCY``), then the
+      output stage.
     - ``ALL_GATHER`` / ``REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
       ``cores - 1`` steps. In step ``s`` every core ``k`` reads ``cw`` words of
       chunk ``(k - s) % cores`` (all-gather) or ``(k - s - 1) % cores``
