@@ -23,7 +23,7 @@ __all__ = [
     "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
-    "RING_OUTPUT_LATENCY",
+    "RING_OUTPUT_LATENCY", "RING_READ_LATENCY",
     "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
@@ -309,6 +309,11 @@ def collective_command_cycles(chunk_words, cores):
     return (cores - 2) * collective_step_cycles(chunk_words) + int(chunk_words) + COLLECTIVE_LANDING_LATENCY
 #: ``cp_ring``: cycles of the shared stream stage that every result word crosses on its way to ``o_data``.
 RING_OUTPUT_LATENCY = stream_stage.LATENCY
+#: ``cp_ring``: cycles from a ``READ`` or backward read-out read of a ring buffer (its enable and address) to the
+#: word entering the output stream stage: the buffer's read register, then a read-out register right behind each
+#: buffer (no logic between them), so that no path runs from a ring buffer's read port across the device through
+#: the word selection into the output stage. Both registers take the same enable (they stall together).
+RING_READ_LATENCY = 2
 
 
 def addr_width(sram_depth):

@@ -47,13 +47,24 @@ def test_ring_gemv_forward_is_one_core_plus_a_hop_per_core(cores, seed):
 @pytest.mark.parametrize("cores", [2, 4, 8])
 def test_ring_gemv_backward_words_without_contention(cores):
     """A core period of at least ``cores`` cycles (nb = cores blocks, no overlap): word ``b`` of core ``k`` lands
-    ``k`` hops after core 0's, is read the cycle after and enters the output stage one cycle later."""
+    ``k`` hops after core 0's, is read the cycle after (1), crosses the buffer's read register and the read-out
+    register behind it (2), enters the output stage and is on ``o_data`` one cycle later (1): landing + 4."""
     mb, nb = 3, cores
     single = core.schedule(core.OP_GEMV_BACKWARD, mb, nb, n_r=2)
     schedule = ring.ring_schedule(ring.RING_GEMV_BACKWARD, mb=mb, nb=nb, cores=cores, n_r=2)
-    expected = [core.COMMAND_LATENCY + int(single.output_offsets[b]) + k * ring.HOP_CYCLES + 2
-                + ring.RING_OUTPUT_LATENCY for b in range(mb) for k in range(cores)]
+    expected = [core.COMMAND_LATENCY + int(single.output_offsets[b]) + k * ring.HOP_CYCLES + 4
+                for b in range(mb) for k in range(cores)]
     assert schedule.output_offsets.tolist() == expected, cores
+
+
+@pytest.mark.parametrize("cores,words", [(2, 3), (3, 1), (8, 4)])
+def test_ring_read_words_and_spacing(cores, words):
+    """READ of ``words`` per core: the first read one cycle after acceptance, two cycles in the buffer's read
+    register and the read-out register, one in the output stage: word ``j`` on ``o_data`` at ``A + 4 + j``; the
+    next command is accepted in the cycle the last word is on ``o_data``: spacing ``cores * words + 3``."""
+    schedule = ring.ring_schedule(ring.RING_READ, cores=cores, n_r=2, words=words)
+    assert schedule.output_offsets.tolist() == [4 + j for j in range(cores * words)], (cores, words)
+    assert schedule.issue_cycles + core.COMMAND_LATENCY == cores * words + 3, (cores, words)
 
 
 def test_ring_gemv_backward_words_contend_for_the_port():

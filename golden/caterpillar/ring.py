@@ -23,14 +23,15 @@ Without the hop latency and the rounding this is the paper's
 import numpy as np
 
 from ...errors import ProgramError
-from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, ERROR_OFFSET, HOP_CYCLES, collective_command_cycles, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS, RingField,
+from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, ERROR_OFFSET, HOP_CYCLES, collective_command_cycles, REJECT_CYCLES, RING_OUTPUT_LATENCY, RING_PARAMS,
+                                 RING_READ_LATENCY, RingField,
                                  RingOp, params_with_defaults, ring_command_violation)
 from ..dense_pe import wrap
 from ..fp import fp32_add
 from . import core
 from . import core as _core_model  # ``core`` is also a field of a ring command
 
-__all__ = ["HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_command_cycles", "RING_OUTPUT_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
+__all__ = ["HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_command_cycles", "RING_OUTPUT_LATENCY", "RING_READ_LATENCY", "RingOp", "RING_GEMV_FORWARD", "RING_GEMV_BACKWARD", "RING_LOAD",
            "RING_WRITE", "RING_READ",
            "RING_ALL_GATHER", "RING_REDUCE_SCATTER", "chunk_words", "chunk_bounds", "all_gather",
            "reduce_scatter", "collective_cycles", "vector_words", "all_gather_buffers",
@@ -323,8 +324,9 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     command's; ``output_offsets`` are the cycles from acceptance to each ``o_data`` transfer.
 
     - ``RING_WRITE`` (``words`` per core): ``cores * words`` input words, one per cycle.
-    - ``RING_READ``: ``cores * words`` output words (core-major), the first three cycles after acceptance
-      (one cycle to read the buffers, one in the output stage).
+    - ``RING_READ``: ``cores * words`` output words (core-major), the first four cycles after acceptance
+      (the first read one cycle after acceptance, ``RING_READ_LATENCY`` = 2 cycles in the buffer's read
+      register and the read-out register behind it, one in the output stage).
     - ``RING_ALL_GATHER``, ``RING_REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
       ``collective_command_cycles(cw, cores)`` = ``(cores - 2) * max(cw + HOP_CYCLES, 3) + cw + 2``: each step
       reads ``cw`` words in every core, each written in the neighbour ``COLLECTIVE_LANDING_LATENCY`` (2) cycles
@@ -340,7 +342,8 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
       is written into its ring buffer (chunk ``k``, word ``k * mb + b``) as it leaves the core; the ring
       reads the words block-major (word ``b`` of cores ``0 .. P-1``, then ``b + 1``), one per cycle, each
       in the cycle after its landing at the earliest (:func:`backward_fetch_cycles`), and the read word
-      enters the output stage one cycle later.
+      enters the output stage ``RING_READ_LATENCY`` (2) cycles later (the buffer's read register, the
+      read-out register).
     - ``RING_LOAD``: the core's LOAD (:func:`~.core.schedule`) on one core, plus one cycle to pass the command
       and one to see the core idle again.
     Every result word crosses the ring's output stream stage (``RING_OUTPUT_LATENCY`` cycles); the ring
@@ -352,7 +355,7 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
     if op == RING_WRITE:
         return core.Schedule(cores * words, [], 0)
     if op == RING_READ:
-        offsets = latency + 1 + np.arange(cores * words) + RING_OUTPUT_LATENCY
+        offsets = latency + RING_READ_LATENCY + np.arange(cores * words) + RING_OUTPUT_LATENCY
         return core.Schedule(offsets[-1] - RING_OUTPUT_LATENCY, offsets, 0)
     if op in (RING_ALL_GATHER, RING_REDUCE_SCATTER):
         return core.Schedule(collective_command_cycles(words, cores), [], 0)
@@ -365,9 +368,9 @@ def ring_schedule(op, *, overlap=False, mb=1, nb=1, words=1, **params):
         first = latency + single.output_offsets  # core 0's o_data transfers (core k's: k hops later)
         if op == RING_GEMV_FORWARD:  # the chain of adds: core P - 1's sums enter the output stage
             entries = first + (cores - 1) * HOP_CYCLES
-        else:  # landed in the ring buffers, read block-major (one cycle), then into the output stage
+        else:  # landed in the ring buffers, read block-major (read and read-out registers), into the output stage
             landings = first[:, None] + HOP_CYCLES * np.arange(cores)[None, :]
-            entries = backward_fetch_cycles(landings) + 1
+            entries = backward_fetch_cycles(landings) + RING_READ_LATENCY
         return core.Schedule(entries[-1], entries + RING_OUTPUT_LATENCY, cores * single.mac_cycles)
     raise ProgramError(f"unknown ring op {op!r}; allowed: {', '.join(member.name for member in RingOp)}")
 

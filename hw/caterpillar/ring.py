@@ -3,7 +3,8 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, CORE_PARAMS, RING_PARAMS, CoreOp, RingField, RingOp, ring_buffer_depth,
+from ...spec.caterpillar import (COLLECTIVE_LANDING_LATENCY, CORE_PARAMS, RING_PARAMS, RING_READ_LATENCY, CoreOp, RingField,
+                                 RingOp, ring_buffer_depth,
                                  ring_cmd_layout, ring_command_limits, ring_error_layout, ring_word_layout)
 from ..fp.add import fp32_add
 from ..stream_stage import StreamStage
@@ -22,7 +23,10 @@ class CPRing(wiring.Component):
     (the next is accepted the cycle after the last result word has left):
 
     - ``WRITE`` / ``READ`` (``words``): load / unload ``words`` buffer words per
-      core, core 0 first, over ``i_data`` / ``o_data``.
+      core, core 0 first, over ``i_data`` / ``o_data``. A word read for ``o_data``
+      (``READ``, the backward read-out) crosses the buffer's read register and a
+      read-out register right behind that buffer (``RING_READ_LATENCY``), then the
+      output stage.
     - ``ALL_GATHER`` / ``REDUCE_SCATTER`` (``words`` = chunk words ``cw``):
       ``cores - 1`` steps. In step ``s`` every core ``k`` reads ``cw`` words of
       chunk ``(k - s) % cores`` (all-gather) or ``(k - s - 1) % cores``
@@ -312,15 +316,26 @@ class CPRing(wiring.Component):
                 m.d.sync += busy.eq(0)
 
         # ---- READ (core-major) and the backward read-out (block-major): the buffers onto o_data ----
+        # Two registers between a read and the output stage (RING_READ_LATENCY): the buffer's read register, then
+        # a read-out register right behind each buffer, loaded from the read port's data with no logic between,
+        # so the word selection across the cores starts at a register next to each buffer. Both stages take one
+        # enable (``read_advance``: they move together, or hold together while the output stage is full).
+        assert RING_READ_LATENCY == 2, "the read-out below is the buffers' read registers and one register each"
         read_valid = Signal()
         read_core = Signal(range(cores))  # the core whose word is in the read registers
+        read_out_valid = Signal()
+        read_out_core = Signal(range(cores))  # the core whose word is in the read-out registers
+        read_out = [Signal(self.word_layout, name=f"read_out_{k}", reset_less=True) for k in range(cores)]
         read_done = Signal()  # every word has been read
-        read_advance = ~read_valid | result.ready
+        read_advance = ~read_out_valid | result.ready
         landed_here = Signal(range(self.max_blocks + 1))
         m.d.comb += landed_here.eq(_word(landed, io_core))
         read_fetch = busy & ~read_done & (is_read | (is_backward & (landed_here > io_word)))
         with m.If(read_advance):
-            m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core)]
+            m.d.sync += [read_valid.eq(read_fetch), read_core.eq(io_core),
+                         read_out_valid.eq(read_valid), read_out_core.eq(read_core)]
+            with m.If(read_valid):
+                m.d.sync += [read_out[k].eq(senders[k].data) for k in range(cores)]
             with m.If(read_fetch & is_read):
                 m.d.sync += io_word.eq(io_word + 1)
                 with m.If(io_word == words - 1):
@@ -343,10 +358,10 @@ class CPRing(wiring.Component):
                 m.d.sync += busy.eq(0)
 
         read_word = Signal(self.word_layout)
-        m.d.comb += read_word.eq(_word([port.data for port in senders], read_core))
+        m.d.comb += read_word.eq(_word(read_out, read_out_core))
         from_buffers = is_read | is_backward
         m.d.comb += [
-            result.valid.eq(busy & Mux(from_buffers, read_valid, is_forward & forward_valid)),
+            result.valid.eq(busy & Mux(from_buffers, read_out_valid, is_forward & forward_valid)),
             result.payload.eq(Mux(from_buffers, read_word.as_value(), forward_sum.as_value())),
             self.i_data.ready.eq(busy & Mux(is_write, 1,
                                             Mux(is_backward, core_units[0].i_data.ready & e_hops[1].i_stream.ready,
