@@ -8,6 +8,7 @@ from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
 from .mac import NTMAC
 from .router import NTRouter
+from ..synthesis import replica_attrs
 from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, ROUTE_LOAD_STEPS, PEOp
 
 __all__ = ["NTPE"]
@@ -234,6 +235,9 @@ class NTPE(wiring.Component):
         row_in2 = [Signal(32, name=f"row_in2_{lane}") for lane in range(lanes)]      # BUF Input 2's row
         row_psum = [Signal(32, name=f"row_psum_{lane}") for lane in range(lanes)]    # BUF Output's row
         row_kept = [Signal(32, name=f"row_kept_{lane}") for lane in range(lanes)]    # product: the pair's first row
+        # The comparators' own copy of BUF Input 2's low halves (a replica, kept apart by the FPGA flow:
+        # the running maximum is a one-cycle loop, and row_in2 also feeds the MAC array's DSP blocks).
+        row_compare = [Signal(16, name=f"row_compare_{lane}", attrs=replica_attrs()) for lane in range(lanes)]
         row_a = [Signal(32, name=f"row_a_{lane}") for lane in range(lanes)]    # per lane: the product's operands
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
@@ -305,6 +309,7 @@ class NTPE(wiring.Component):
                 m.d.sync += [
                     row_in2[lane].eq(read2.data[32 * lane:32 * lane + 32]),
                     row_psum[lane].eq(read_out.data[32 * lane:32 * lane + 32]),
+                    row_compare[lane].eq(read2.data[32 * lane:32 * lane + 16]),
                     # A product's second row (x) enters stage C as its first row (the lanes' a) leaves it.
                     row_kept[lane].eq(row_x[lane]),
                 ]
@@ -332,7 +337,7 @@ class NTPE(wiring.Component):
             m.d.comb += [
                 mac_row.x[lane].eq(row_x[lane]),
                 # No MAX pass preloads: the comparators and the route unit read BUF Input 2's register directly.
-                compare_row.x[lane].eq(row_in2[lane][:16]),
+                compare_row.x[lane].eq(row_compare[lane]),
                 router.i_row.payload.x[lane].eq(row_in2[lane]),
                 mac_row.a_lanes[lane].eq(row_a[lane]),
             ]
