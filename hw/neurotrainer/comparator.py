@@ -1,5 +1,5 @@
 """Comparator unit for max pooling and its backward pass (NeuroTrainer, Section 3.3.3)."""
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,8 +84,11 @@ class NTComparator(wiring.Component):
             take = Signal(name=f"take_{lane}")
             new_best = Signal(signed(16), name=f"new_best_{lane}")
             new_index = Signal(self.index_bits, name=f"new_index_{lane}")
+            # take = first | (x > best) as one 17-bit unsigned comparison, so that it is the end of one
+            # carry chain: the sign bits inverted (offset binary keeps the signed order) and ``first``
+            # as a top bit that only x has.
             m.d.comb += [
-                take.eq(row.first | (row.x[lane] > best)),
+                take.eq(Cat(row.x[lane][:15], ~row.x[lane][15], row.first) > Cat(best[:15], ~best[15], Const(0, 1))),
                 new_best.eq(Mux(take, row.x[lane], best)),
                 new_index.eq(Mux(take, current, best_index)),
             ]

@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.neurotrainer import mac as spec
 from ...spec.neurotrainer.mac import reset_state, xorshift_seeds
+from ..registered_multiplier import RegisteredMultiplier
 from ..stream_stage import StreamStage
 from ..synthesis import replica_attrs
 
@@ -36,9 +37,11 @@ class NTMAC(wiring.Component):
     - ``sr_full``: one 32-bit xorshift generator per lane (Table 1's "SR" with a full-width
       random number per MAC).
 
-    Five-stage pipeline: the operands registered per multiplier (the 17-bit halves, each a replica
-    for each of the two multipliers that read it); one split multiplier array per lane (four registered 17x17 partial
-    products shared by both modes: 4 MULT18 per lane); two registered sums of partial products
+    Five-stage pipeline: the operands registered per multiplier (the 17-bit halves, a register of
+    its own for each of the two multipliers that read it); one split multiplier array per lane (four registered
+    17x17 partial products shared by both modes: 4 MULT18 per lane; these two stages are one
+    :class:`~trainforge.hw.registered_multiplier.RegisteredMultiplier` per partial product, on the ECP5 the
+    MULT18X18D's own input and output registers); two registered sums of partial products
     (the rounding offset enters here); the rounded product ``(p + r) >> F`` (per half
     ``p_h >> F16``), feed-forward since ``((y << F) + p + r) >> F = y + ((p + r) >> F)``
     exactly; the accumulator loop, a saturating add only. One row per
@@ -134,23 +137,26 @@ class NTMAC(wiring.Component):
         # (they are the unsigned low digits of a and x) and sign-extended in 16-bit mode (they are
         # the low 16-bit operands); the high halves are signed in both modes.
         # Stage 0 registers them first, one register pair per multiplier: the 17-bit operand halves
-        # (their extension bits computed in front), each half replicated for the two partial products
-        # that read it, so that every MULT18 is fed by registers of its own that can sit beside it and
-        # the broadcast of ``a`` and ``x`` ends at registers.
+        # (their extension bits computed in front), so that the broadcast of ``a`` and ``x`` ends at
+        # registers beside every MULT18 (on the ECP5, inside it).
+        # Both stages are one RegisteredMultiplier per partial product: on the ECP5 the MULT18X18D's own
+        # input and output registers (no fabric flip-flop on either side of the DSP block), elsewhere
+        # flip-flops around ``*`` (the operand registers marked as replicas), with the same cycles.
         row = self.i_row.payload
-        operands = [{(name, product): Signal(signed(17), name=f"{name}_for_{product}_{lane}", attrs=replica_attrs())
-                     for product in PARTIAL_PRODUCTS
-                     for name in (f"a_{product.split('_')[0]}", f"x_{product.split('_')[1]}")}
-                    for lane in range(self.lanes)]
+        multipliers = [{product: RegisteredMultiplier(signed(17), signed(17)) for product in PARTIAL_PRODUCTS}
+                       for lane in range(self.lanes)]
+        for lane, lane_multipliers in enumerate(multipliers):
+            for product, multiplier in lane_multipliers.items():
+                m.submodules[f"multiplier_{product}_{lane}"] = multiplier
         operands_valid = Signal()
         operands_wide = Signal()
         operands_sr = Signal()
         operands_clear = Signal()
         operands_read = Signal()
-        low_low = [Signal(signed(34), name=f"low_low_{lane}") for lane in range(self.lanes)]
-        low_high = [Signal(signed(34), name=f"low_high_{lane}") for lane in range(self.lanes)]
-        high_low = [Signal(signed(34), name=f"high_low_{lane}") for lane in range(self.lanes)]
-        high_high = [Signal(signed(34), name=f"high_high_{lane}") for lane in range(self.lanes)]
+        low_low = [multipliers[lane]["low_low"].product for lane in range(self.lanes)]
+        low_high = [multipliers[lane]["low_high"].product for lane in range(self.lanes)]
+        high_low = [multipliers[lane]["high_low"].product for lane in range(self.lanes)]
+        high_high = [multipliers[lane]["high_high"].product for lane in range(self.lanes)]
         products_valid = Signal()
         products_wide = Signal()
         products_sr = Signal()
@@ -217,16 +223,15 @@ class NTMAC(wiring.Component):
                 *(replica.eq(sums_clear) for replica in rounded_clear),
                 rounded_read.eq(sums_read),
             ]
-            for lane in range(self.lanes):
-                x, registers = row.x[lane], operands[lane]
-                a = row.a_lanes[lane] if self.lane_operands else row.a
-                halves = {"a_low": Cat(a[:16], ~row.wide & a[15]), "a_high": a[16:32].as_signed(),
-                          "x_low": Cat(x[:16], ~row.wide & x[15]), "x_high": x[16:32].as_signed()}
-                for (name, _), register in registers.items():
-                    m.d.sync += register.eq(halves[name])
-                for product, target in zip(PARTIAL_PRODUCTS, (low_low, low_high, high_low, high_high)):
-                    a_half, x_half = (f"{operand}_{half}" for operand, half in zip("ax", product.split("_")))
-                    m.d.sync += target[lane].eq(registers[a_half, product] * registers[x_half, product])
+        for lane in range(self.lanes):
+            x = row.x[lane]
+            a = row.a_lanes[lane] if self.lane_operands else row.a
+            halves = {"a_low": Cat(a[:16], ~row.wide & a[15]), "a_high": a[16:32].as_signed(),
+                      "x_low": Cat(x[:16], ~row.wide & x[15]), "x_high": x[16:32].as_signed()}
+            for product, multiplier in multipliers[lane].items():
+                a_half, x_half = (f"{operand}_{half}" for operand, half in zip("ax", product.split("_")))
+                m.d.comb += [multiplier.a.eq(halves[a_half]), multiplier.b.eq(halves[x_half]),
+                             multiplier.enable.eq(advance)]
 
         for lane in range(self.lanes):
             # 32-bit mode: p = a*x from the four partial products, plus the rounding offset.

@@ -8,6 +8,7 @@ from ...spec.neurotrainer import pe as spec
 from .comparator import NTComparator
 from .mac import NTMAC
 from .router import NTRouter
+from ..synthesis import replica_attrs
 from ...spec.neurotrainer.pe_program import PE_PROGRAM_LAYOUT, ROUTE_LOAD_STEPS, PEOp
 
 __all__ = ["NTPE"]
@@ -220,13 +221,23 @@ class NTPE(wiring.Component):
         consumer_ready = Signal()
         advance = Signal()
         issue = Signal()
-        # Stage C: the read data, registered (block RAM outputs are slow), with the preload
-        # multiplexers in front of the register; the consumers take their rows from here.
+        # Stage C: the read data, registered as it leaves the block RAMs (their outputs are slow:
+        # nothing between a RAM and its register), with the multiplexers' selects; the preload and
+        # product multiplexers come after the registers, and the consumers take their rows from there.
         row_valid = Signal()
         row_clear = Signal()
         row_first = Signal()
         row_close = Signal()
         row_phase = Signal(2)
+        row_preload = Signal()      # the row is a preload (a = 1.0, x = the partial sums)
+        row_a_kept = Signal()       # product: a is the pair's first row (kept), not the BUF1 word
+        row_word = Signal(32)       # BUF Input 1's word
+        row_in2 = [Signal(32, name=f"row_in2_{lane}") for lane in range(lanes)]      # BUF Input 2's row
+        row_psum = [Signal(32, name=f"row_psum_{lane}") for lane in range(lanes)]    # BUF Output's row
+        row_kept = [Signal(32, name=f"row_kept_{lane}") for lane in range(lanes)]    # product: the pair's first row
+        # The comparators' own copy of BUF Input 2's low halves (a replica, kept apart by the FPGA flow:
+        # the running maximum is a one-cycle loop, and row_in2 also feeds the MAC array's DSP blocks).
+        row_compare = [Signal(16, name=f"row_compare_{lane}", attrs=replica_attrs()) for lane in range(lanes)]
         row_a = [Signal(32, name=f"row_a_{lane}") for lane in range(lanes)]    # per lane: the product's operands
         row_x = [Signal(32, name=f"row_x_{lane}") for lane in range(lanes)]
         m.d.comb += [
@@ -290,14 +301,23 @@ class NTPE(wiring.Component):
                 row_first.eq(stage_first),
                 row_close.eq(stage_close),
                 row_phase.eq(stage_phase),
+                row_preload.eq(stage_preload),
+                row_a_kept.eq(product & stage_phase[0]),
+                row_word.eq(read1.data),
             ]
-            # A product's second row (x) enters stage C as its first row (the lanes' a) leaves it.
             for lane in range(lanes):
-                m.d.sync += row_a[lane].eq(Mux(product & stage_phase[0], row_x[lane],
-                                               Mux(stage_preload, one, read1.data)))
-            for lane in range(lanes):
-                m.d.sync += row_x[lane].eq(Mux(stage_preload, read_out.data[32 * lane:32 * lane + 32],
-                                               read2.data[32 * lane:32 * lane + 32]))
+                m.d.sync += [
+                    row_in2[lane].eq(read2.data[32 * lane:32 * lane + 32]),
+                    row_psum[lane].eq(read_out.data[32 * lane:32 * lane + 32]),
+                    row_compare[lane].eq(read2.data[32 * lane:32 * lane + 16]),
+                    # A product's second row (x) enters stage C as its first row (the lanes' a) leaves it.
+                    row_kept[lane].eq(row_x[lane]),
+                ]
+        for lane in range(lanes):
+            m.d.comb += [
+                row_x[lane].eq(Mux(row_preload, row_psum[lane], row_in2[lane])),
+                row_a[lane].eq(Mux(row_a_kept, row_kept[lane], Mux(row_preload, one, row_word))),
+            ]
         mac_row = mac.i_row.payload
         compare_row = comparator.i_row.payload
         # Product: the first row of each pair only becomes the second's a (above); the second goes to the MAC array.
@@ -316,8 +336,9 @@ class NTPE(wiring.Component):
         for lane in range(lanes):
             m.d.comb += [
                 mac_row.x[lane].eq(row_x[lane]),
-                compare_row.x[lane].eq(row_x[lane][:16]),
-                router.i_row.payload.x[lane].eq(row_x[lane]),
+                # No MAX pass preloads: the comparators and the route unit read BUF Input 2's register directly.
+                compare_row.x[lane].eq(row_compare[lane]),
+                router.i_row.payload.x[lane].eq(row_in2[lane]),
                 mac_row.a_lanes[lane].eq(row_a[lane]),
             ]
 

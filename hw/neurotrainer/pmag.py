@@ -231,6 +231,18 @@ class NTPMAG(wiring.Component):
                 ahead_end.eq(marking),
             ]
 
+        # The stepping level's sum, one selection per walked value shared by every level: at most one
+        # level steps (``stepping_level`` is one-hot or zero), and a level loads only when the
+        # stepping level is itself or an outer one, so each level's own selection would be this one.
+        next_values = []
+        for name, (levels, stepped) in zip(("address", "h", "k"), walks):
+            next_value = Signal(len(levels[0]), name=f"{name}_next")
+            selected = 0
+            for level in range(LEVELS):
+                selected = selected | Mux(stepping_level[level], stepped[level], 0)
+            m.d.comb += next_value.eq(selected)
+            next_values.append(next_value)
+
         # Control: idle (accepting a program), setting up, walking the counters into the
         # look-ahead register, then the END-MARK; the program ends when its END-MARK is issued.
         starts = [program.base + const_term, window_const["h"], window_const["k"]]
@@ -257,13 +269,11 @@ class NTPMAG(wiring.Component):
                         counter, counter_at_max = self.count(counters[level], at_max[level], max_is_zero[level],
                                                              max_less_one[level])
                         m.d.sync += [counters[level].eq(counter), at_max[level].eq(counter_at_max)]
-                    # The stepping level is one of the outer ones (or this one), or none at the last tuple.
+                    # The stepping level is one of the outer ones (or this one), or none at the last tuple:
+                    # the level takes the stepping level's sum.
                     with m.If(Cat(*stepping_level[:level + 1]).any()):
-                        for levels, stepped in walks:
-                            selected = 0
-                            for outer in range(level + 1):
-                                selected = selected | Mux(stepping_level[outer], stepped[outer], 0)
-                            m.d.sync += levels[level].eq(selected)
+                        for (levels, _), next_value in zip(walks, next_values):
+                            m.d.sync += levels[level].eq(next_value)
                 with m.If(last_tuple):
                     m.d.sync += marking.eq(1)
             with m.If(walking & advance & marking):
