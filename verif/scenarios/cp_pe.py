@@ -144,22 +144,29 @@ def reference(memory, controls, *, width, acc_width, mac="fixed", partial_sums=1
                 new_red = total
         if not landing and control["red_add"]:
             new_red = arithmetic.add(red, control["red_in"])
-        # multiply stage
-        if operands is not None:
-            mac_active, clear, handoff, first, second = operands
-            multiplied = (mac_active, clear, handoff, arithmetic.multiply(first, second))
-        # operand stage
-        op = control["mac_op"]
-        row, col = arithmetic.operand(control["row_bus"]), arithmetic.operand(control["col_bus"])
-        first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
-        second = col if op == MacOp.ROW_COL else arithmetic.operand(output_register)
-        operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
-        # SRAM output register and read
-        output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
+        multiplied, operands, output_register, read = _front_stages(
+            arithmetic, memory, control, multiplied, operands, output_register, read)
         acc, red = new_acc, new_red
         accs.append(_signed(acc, arithmetic.acc_width))
         reds.append(_signed(red, arithmetic.acc_width))
     return accs, reds
+
+
+def _front_stages(arithmetic, memory, control, multiplied, operands, output_register, read):
+    """One cycle of the stages in front of the accumulate stage, the latest first: the multiply stage
+    (``operands`` -> ``multiplied``), the operand stage (``control``'s buses and the SRAM output register ->
+    ``operands``), then the SRAM output register and read. Returns their next
+    ``(multiplied, operands, output_register, read)``."""
+    if operands is not None:
+        mac_active, clear, handoff, first, second = operands
+        multiplied = (mac_active, clear, handoff, arithmetic.multiply(first, second))
+    op = control["mac_op"]
+    row, col = arithmetic.operand(control["row_bus"]), arithmetic.operand(control["col_bus"])
+    first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
+    second = col if op == MacOp.ROW_COL else arithmetic.operand(output_register)
+    operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
+    output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
+    return multiplied, operands, output_register, read
 
 
 def _interleaved_reference(memory, controls, partial_sums):
@@ -185,15 +192,8 @@ def _interleaved_reference(memory, controls, partial_sums):
             new_red = result
         elif control["red_add"]:
             new_red = arithmetic.add(red, control["red_in"])
-        if operands is not None:
-            mac_active, clear, handoff, first, second = operands
-            multiplied = (mac_active, clear, handoff, arithmetic.multiply(first, second))
-        op = control["mac_op"]
-        row, col = arithmetic.operand(control["row_bus"]), arithmetic.operand(control["col_bus"])
-        first = row if op in (MacOp.ROW_MEM, MacOp.ROW_COL) else col
-        second = col if op == MacOp.ROW_COL else arithmetic.operand(output_register)
-        operands = (op != MacOp.NONE, control["mac_clear"], control["handoff"], first, second)
-        output_register, read = read, memory[control["rd_addr"]] if control["rd_en"] else read
+        multiplied, operands, output_register, read = _front_stages(
+            arithmetic, memory, control, multiplied, operands, output_register, read)
         red = new_red
         accs.append(_signed(acc, 32))
         reds.append(_signed(red, 32))
