@@ -145,10 +145,12 @@ def _runner(simulator):
     """cocotb's runner for ``simulator``, whose simulation process also imports from :func:`testbench_dirs`."""
     import warnings
 
-    from cocotb.runner import get_runner
-
+    # cocotb 1.9 warns, when cocotb.runner is first imported, that its runners are experimental:
+    # the import itself goes under the filter.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Python runners", category=UserWarning)
+        from cocotb.runner import get_runner
+
         runner = get_runner(simulator)
     # cocotb 1.9 sets the simulator's PYTHONPATH from sys.path when a run starts;
     # the testbench folders go in front of it there, and only there.
