@@ -94,7 +94,10 @@ class NTRowPacker(wiring.Component):
         ]
         with m.If(row.valid & row.ready):
             m.d.sync += full.eq(0)
-        closes = (rows + 1)[:16] == self.block
+        # rows + 1 == block (mod 2**16), written as rows == block - 1: YoWASP Yosys 0.70's ABC9 reintegration
+        # aborts on the first form at lanes = 2 (an assertion in rtlil.cc, so nt_system did not synthesize);
+        # the two forms are proven equivalent (Yosys equiv_induct, lanes 1-4, splat too).
+        closes = rows == (self.block - 1)[:16]
 
         def emit():
             m.d.sync += [full.eq(1), last.eq(closes), rows.eq(Mux(closes, 0, rows + 1))]
