@@ -504,7 +504,7 @@ def _exact_reductions(params, rng, reductions=24):
             total += value
             events.append((len(controls) + reduce, total, False))
             controls.append(_control(red_add=1, red_in=int(np.float32(value).view(np.uint32))))
-        controls += [_control() for _ in range(rng.randint(-accumulate - 2, 3) % 4)]
+        controls += [_control() for _ in range(rng.randint(0, 3))]  # idle cycles before the next MAC
     controls += [_control() for _ in range(reduce + accumulate + 4)]
     red, acc = [0.0] * len(controls), [0.0] * len(controls)
     handoffs = {cycle for cycle, _, is_handoff in events if is_handoff}
