@@ -17,7 +17,9 @@ steps (FP32 -> FP16 rounding, FP16 -> FP32 widening, scaling by ``2**-shift``) a
 
 ``cp_pe`` with the interleaved accumulator (``partial_sums`` 2, 4, 8): whole dot products through the golden
 PE against numpy float32 in the stated order (product ``j`` into partial ``j mod P``, then the pairwise sum of
-the partials), and the check shown to fail when the golden PE adds in turn.
+the partials), and the check shown to fail when the golden PE adds in turn. The same for the interleaved
+reduction (``reduction_partials`` 2, 4, 8): whole bus reductions (a handoff, then ``red_add`` in consecutive
+cycles) on random and corner values.
 """
 import numpy as np
 import pytest
@@ -396,7 +398,7 @@ def test_sequential_order_is_caught(monkeypatch, seed):
 
 # ---- cp_pe with the interleaved reduction (reduction_partials 2, 4, 8): the order of a whole reduction ----
 
-def pe_reductions(seed, partials, reductions=40, terms=16):
+def pe_reductions(seed, partials, reductions=40, terms=16, corner_fraction=0.03):
     """``reductions`` back-to-back bus reductions of ``terms`` FP32 values through the golden ``cp_pe``
     (one-cycle accumulate stage): a MAC ``a * b`` with ``mac_clear`` and ``handoff`` gives ``v0`` (it lands 2
     cycles after its operand stage), then ``red_add`` of ``v1 .. v(terms-1)`` in the next cycles, and the next
@@ -405,11 +407,14 @@ def pe_reductions(seed, partials, reductions=40, terms=16):
     rng = np.random.default_rng(seed)
     a = random_normals(rng, reductions, FP16, 5, 25).astype(np.int64)
     b = random_normals(rng, reductions, FP16, 5, 25).astype(np.int64)
-    # red_in: FP32 normals over 40 binades around the products, 3 % of them corners (zeros, subnormals,
-    # the largest finite values, infinities, NaNs).
+    # red_in: FP32 normals over 40 binades around the products, a fraction of them corners (zeros, subnormals,
+    # values that cancel or tie, the largest finite values, infinities, NaNs); as many operands corners too.
     red_in = random_normals(rng, reductions * (terms - 1), FP32, 107, 147).astype(np.int64)
-    corners = rng.random(red_in.size) < 0.03
+    corners = rng.random(red_in.size) < corner_fraction
     red_in[corners] = rng.choice(ACCUMULATOR_CORNERS, int(corners.sum()))
+    for operand in (a, b):
+        corners = rng.random(operand.size) < corner_fraction
+        operand[corners] = rng.choice(OPERAND_CORNERS, int(corners.sum()))
     red_in = red_in.reshape(reductions, terms - 1)
     latency = pe_reduction_latency(partials)
     cycles = PE_MAC_LATENCY + reductions * terms + latency + 1
@@ -448,6 +453,17 @@ def test_interleaved_pe_reductions_against_numpy(seed, partials):
     wrong = mismatches(got, expected)
     assert wrong.size == 0, f"partials {partials}: reduction {wrong[0]} got {hex(got[wrong[0]])}, " \
                             f"expected {hex(expected[wrong[0]])}"
+
+
+def test_interleaved_pe_reductions_on_corners(seed):
+    """The same with half of the operands and ``red_in`` values corners: overflow of the largest finite values,
+    signed zeros, infinities of both signs (NaN), NaNs, flushed subnormals, ties with ``2**24``. 400 reductions
+    of 4 terms (``n_r`` 4), so that about half of them stay finite (seed 3: 215 finite, 132 NaN, 52 Inf); the
+    golden reducing in turn fails it (16 of the 400 at seed 3)."""
+    values, got = pe_reductions(seed, 4, reductions=400, terms=4, corner_fraction=0.5)
+    expected = interleaved_sums(values, 4).view(np.float32)
+    wrong = mismatches(got, expected)
+    assert wrong.size == 0, f"reduction {wrong[0]} got {hex(got[wrong[0]])}, expected {hex(expected[wrong[0]])}"
 
 
 def test_sequential_reduction_is_caught(monkeypatch, seed):
