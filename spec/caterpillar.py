@@ -20,7 +20,7 @@ from .params import Param, ParamSchema
 
 __all__ = [
     "MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
-    "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "RECIPROCAL_PARAMS", "RING_PARAMS",
+    "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "pe_reduction_latency", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
     "RING_OUTPUT_LATENCY", "RING_READ_LATENCY",
@@ -152,6 +152,14 @@ def _check_partial_sums(values):
                              f"'{values['mac']}' (only the fp16 FPU has the interleaved accumulator); allowed: 1")
 
 
+def _check_reduction_partials(values):
+    """The interleaved reduction (more than one reduction partial) is the FPU's: ``fixed`` keeps its one-cycle
+    add."""
+    if values["reduction_partials"] != 1 and values["mac"] != "fp16":
+        raise ParameterError(f"parameter 'reduction_partials' = {values['reduction_partials']} is invalid with mac "
+                             f"'{values['mac']}' (only the fp16 FPU has the interleaved reduction); allowed: 1")
+
+
 def _check_reciprocal_fp16(values):
     """With ``mac="fp16"`` the reciprocal takes FP32 values (32 bits) and indexes FP32's 23 fraction bits."""
     if values["mac"] == "fp16" and values["width"] != FP32.width:
@@ -193,9 +201,21 @@ _PARTIAL_SUMS = replace(mac_spec.PARTIAL_SUMS, default=1,
                         doc="fp16 only: partial sums of the interleaved FP32 accumulator (1: the one-cycle "
                             "accumulate stage; 2, 4, 8: a pipelined adder of that many stages, results later)")
 
+#: ``mac="fp16"``: partials of the PE's FP32 reduction register (the ``red_add`` adder). 1: the one-cycle add
+#: ``red = red + red_in`` (the whole FP32 adder in the loop red -> adder -> red; the only choice of ``cp_core``
+#: and ``cp_ring`` so far). 2, 4, 8: the interleaved accumulator of the accumulate stage used for the reduction:
+#: a handoff starts a reduction (its value is row 0), each ``red_add`` is the next row, row ``j`` is added to
+#: partial ``j mod P``, and each ``red_add`` row's result, the pairwise sum of the partials, is written into
+#: ``red`` :func:`pe_reduction_latency` cycles later. One ``red_in`` per cycle, as the one-cycle add.
+_REDUCTION_PARTIALS = replace(mac_spec.PARTIAL_SUMS, name="reduction_partials", default=1,
+                              doc="fp16 only: partials of the interleaved FP32 reduction (1: the one-cycle "
+                                  "red = red + red_in; 2, 4, 8: a pipelined adder of that many stages, one red_in "
+                                  "per cycle, each sum written into red later)")
+
 #: The parameters of ``cp_pe``.
-PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC, _PARTIAL_SUMS),
-                        constraints=(_check_acc_width, _check_fp16_widths, _check_partial_sums))
+PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC, _PARTIAL_SUMS, _REDUCTION_PARTIALS),
+                        constraints=(_check_acc_width, _check_fp16_widths, _check_partial_sums,
+                                     _check_reduction_partials))
 
 
 def _check_pe_params(values):
@@ -260,6 +280,20 @@ def pe_accumulate_latency(partial_sums=1):
     if partial_sums == 1:
         return 0
     return mac_spec.accumulate_stages({"mac": "fp16", "partial_sums": partial_sums})
+
+
+def pe_reduction_latency(reduction_partials=1):
+    """``cp_pe``: cycles from a ``red_add`` cycle (its ``red_in``) to the cycle whose end writes its result
+    into ``red``.
+
+    0 for the one-cycle reduction add (``reduction_partials`` 1, and every ``fixed`` PE: ``red`` is written at the
+    end of the ``red_add`` cycle). With the interleaved reduction (``reduction_partials`` P of 2, 4, 8): a row
+    register (the ``red_in`` word, or a landing handoff's value, with their flags), then the interleaved
+    accumulator (:func:`pe_accumulate_latency` of P), so ``1 + P + 1 + 7 log2(P)``: 11 for 2, 20 for 4, 31 for 8.
+    """
+    if reduction_partials == 1:
+        return 0
+    return 1 + pe_accumulate_latency(reduction_partials)
 
 
 #: ``cp_core``: cycles from the issue of a micro-operation to its local SRAM and buffer reads: the core

@@ -165,6 +165,26 @@ def test_partial_sums_only_with_the_fpu():
     assert "partial_sums" not in spec.CORE_PARAMS.names
 
 
+def test_reduction_partials_only_with_the_fpu():
+    """``reduction_partials`` above 1 (the interleaved reduction) is the fp16 FPU's; the fixed PE refuses it."""
+    assert spec.PE_PARAMS.resolve(mac="fp16", reduction_partials=4)["reduction_partials"] == 4
+    assert spec.PE_PARAMS.resolve()["reduction_partials"] == 1
+    with pytest.raises(ParameterError) as caught:
+        CPPE(reduction_partials=4)
+    assert str(caught.value) == ("parameter 'reduction_partials' = 4 is invalid with mac 'fixed' (only the fp16 "
+                                 "FPU has the interleaved reduction); allowed: 1")
+    with pytest.raises(ParameterError, match="'reduction_partials' = 3"):
+        spec.PE_PARAMS.resolve(mac="fp16", reduction_partials=3)
+    # The core's PEs keep the one-cycle reduction add: the core has no reduction_partials of its own yet.
+    assert "reduction_partials" not in spec.CORE_PARAMS.names
+
+
+def test_pe_reduction_latency():
+    """By hand: the row register, then the interleaved accumulator (P stages, the partials' register, 7 stages
+    per level of the tree over P partials)."""
+    assert [spec.pe_reduction_latency(p) for p in (1, 2, 4, 8)] == [0, 1 + 2 + 1 + 7, 1 + 4 + 1 + 14, 1 + 8 + 1 + 21]
+
+
 def test_pe_accumulate_latency():
     """By hand: the adder's P stages, the partials' register, 7 stages per level of the tree over P partials."""
     assert [spec.pe_accumulate_latency(p) for p in (1, 2, 4, 8)] == [0, 2 + 1 + 7, 4 + 1 + 14, 8 + 1 + 21]

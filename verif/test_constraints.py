@@ -45,6 +45,9 @@ CASES = [
     ("cp_pe", {"partial_sums": 4},
      "parameter 'partial_sums' = 4 is invalid with mac 'fixed' (only the fp16 FPU has the interleaved accumulator); "
      "allowed: 1", {"mac": "fp16", "partial_sums": 4}),
+    ("cp_pe", {"reduction_partials": 2},
+     "parameter 'reduction_partials' = 2 is invalid with mac 'fixed' (only the fp16 FPU has the interleaved "
+     "reduction); allowed: 1", {"mac": "fp16", "reduction_partials": 2}),
     ("cp_core", {"width": 20, "acc_width": 39},
      "parameter 'acc_width' = 39 is invalid (narrower than the 40-bit products of width 20); allowed: an integer "
      "in 40..64", {"width": 20, "acc_width": 40}),

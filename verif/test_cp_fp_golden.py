@@ -17,7 +17,9 @@ steps (FP32 -> FP16 rounding, FP16 -> FP32 widening, scaling by ``2**-shift``) a
 
 ``cp_pe`` with the interleaved accumulator (``partial_sums`` 2, 4, 8): whole dot products through the golden
 PE against numpy float32 in the stated order (product ``j`` into partial ``j mod P``, then the pairwise sum of
-the partials), and the check shown to fail when the golden PE adds in turn.
+the partials), and the check shown to fail when the golden PE adds in turn. The same for the interleaved
+reduction (``reduction_partials`` 2, 4, 8): whole bus reductions (a handoff, then ``red_add`` in consecutive
+cycles) on random and corner values.
 """
 import numpy as np
 import pytest
@@ -28,7 +30,7 @@ from fp_oracle import (describe, flush, mismatches, mismatches16, oracle_add, or
 from test_fp_golden import N, random_normals, random_pairs
 from trainforge.golden.caterpillar.core_fp16 import updated_weight
 from trainforge.golden.caterpillar.pe import cp_pe, fp16_multiply_accumulate
-from trainforge.spec.caterpillar import PE_MAC_LATENCY, MacOp, pe_accumulate_latency
+from trainforge.spec.caterpillar import PE_MAC_LATENCY, MacOp, pe_accumulate_latency, pe_reduction_latency
 from trainforge.spec.fp import FP16, FP32
 
 # FP16 operand corners: signed zeros, subnormals (flushed), the smallest and largest normals, one and
@@ -392,3 +394,84 @@ def test_sequential_order_is_caught(monkeypatch, seed):
                         interleaved(rows, clear, 1, read))
     products, got = pe_dot_products(seed, 4)
     assert mismatches(got, interleaved_sums(products, 4)).size > 6
+
+
+# ---- cp_pe with the interleaved reduction (reduction_partials 2, 4, 8): the order of a whole reduction ----
+
+def pe_reductions(seed, partials, reductions=40, terms=16, corner_fraction=0.03):
+    """``reductions`` back-to-back bus reductions of ``terms`` FP32 values through the golden ``cp_pe``
+    (one-cycle accumulate stage): a MAC ``a * b`` with ``mac_clear`` and ``handoff`` gives ``v0`` (it lands 2
+    cycles after its operand stage), then ``red_add`` of ``v1 .. v(terms-1)`` in the next cycles, and the next
+    reduction's handoff lands in the cycle after the last ``red_add`` (the bus kept busy every cycle). Returns
+    the values (oracle) and ``red`` after the cycle where each reduction's last result lands."""
+    rng = np.random.default_rng(seed)
+    a = random_normals(rng, reductions, FP16, 5, 25).astype(np.int64)
+    b = random_normals(rng, reductions, FP16, 5, 25).astype(np.int64)
+    # red_in: FP32 normals over 40 binades around the products, a fraction of them corners (zeros, subnormals,
+    # values that cancel or tie, the largest finite values, infinities, NaNs); as many operands corners too.
+    red_in = random_normals(rng, reductions * (terms - 1), FP32, 107, 147).astype(np.int64)
+    corners = rng.random(red_in.size) < corner_fraction
+    red_in[corners] = rng.choice(ACCUMULATOR_CORNERS, int(corners.sum()))
+    for operand in (a, b):
+        corners = rng.random(operand.size) < corner_fraction
+        operand[corners] = rng.choice(OPERAND_CORNERS, int(corners.sum()))
+    red_in = red_in.reshape(reductions, terms - 1)
+    latency = pe_reduction_latency(partials)
+    cycles = PE_MAC_LATENCY + reductions * terms + latency + 1
+    mac_op = np.zeros(cycles, np.int64)
+    clear = np.zeros(cycles, bool)
+    handoff = np.zeros(cycles, bool)
+    red_add = np.zeros(cycles, bool)
+    row_bus = np.zeros(cycles, np.int64)
+    col_bus = np.zeros(cycles, np.int64)
+    bus_in = np.zeros(cycles, np.int64)
+    reads = []
+    for k in range(reductions):
+        landing = PE_MAC_LATENCY + k * terms  # the handoff's landing cycle
+        operand = landing - PE_MAC_LATENCY
+        mac_op[operand], clear[operand], handoff[operand] = MacOp.ROW_COL, True, True
+        row_bus[operand], col_bus[operand] = a[k], b[k]
+        red_add[landing + 1:landing + terms] = True
+        bus_in[landing + 1:landing + terms] = red_in[k]
+        reads.append(landing + terms - 1 + latency)
+    handoffs = PE_MAC_LATENCY + np.arange(reductions) * terms
+    assert not set(reads) & set(handoffs.tolist()), "a handoff lands where a sum is read"
+    zeros = np.zeros(cycles, np.int64)
+    _, red, _ = cp_pe([0], zeros, mac_op, clear, handoff, red_add, row_bus, col_bus, bus_in,
+                      mac="fp16", reduction_partials=partials)
+    products = oracle_mul(a.astype(np.uint16), b.astype(np.uint16), FP16).view(np.uint32)
+    values = np.concatenate([products[:, None], red_in.astype(np.uint32)], axis=1).view(np.float32)
+    return values, red[reads].astype(np.uint32)
+
+
+@pytest.mark.parametrize("partials", [2, 4, 8])
+def test_interleaved_pe_reductions_against_numpy(seed, partials):
+    """Whole reductions of the golden PE with ``reduction_partials`` partials equal numpy float32 in the stated
+    order: ``v0`` (the handoff), ``v1``, ... into partial ``j mod P`` from ``+0``, then the pairwise sum."""
+    values, got = pe_reductions(seed, partials)
+    expected = interleaved_sums(values, partials).view(np.float32)  # float32: a NaN is any NaN
+    wrong = mismatches(got, expected)
+    assert wrong.size == 0, f"partials {partials}: reduction {wrong[0]} got {hex(got[wrong[0]])}, " \
+                            f"expected {hex(expected[wrong[0]])}"
+
+
+def test_interleaved_pe_reductions_on_corners(seed):
+    """The same with half of the operands and ``red_in`` values corners: overflow of the largest finite values,
+    signed zeros, infinities of both signs (NaN), NaNs, flushed subnormals, ties with ``2**24``. 400 reductions
+    of 4 terms (``n_r`` 4), so that about half of them stay finite (seed 3: 215 finite, 132 NaN, 52 Inf); the
+    golden reducing in turn fails it (16 of the 400 at seed 3)."""
+    values, got = pe_reductions(seed, 4, reductions=400, terms=4, corner_fraction=0.5)
+    expected = interleaved_sums(values, 4).view(np.float32)
+    wrong = mismatches(got, expected)
+    assert wrong.size == 0, f"reduction {wrong[0]} got {hex(got[wrong[0]])}, expected {hex(expected[wrong[0]])}"
+
+
+def test_sequential_reduction_is_caught(monkeypatch, seed):
+    """The check tells the orders apart: the golden PE reducing in turn (one partial, at the 4-partial latency)
+    fails it on many reductions (12 to 25 of the 40 over 40 seeds)."""
+    import trainforge.golden.caterpillar.pe as golden_pe
+    interleaved = golden_pe.fp32_accumulate
+    monkeypatch.setattr(golden_pe, "fp32_accumulate", lambda rows, clear, partials, read=None:
+                        interleaved(rows, clear, 1, read))
+    values, got = pe_reductions(seed, 4)
+    assert mismatches(got, interleaved_sums(values, 4).view(np.float32)).size > 6

@@ -35,11 +35,25 @@ the arithmetic of the multiply stage and of the two adders:
     the accumulate stage. So a sum of ``n`` products is not the sequential
     ``((p0 + p1) + p2) + ...``: with 4 partials, ``p0 + p4 + p8 + ...``,
     ``p1 + p5 + ...``, ... each in order, then the tree.
+
+    ``reduction_partials`` (``fp16`` only) chooses the reduction register's
+    adder the same way. 1: ``red = round32(red + red_in)`` in the ``red_add``
+    cycle. ``P`` of 2, 4 or 8: the same interleaved accumulator on the
+    reduction's rows: a landing handoff is a clear row (its value, row 0 of a
+    new reduction; it is also written into ``red`` in its own cycle, as
+    before), a ``red_add`` cycle without a landing handoff is the next row
+    (its ``red_in``). Row ``j`` goes to partial ``j mod P``; the result of a
+    ``red_add`` row, the pairwise sum of the partials after it, is written into
+    ``red`` :func:`~trainforge.spec.caterpillar.pe_reduction_latency` cycles
+    after the row (a handoff landing in that cycle wins). The bus reduction of
+    ``n_r`` partial sums ``v0`` (the diagonal PE's own handoff), ``v1``, ...
+    at ``P`` 4 and ``n_r`` 4 is thus ``(v0 + v1) + (v2 + v3)`` (each ``+0 + v``
+    first, exact but for a ``-0``), not ``((v0 + v1) + v2) + v3``.
 """
 import numpy as np
 
 from ...spec.caterpillar import (FP16_MAC, PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, params_with_defaults,
-                                  pe_accumulate_latency)
+                                  pe_accumulate_latency, pe_reduction_latency)
 from ..dense_pe import wrap
 from ..fp import fp32_accumulate, fp32_add, fp_mul_exact
 
@@ -131,7 +145,7 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
     width, acc_width = resolved["width"], resolved["acc_width"]
     if resolved["mac"] == "fp16":
         return _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en,
-                           resolved["partial_sums"])
+                           resolved["partial_sums"], resolved["reduction_partials"])
     memory = np.asarray(memory, dtype=np.int64)
     rd_addr = np.asarray(rd_addr, dtype=np.int64)
     mac_op = np.asarray(mac_op, dtype=np.int64)
@@ -158,7 +172,7 @@ def cp_pe(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus
 
 
 def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, col_bus, red_in, rd_en,
-                partial_sums=1):
+                partial_sums=1, reduction_partials=1):
     """:func:`cp_pe` with ``mac="fp16"`` (``width`` 16, ``acc_width`` 32): same pipeline, FP arithmetic."""
     operand, accumulator = FP16_MAC["operand"], FP16_MAC["accumulator"]
     operand_mask, accumulator_mask = (1 << operand.width) - 1, (1 << accumulator.width) - 1
@@ -183,37 +197,43 @@ def _cp_pe_fp16(memory, rd_addr, mac_op, mac_clear, handoff, red_add, row_bus, c
     red_add = np.asarray(red_add, dtype=bool)
     red_in = np.asarray(red_in, dtype=np.int64) & accumulator_mask
     if partial_sums != 1:
-        acc_trace, red_trace = _interleaved_fp16(product, active, clear, landing, red_add, red_in, partial_sums)
-        return (wrap(acc_trace.astype(np.uint64), accumulator.width, True),
-                wrap(red_trace.astype(np.uint64), accumulator.width, True),
-                wrap(mem_data.astype(np.uint64), operand.width, True))
-    acc_trace = np.zeros(cycles, dtype=np.uint32)
-    red_trace = np.zeros(cycles, dtype=np.uint32)
-    acc = red = np.uint32(0)  # the registers' reset value: FP32 +0
-    for cycle in range(cycles):
-        if active[cycle] or landing[cycle]:  # a handoff comes only with a MAC
-            total = fp32_add(np.uint32(0) if clear[cycle] else acc, product[cycle])
-        if landing[cycle]:
-            red_next = total
-        elif red_add[cycle]:
-            red_next = fp32_add(red, red_in[cycle])
-        else:
-            red_next = red
-        if active[cycle]:
-            acc = total
-        red = red_next
-        acc_trace[cycle], red_trace[cycle] = acc, red
+        acc_trace, handoff, handoff_value = _interleaved_accumulate(product, active, clear, landing, partial_sums)
+    else:
+        acc_trace, handoff, handoff_value = _one_cycle_accumulate(product, active, clear, landing)
+    if reduction_partials != 1:
+        red_trace = _interleaved_reduce(handoff, handoff_value, red_add, red_in, reduction_partials)
+    else:
+        red_trace = _one_cycle_reduce(handoff, handoff_value, red_add, red_in)
     return (wrap(acc_trace.astype(np.uint64), accumulator.width, True),
             wrap(red_trace.astype(np.uint64), accumulator.width, True),
             wrap(mem_data.astype(np.uint64), operand.width, True))
 
 
-def _interleaved_fp16(product, active, clear, handoff, red_add, red_in, partial_sums):
-    """``acc`` and ``red`` after each cycle with the interleaved accumulator (:func:`cp_pe`'s module docstring).
+def _one_cycle_accumulate(product, active, clear, landing):
+    """The one-cycle accumulate stage: ``acc`` after each cycle, and the handoffs that land (``red`` is written
+    with their value at the end of that cycle) with their values.
 
-    ``product``, ``active``, ``clear``, ``handoff`` are those of the accumulate stage of each cycle; ``red_add``
-    and ``red_in`` act in their own cycle.
+    ``product``, ``active``, ``clear``, ``landing`` (the handoff flag) are those of the accumulate stage of each
+    cycle.
     """
+    cycles = len(active)
+    acc_trace = np.zeros(cycles, dtype=np.uint32)
+    handoff_value = np.zeros(cycles, dtype=np.uint32)
+    acc = np.uint32(0)  # the register's reset value: FP32 +0
+    for cycle in range(cycles):
+        if active[cycle] or landing[cycle]:  # a handoff comes only with a MAC
+            total = fp32_add(np.uint32(0) if clear[cycle] else acc, product[cycle])
+            handoff_value[cycle] = total
+        if active[cycle]:
+            acc = total
+        acc_trace[cycle] = acc
+    return acc_trace, np.asarray(landing, dtype=bool), handoff_value
+
+
+def _interleaved_accumulate(product, active, clear, handoff, partial_sums):
+    """:func:`_one_cycle_accumulate` with the interleaved accumulator (:func:`cp_pe`'s module docstring): every
+    row's result lands ``pe_accumulate_latency(partial_sums)`` cycles after its accumulate stage, a handoff with
+    it; a handoff without a MAC is ignored."""
     cycles = len(active)
     latency = pe_accumulate_latency(partial_sums)
     rows = np.flatnonzero(active)
@@ -227,14 +247,57 @@ def _interleaved_fp16(product, active, clear, handoff, red_add, red_in, partial_
             landed[row + latency], landed_value[row + latency] = True, result
             landing[row + latency] = handoff[row]
     acc_trace = np.zeros(cycles, dtype=np.uint32)
-    red_trace = np.zeros(cycles, dtype=np.uint32)
-    acc = red = np.uint32(0)  # the registers' reset value: FP32 +0
+    acc = np.uint32(0)  # the register's reset value: FP32 +0
     for cycle in range(cycles):
         if landed[cycle]:
             acc = landed_value[cycle]
-        if landing[cycle]:
-            red = landed_value[cycle]
+        acc_trace[cycle] = acc
+    return acc_trace, landing, landed_value
+
+
+def _one_cycle_reduce(handoff, handoff_value, red_add, red_in):
+    """``red`` after each cycle with the one-cycle reduction add: a landing handoff writes its value, else
+    ``red_add`` writes ``round32(red + red_in)``."""
+    red_trace = np.zeros(len(handoff), dtype=np.uint32)
+    red = np.uint32(0)  # the register's reset value: FP32 +0
+    for cycle in range(len(handoff)):
+        if handoff[cycle]:
+            red = handoff_value[cycle]
         elif red_add[cycle]:
             red = fp32_add(red, red_in[cycle])
-        acc_trace[cycle], red_trace[cycle] = acc, red
-    return acc_trace, red_trace
+        red_trace[cycle] = red
+    return red_trace
+
+
+def _interleaved_reduce(handoff, handoff_value, red_add, red_in, reduction_partials):
+    """``red`` after each cycle with the interleaved reduction of ``reduction_partials`` partials.
+
+    The rows of the reduction are the cycles with a landing handoff (a clear row: its value starts a new
+    reduction) or else a ``red_add`` (its ``red_in``); they go through
+    :func:`~trainforge.golden.fp.fp32_accumulate` (row ``j`` since the clear into partial ``j mod P``, the
+    result of a row the pairwise sum of the partials after it; reset counts as a clear). A landing handoff
+    writes ``red`` at the end of its own cycle, as with the one-cycle add; a ``red_add`` row's result is written
+    ``pe_reduction_latency(P)`` cycles later, unless a handoff lands in that cycle (the handoff wins).
+    """
+    cycles = len(handoff)
+    latency = pe_reduction_latency(reduction_partials)
+    row_flags = handoff | red_add
+    rows = np.flatnonzero(row_flags)
+    values = np.where(handoff, handoff_value, red_in).astype(np.uint32)
+    adds = ~handoff[rows]
+    results = (fp32_accumulate(values[rows], handoff[rows], reduction_partials, read=adds)
+               if adds.any() else [])
+    landed = np.zeros(cycles, dtype=bool)
+    landed_value = np.zeros(cycles, dtype=np.uint32)
+    for row, result in zip(rows[adds], results):
+        if row + latency < cycles:
+            landed[row + latency], landed_value[row + latency] = True, result
+    red_trace = np.zeros(cycles, dtype=np.uint32)
+    red = np.uint32(0)  # the register's reset value: FP32 +0
+    for cycle in range(cycles):
+        if handoff[cycle]:
+            red = handoff_value[cycle]
+        elif landed[cycle]:
+            red = landed_value[cycle]
+        red_trace[cycle] = red
+    return red_trace

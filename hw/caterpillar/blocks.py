@@ -11,14 +11,18 @@ BLOCKS = (
         component=CPPE,
         testbench="tb_cp_pe",
         summary="CATERPILLAR LAC PE: swappable MAC unit, local SRAM, accumulator and reduction register",
-        # fp16 with the interleaved accumulator of 4 partial sums (the pipelined accumulation) in make test;
-        # 1 (the one-cycle accumulate, which cp_core's fp16 set in make test also runs), 2 and 8 partials in
-        # make regress.
-        test_params=({"sram_depth": 32}, {"sram_depth": 32, "mac": "fp16", "partial_sums": 4}),
+        # fp16 with the interleaved accumulator and reduction of 4 partials each (the pipelined accumulation
+        # and reduction) in make test; 1 (the one-cycle accumulate and reduction, which cp_core's fp16 set in
+        # make test also runs), the accumulator of 4 with the one-cycle reduction, 2 and 8 partials, and the
+        # one-cycle accumulate with the interleaved reduction in make regress.
+        test_params=({"sram_depth": 32},
+                     {"sram_depth": 32, "mac": "fp16", "partial_sums": 4, "reduction_partials": 4}),
         regress_params=({"width": 8, "acc_width": 16, "sram_depth": 8192}, {"mac": "fp16"},
                         {"sram_depth": 32, "mac": "fp16"},
+                        {"sram_depth": 32, "mac": "fp16", "partial_sums": 4},
                         {"sram_depth": 32, "mac": "fp16", "partial_sums": 2},
-                        {"mac": "fp16", "partial_sums": 8}),
+                        {"sram_depth": 32, "mac": "fp16", "reduction_partials": 2},
+                        {"mac": "fp16", "partial_sums": 8, "reduction_partials": 8}),
     ),
     Block(
         name="cp_core",

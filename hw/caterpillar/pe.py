@@ -66,8 +66,16 @@ class CPPE(wiring.Component):
     written into ``acc``, and with its ``handoff`` into ``red``,
     :func:`~trainforge.spec.caterpillar.pe_accumulate_latency` cycles after
     its accumulate stage; a handoff without a MAC is ignored. The loop of the
-    accumulator is then one adder stage long; ``red_add`` keeps its one-cycle
-    FP32 add.
+    accumulator is then one adder stage long.
+
+    With ``fp16`` and ``reduction_partials`` ``R`` above 1 the reduction
+    register's add is pipelined the same way: a landing handoff is row 0 of a
+    new reduction (and is written into ``red`` at once), each ``red_add`` is
+    the next row (its ``red_in``), registered, then added by an interleaved
+    accumulator of ``R`` partials; a ``red_add`` row's result is written into
+    ``red`` :func:`~trainforge.spec.caterpillar.pe_reduction_latency` cycles
+    after its ``red_add`` (a handoff landing then wins). One ``red_in`` per
+    cycle, as with the one-cycle add.
 
     Parameters
     ----------
@@ -81,6 +89,8 @@ class CPPE(wiring.Component):
         MAC unit, a key of :data:`~trainforge.hw.caterpillar.mac.MAC_UNITS`.
     partial_sums : int
         ``fp16`` only: 1 (the one-cycle accumulate stage), or the partial sums of the interleaved accumulator.
+    reduction_partials : int
+        ``fp16`` only: 1 (the one-cycle ``red_add``), or the partials of the interleaved reduction.
 
     Members
     -------
@@ -191,7 +201,8 @@ class CPPE(wiring.Component):
         add_enable = Signal(name=f"{prefix}_add_enable")
         # The MAC unit's datapaths, outside the enable's conditions (an FP unit adds named nets to ``m``).
         next_product = mac_unit.multiply(multiplicand, multiplier)
-        reduction_sum = mac_unit.add(reduction, self.red_in)
+        one_cycle_reduction = self.reduction_partials == 1  # else the interleaved reduction
+        reduction_sum = mac_unit.add(reduction, self.red_in) if one_cycle_reduction else None
         one_cycle = self.partial_sums == 1  # else the interleaved accumulator (_build_interleaved)
         if one_cycle:
             m.d.comb += [
@@ -215,13 +226,16 @@ class CPPE(wiring.Component):
             if one_cycle:
                 with m.If(active):
                     m.d.sync += accumulator.eq(total)
-                with m.If(handoff):
-                    m.d.sync += reduction.eq(total)
-                with m.Elif(self.red_add):
-                    m.d.sync += reduction.eq(reduction_sum)
+                if one_cycle_reduction:
+                    with m.If(handoff):
+                        m.d.sync += reduction.eq(total)
+                    with m.Elif(self.red_add):
+                        m.d.sync += reduction.eq(reduction_sum)
         if not one_cycle:
             self._build_interleaved(m, prefix, product, multiply_controls, accumulate_controls, accumulator,
                                     reduction, reduction_sum, add_enable)
+        elif not one_cycle_reduction:
+            self._build_interleaved_reduction(m, prefix, handoff, total, reduction)
 
     def _build_interleaved(self, m, prefix, product, multiply_controls, accumulate_controls, accumulator,
                            reduction, reduction_sum, add_enable):
@@ -240,7 +254,32 @@ class CPPE(wiring.Component):
         with m.If(self.en):
             with m.If(interleaved.result_valid):
                 m.d.sync += accumulator.eq(result)
+            if self.reduction_partials == 1:
+                with m.If(landing):
+                    m.d.sync += reduction.eq(result)
+                with m.Elif(self.red_add):
+                    m.d.sync += reduction.eq(reduction_sum)
+        if self.reduction_partials != 1:
+            self._build_interleaved_reduction(m, prefix, landing, result, reduction)
+
+    def _build_interleaved_reduction(self, m, prefix, landing, handoff_value, reduction):
+        """The interleaved reduction register (``reduction_partials`` above 1).
+
+        ``landing`` (a register) says that a handoff lands this cycle with ``handoff_value``. The row of this
+        cycle, the handoff's value (a clear row) or else ``red_in`` (with ``red_add``), is registered with its
+        flags, then added by the interleaved accumulator of ``reduction_partials`` partials; a ``red_add`` row's
+        result is written into ``red`` ``pe_reduction_latency`` cycles after its ``red_add``. A landing handoff
+        writes ``red`` in its own cycle and wins over a result landing then.
+        """
+        row_valid = landing | self.red_add
+        interleaved = FloatMAC({"mac": "fp16", "lanes": 1, "partial_sums": self.reduction_partials}).accumulator(
+            m, valid=row_valid, clear=landing, read=~landing, enable=self.en, name=f"{prefix}_reduce")
+        # The row register: no path runs from red_in (a bus across the core) into the adder.
+        row = register_values(m, {"value": Mux(landing, handoff_value, self.red_in)}, self.en,
+                              f"{prefix}_reduce_row")["value"]
+        result = interleaved.add(row, f"{prefix}_reduce")
+        with m.If(self.en):
             with m.If(landing):
+                m.d.sync += reduction.eq(handoff_value)
+            with m.Elif(interleaved.result_valid):
                 m.d.sync += reduction.eq(result)
-            with m.Elif(self.red_add):
-                m.d.sync += reduction.eq(reduction_sum)

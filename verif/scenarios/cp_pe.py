@@ -51,7 +51,7 @@ float32). A hand-worked row checks the order: ``2**24 + 1 + 1 + 1`` is
 import numpy as np
 
 from trainforge.golden.caterpillar.pe import cp_pe
-from trainforge.spec.caterpillar import MacOp, pe_accumulate_latency
+from trainforge.spec.caterpillar import MacOp, pe_accumulate_latency, pe_reduction_latency
 from trainforge.spec.fp import FP16
 
 from fp_oracle import QUIET_NAN32, oracle_add, oracle_mul
@@ -121,11 +121,48 @@ class InterleavedAccumulator:
         return level[0]
 
 
-def reference(memory, controls, *, width, acc_width, mac="fixed", partial_sums=1, **_):
+class OneCycleReduction:
+    """The one-cycle reduction register: a landing handoff writes its value, else ``red_add`` adds ``red_in``."""
+
+    def __init__(self, arithmetic):
+        self.arithmetic = arithmetic
+
+    def step(self, red, handoff_value, red_add, red_in):
+        """``red`` after this cycle; ``handoff_value`` is ``None`` when no handoff lands in it."""
+        if handoff_value is not None:
+            return handoff_value
+        return self.arithmetic.add(red, red_in) if red_add else red
+
+
+class InterleavedReduction:
+    """The interleaved reduction of ``P`` partials (the module docstring), one cycle at a time."""
+
+    def __init__(self, arithmetic, partials):
+        self.accumulator = InterleavedAccumulator(arithmetic, partials)
+        self.latency = pe_reduction_latency(partials)
+        self.results = {}  # cycle -> the result of a red_add row, written at the end of that cycle
+        self.cycle = 0
+
+    def step(self, red, handoff_value, red_add, red_in):
+        """``red`` after this cycle; ``handoff_value`` is ``None`` when no handoff lands in it."""
+        if handoff_value is not None:
+            self.accumulator.row(handoff_value, True)  # row 0 of a new reduction
+        elif red_add:
+            self.results[self.cycle + self.latency] = self.accumulator.row(red_in & 0xFFFFFFFF, False)
+        result = self.results.pop(self.cycle, None)
+        self.cycle += 1
+        if handoff_value is not None:
+            return handoff_value
+        return red if result is None else result
+
+
+def reference(memory, controls, *, width, acc_width, mac="fixed", partial_sums=1, reduction_partials=1, **_):
     """``(acc, red)`` after each enabled cycle, computed one cycle at a time."""
     if partial_sums != 1:
-        return _interleaved_reference(memory, controls, partial_sums)
+        return _interleaved_reference(memory, controls, partial_sums, reduction_partials)
     arithmetic = HalfPrecisionArithmetic() if mac == "fp16" else FixedArithmetic(width, acc_width)
+    reduction = (OneCycleReduction(arithmetic) if reduction_partials == 1
+                 else InterleavedReduction(arithmetic, reduction_partials))
     acc = red = 0
     read = output_register = 0  # the SRAM read port's word and the SRAM output register
     operands = None  # (MAC?, clear, handoff, multiplicand, multiplier): the multiplier's input registers
@@ -133,17 +170,16 @@ def reference(memory, controls, *, width, acc_width, mac="fixed", partial_sums=1
     accs, reds = [], []
     for control in controls:
         # accumulate stage
-        landing = False
-        new_acc, new_red = acc, red
+        handoff_value = None
+        new_acc = acc
         if multiplied is not None:
             mac_active, clear, landing, product = multiplied
             total = arithmetic.add(0 if clear else acc, product)
             if mac_active:
                 new_acc = total
             if landing:
-                new_red = total
-        if not landing and control["red_add"]:
-            new_red = arithmetic.add(red, control["red_in"])
+                handoff_value = total
+        new_red = reduction.step(red, handoff_value, control["red_add"], control["red_in"])
         multiplied, operands, output_register, read = _front_stages(
             arithmetic, memory, control, multiplied, operands, output_register, read)
         acc, red = new_acc, new_red
@@ -169,10 +205,12 @@ def _front_stages(arithmetic, memory, control, multiplied, operands, output_regi
     return multiplied, operands, output_register, read
 
 
-def _interleaved_reference(memory, controls, partial_sums):
+def _interleaved_reference(memory, controls, partial_sums, reduction_partials):
     """:func:`reference` for ``mac="fp16"`` with the interleaved accumulator of ``partial_sums`` partials."""
     arithmetic = HalfPrecisionArithmetic()
     accumulator = InterleavedAccumulator(arithmetic, partial_sums)
+    reduction = (OneCycleReduction(arithmetic) if reduction_partials == 1
+                 else InterleavedReduction(arithmetic, reduction_partials))
     latency = pe_accumulate_latency(partial_sums)
     acc = red = 0
     read = output_register = 0
@@ -184,14 +222,10 @@ def _interleaved_reference(memory, controls, partial_sums):
         if multiplied is not None and multiplied[0]:
             mac_active, clear, handoff, product = multiplied
             landing[cycle + latency] = (accumulator.row(product, clear), handoff)
-        new_red = red
         result, handoff = landing.pop(cycle, (None, False))
         if result is not None:
             acc = result
-        if handoff:
-            new_red = result
-        elif control["red_add"]:
-            new_red = arithmetic.add(red, control["red_in"])
+        new_red = reduction.step(red, result if handoff else None, control["red_add"], control["red_in"])
         multiplied, operands, output_register, read = _front_stages(
             arithmetic, memory, control, multiplied, operands, output_register, read)
         red = new_red
@@ -315,13 +349,20 @@ def _fp16_scenarios(params, seed):
     ]
     acc = [0, 0, 0, 0, 0x41400000, 0x41B00000, 0x42000000, 0xC1900000, 0xC1900000]
     red = [0, 0, 0, 0, 0, 0x42C80000, 0x42000000, 0x43040000, 0x42C80000]
+    if params.get("reduction_partials", 1) != 1:
+        # The interleaved reduction writes a red_add's result pe_reduction_latency cycles later, past this
+        # row's end: red holds the handoff's 32 from cycle 6 (the reduction's own row checks the red_adds).
+        red = [0] * 6 + [0x42000000] * 3
     if params["sram_depth"] >= 4 and params.get("partial_sums", 1) == 1:
         table.append(Scenario("fp16: hand-worked sequence on exact small integers",
                               {"memory": [0x4200, 0xC000, 0x4500, 0x4700], "controls": controls},
                               {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
                               valid={"en": (1, 1, 0)}))
     if params["sram_depth"] >= 4 and params.get("partial_sums", 1) != 1:
-        table.append(_hand_worked_interleaved(params["partial_sums"]))
+        table.append(_hand_worked_interleaved(params["partial_sums"], params.get("reduction_partials", 1)))
+    if params["sram_depth"] >= 2 and params.get("reduction_partials", 1) != 1:
+        table.append(_hand_worked_reduction(params.get("partial_sums", 1), params["reduction_partials"]))
+    table.append(_exact_reductions(params, rng_for(seed, "cp_pe", "fp16 exact reductions")))
     # Random normal operands of moderate size (products 2**-10 .. 2**12): long sums round at every step.
     rng = rng_for(seed, "cp_pe", "fp16 normals")
     memory = [_fp16_normal(rng, 10, 20) for _ in range(depth)]
@@ -355,7 +396,7 @@ def _fp16_scenarios(params, seed):
     return table
 
 
-def _hand_worked_interleaved(partial_sums):
+def _hand_worked_interleaved(partial_sums, reduction_partials=1):
     """The interleaved accumulator by hand: the order of the additions, a handoff's landing, a sum right after.
 
     Memory ``[4096, 1]`` (FP16 0x6C00, 0x3C00). Operand stages 2-5: ``4096 * 4096 = 2**24`` (clear), then
@@ -368,7 +409,9 @@ def _hand_worked_interleaved(partial_sums):
     where adding in turn gives ``2**24`` = 0x4B800000 (``acc`` after cycles ``4 + L`` to ``7 + L``). ``red``:
     ``red_add`` of 100 in cycle ``6 + L``; in ``7 + L`` the handoff lands and wins over ``red_add`` of 7; in
     ``8 + L`` ``2**24 + 2 + 100 = 16777318`` (exact: 0x4B800033), while ``acc`` takes the next sum's -18
-    (0xC1900000).
+    (0xC1900000). With the interleaved reduction (``reduction_partials`` above 1) the ``red_add`` results are
+    written ``pe_reduction_latency`` cycles later, past the row's end: ``red`` holds the handoff's
+    ``2**24 + 2`` from ``7 + L`` (the reduction has its own hand-worked row).
     """
     latency = pe_accumulate_latency(partial_sums)
     controls = [_control(rd_addr=0), _control(rd_addr=1),
@@ -384,10 +427,103 @@ def _hand_worked_interleaved(partial_sums):
     controls[8 + latency].update(red_add=1, red_in=0x42C80000)
     acc = [0] * (4 + latency) + [0x4B800000] * 3 + [0x4B800001, 0xC1900000, 0xC1900000]
     red = [0] * (6 + latency) + [0x42C80000, 0x4B800001, 0x4B800033, 0x4B800033]
+    if reduction_partials != 1:
+        red = [0] * (7 + latency) + [0x4B800001] * 3
     return Scenario(f"fp16, {partial_sums} partial sums: hand-worked order and handoff",
                     {"memory": [0x6C00, 0x3C00], "controls": controls},
                     {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
                     valid={"en": (1, 1, 0)})
+
+
+def _hand_worked_reduction(partial_sums, reduction_partials):
+    """The interleaved reduction by hand: its order, the handoff's priority, a stale result, a new reduction.
+
+    ``A = pe_accumulate_latency(partial_sums)``, ``L = pe_reduction_latency(reduction_partials)``. Memory
+    ``[4096]`` (FP16 0x6C00). Operand stage 2: ``4096 * 4096 = 2**24`` with ``mac_clear`` and ``handoff``; it
+    lands in cycle ``4 + A``: ``acc`` = ``red`` = ``2**24`` (0x4B800000), and that cycle's ``red_add`` of 100 is
+    ignored (the handoff wins; the handoff is row 0 of the reduction). ``red_add`` of ``1.0`` in cycles
+    ``5 + A``, ``6 + A``, ``7 + A``: rows 1, 2, 3. Their results land ``L`` cycles later: row 1 ``2**24 + 1``,
+    a tie, rounded to the even ``2**24``; row 2 ``2**24`` again (P 2: partial 0 is ``round(2**24 + 1)``; P 4, 8:
+    ``(2**24 + 1) + 1``, a tie again); row 3 ``2**24 + 2`` = 0x4B800001 (P 2: ``2**24 + (1 + 1)``; P 4, 8:
+    ``(2**24 + 1) + (1 + 1)``), where adding in turn gives ``2**24``. Operand stage ``4 + L``: ``6 * -3 = -18``
+    (clear, handoff), landing in ``6 + A + L``, the cycle row 2's result lands: the handoff wins, ``red`` = -18
+    (0xC1900000, also ``acc``). In ``7 + A + L`` row 3's result lands over it (``2**24 + 2``), and ``red_add`` of
+    100 is row 1 of the new reduction (the handoff restarted the numbering): ``-18 + 100 = 82`` (0x42A40000) in
+    ``7 + A + 2 L``.
+    """
+    accumulate, reduce = pe_accumulate_latency(partial_sums), pe_reduction_latency(reduction_partials)
+    cycles = 9 + accumulate + 2 * reduce
+    controls = [_control() for _ in range(cycles)]
+    controls[2].update(mac_op=int(MacOp.ROW_MEM), mac_clear=1, handoff=1, row_bus=0x6C00)
+    controls[4 + accumulate].update(red_add=1, red_in=0x42C80000)
+    for cycle in (5, 6, 7):
+        controls[cycle + accumulate].update(red_add=1, red_in=0x3F800000)
+    controls[4 + reduce].update(mac_op=int(MacOp.ROW_COL), mac_clear=1, handoff=1, row_bus=0x4600, col_bus=0xC200)
+    controls[7 + accumulate + reduce].update(red_add=1, red_in=0x42C80000)
+    second = 6 + accumulate + reduce
+    acc = [0] * (4 + accumulate) + [0x4B800000] * (second - 4 - accumulate) + [0xC1900000] * (cycles - second)
+    red = ([0] * (4 + accumulate) + [0x4B800000] * (second - 4 - accumulate) + [0xC1900000]
+           + [0x4B800001] * reduce + [0x42A40000] * (cycles - second - 1 - reduce))
+    return Scenario(f"fp16, {reduction_partials} reduction partials: hand-worked order, priority and restart",
+                    {"memory": [0x6C00], "controls": controls},
+                    {"acc": [_signed(v, 32) for v in acc], "red": [_signed(v, 32) for v in red]},
+                    valid={"en": (1, 1, 0)})
+
+
+def _exact_reductions(params, rng, reductions=24):
+    """Back-to-back reductions of small integers, the expected values from exact float64 sums.
+
+    Each reduction: a MAC ``a * b`` (FP16 integers, 1..16 in magnitude; ``mac_clear``, ``handoff``) whose value
+    ``v0`` lands ``2 + A`` cycles after its operand stage; then ``red_add`` of 1 to 8 FP32 integers (``|v| <=
+    1000``) in consecutive cycles or with gaps; the next MAC in some cycle after. Every sum is exact in FP32, so
+    in any order of the additions the result of the ``k``-th ``red_add`` is the float64 sum ``v0 + ... + vk``; it
+    is written into ``red`` ``L`` cycles after its ``red_add`` (``L = pe_reduction_latency``), a landing handoff
+    in its own cycle, winning over a result landing then. Independent of the order, so of the cycle model: it
+    checks what the core relies on, the latencies and the values.
+    """
+    accumulate = pe_accumulate_latency(params.get("partial_sums", 1))
+    reduce = pe_reduction_latency(params.get("reduction_partials", 1))
+    fp16 = {value: int(np.float16(value).view(np.uint16)) for value in range(-16, 17)}
+    controls = [_control(), _control()]
+    events = []  # (cycle, value, is_handoff): red written at the end of that cycle
+    acc_events = []  # (cycle, value)
+    for _ in range(reductions):
+        a, b = (rng.choice([v for v in range(-16, 17) if v]) for _ in range(2))
+        start = len(controls)
+        controls.append(_control(mac_op=MacOp.ROW_COL, mac_clear=1, handoff=1, row_bus=fp16[a], col_bus=fp16[b]))
+        landing = start + 2 + accumulate
+        events.append((landing, float(a * b), True))
+        acc_events.append((landing, float(a * b)))
+        while len(controls) <= landing:
+            controls.append(_control())
+        total = float(a * b)
+        for _ in range(rng.randint(1, 8)):
+            if rng.random() < 0.3:
+                controls.append(_control())  # a gap between two rows
+            value = rng.randint(-1000, 1000)
+            total += value
+            events.append((len(controls) + reduce, total, False))
+            controls.append(_control(red_add=1, red_in=int(np.float32(value).view(np.uint32))))
+        controls += [_control() for _ in range(rng.randint(0, 3))]  # idle cycles before the next MAC
+    controls += [_control() for _ in range(reduce + accumulate + 4)]
+    red, acc = [0.0] * len(controls), [0.0] * len(controls)
+    handoffs = {cycle for cycle, _, is_handoff in events if is_handoff}
+    for cycle, value, is_handoff in events:
+        if is_handoff or cycle not in handoffs:
+            red[cycle] = ("set", value)
+    for cycle, value in acc_events:
+        acc[cycle] = ("set", value)
+
+    def trace(writes):
+        value, out = 0.0, []
+        for write in writes:
+            if isinstance(write, tuple):
+                value = write[1]
+            out.append(_signed(int(np.float32(value).view(np.uint32)), 32))
+        return out
+    return Scenario("fp16: back-to-back reductions of small integers (exact float64 sums)",
+                    {"memory": [0], "controls": controls}, {"acc": trace(acc), "red": trace(red)},
+                    valid={"en": random_pattern(rng, 0.75)})
 
 
 def golden(params, scenario):
