@@ -141,15 +141,21 @@ PE_DOT_PRODUCT_DEPTH = 10
 
 
 #: The PE counts proof's parameters: int8 operands, 32-bit accumulator (the defaults) at 2 lanes x 2 rows; its
-#: properties do not compare sums of products, so the operands can be full width.
+#: properties do not compare sums of products, so the operands can be full width. Its ghost counters are narrow:
+#: dot products modulo 16 (at most 15 read rows are in flight, so the tag names one of them) and pairs modulo 4.
 PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
+PE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 4, "pair_bits": 2}
+
+#: Its induction length: the lemmas make the properties 1-inductive.
+PE_DOT_PRODUCT_COUNT_DEPTH = 1
 
 
 def _pe_dot_product_proof(depth):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
 
-        wrapper = PEDotProductProperties(**{**PE_DOT_PRODUCT_PARAMS, **overrides})
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "sums", "order"), **PE_DOT_PRODUCT_PARAMS,
+                                            **overrides})
         return wrapper, wrapper.ports
     shape = f"{PE_DOT_PRODUCT_PARAMS['lanes']} lanes x {PE_DOT_PRODUCT_PARAMS['depth']} rows"
     return Proof(
@@ -164,14 +170,16 @@ def _pe_dot_product_count_proof(depth):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
 
-        wrapper = PEDotProductProperties(**{"properties": ("counts", "order"), **PE_DOT_PRODUCT_COUNT_PARAMS,
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "order", "lemmas"),
+                                            **PE_DOT_PRODUCT_COUNT_PARAMS, **PE_DOT_PRODUCT_COUNT_GHOSTS,
                                             **overrides})
         return wrapper, wrapper.ports
     return Proof(
         "td_pe.dot_product_counts", "td_pe",
-        f"td_pe 2 lanes x 2 rows, int8, bounded to {depth} cycles from reset, any dot product: its effectual "
-        f"pairs are as many as the products multiplied for it; no result before its read row and its products",
-        make, mode="bmc", depth=depth, fast=False)
+        f"td_pe 2 lanes x 2 rows, int8, k-induction (depth {depth}) with lemmas tying ghost counters to the staging "
+        f"buffer, queue and pipeline, any dot product: its effectual pairs are as many as the products multiplied "
+        f"for it (modulo 4); no result before its read row and its products", make, mode="prove", depth=depth,
+        fast=False)
 
 
 #: Blocks without a stream-rules proof, and why.
@@ -215,7 +223,7 @@ def _stream_rules_proofs():
 
 def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
-              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_DEPTH),
+              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
