@@ -147,7 +147,7 @@ PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
 PE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 4, "pair_bits": 2}
 
 #: Its induction length: the lemmas make the properties 1-inductive.
-PE_DOT_PRODUCT_COUNT_DEPTH = 1
+PE_DOT_PRODUCT_COUNT_DEPTH = 4
 
 
 def _pe_dot_product_proof(depth):
