@@ -146,7 +146,8 @@ PE_DOT_PRODUCT_DEPTH = 10
 PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
 PE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 4, "pair_bits": 2}
 
-#: Its induction length: the lemmas make the properties 1-inductive.
+#: Its induction length. The lemmas make the properties 1-inductive; at 4 the base case reaches the first
+#: scheduled pairs, so that a broken scheduler fails with a trace from reset (and the proof is faster than at 1).
 PE_DOT_PRODUCT_COUNT_DEPTH = 4
 
 
@@ -166,19 +167,19 @@ def _pe_dot_product_proof(depth):
         depth=depth, fast=False)
 
 
-def _pe_dot_product_count_proof(depth):
+def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts"):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
 
         wrapper = PEDotProductProperties(**{"properties": ("counts", "order", "lemmas"),
-                                            **PE_DOT_PRODUCT_COUNT_PARAMS, **PE_DOT_PRODUCT_COUNT_GHOSTS,
-                                            **overrides})
+                                            **PE_DOT_PRODUCT_COUNT_PARAMS, "lanes": lanes,
+                                            **PE_DOT_PRODUCT_COUNT_GHOSTS, **overrides})
         return wrapper, wrapper.ports
     return Proof(
-        "td_pe.dot_product_counts", "td_pe",
-        f"td_pe 2 lanes x 2 rows, int8, k-induction (depth {depth}) with lemmas tying ghost counters to the staging "
-        f"buffer, queue and pipeline, any dot product: its effectual pairs are as many as the products multiplied "
-        f"for it (modulo 4); no result before its read row and its products", make, mode="prove", depth=depth,
+        name, "td_pe",
+        f"td_pe {lanes} lanes x 2 rows, int8, k-induction (depth {depth}) with lemmas tying ghost counters to the "
+        f"staging buffer, queue and pipeline, any dot product: its effectual pairs are as many as the products "
+        f"multiplied for it (modulo 4); no result before its read row and its products", make, mode="prove", depth=depth,
         fast=False)
 
 
@@ -224,6 +225,7 @@ def _stream_rules_proofs():
 def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
               _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
+              _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
@@ -232,7 +234,8 @@ def _proofs():
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
 #: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
-#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles).
+#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles) and their counts (k-induction, 2 and 4 lanes
+#: x 2 rows).
 PROOFS = _proofs()
 
 
