@@ -179,8 +179,8 @@ def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts")
         name, "td_pe",
         f"td_pe {lanes} lanes x 2 rows, int8, k-induction (depth {depth}) with lemmas tying ghost counters to the "
         f"staging buffer, queue and pipeline, any dot product: its effectual pairs are as many as the products "
-        f"multiplied for it (modulo 4); no result before its read row and its products", make, mode="prove", depth=depth,
-        fast=False)
+        f"multiplied for it (modulo 4); no result before its read row and its products", make, mode="prove",
+        depth=depth, fast=False)
 
 
 #: Blocks without a stream-rules proof, and why.
