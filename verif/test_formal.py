@@ -379,3 +379,11 @@ def test_pe_dot_product_counts_fail_by_induction_on_a_broken_scheduler(fault, tm
     monkeypatch.setattr(td_core, "schedule_logic", broken_scheduler(fault))
     result = formal.run_proof(formal.PROOFS[PE_COUNTS_PROOF], root=tmp_path)
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", PE_COUNTS_LEMMA)
+
+
+def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_in_flight():
+    from trainforge.errors import ParameterError
+    from trainforge.hw.tensordash.pe_formal import PEDotProductProperties
+
+    with pytest.raises(ParameterError, match=r"'count_bits' = 3 .* 15 read rows .* allowed: 4 or more"):
+        PEDotProductProperties(lanes=2, depth=2, count_bits=3)

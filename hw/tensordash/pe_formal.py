@@ -94,9 +94,8 @@ class PEDotProductProperties(Elaboratable):
     properties : sequence of str
         The groups of :data:`PROPERTIES` to assert (all by default).
     count_bits : int
-        Width of the ghost dot-product counters and of ``tag``; with ``lemmas``, at least 4 (up to 15 read
-        rows are in flight in a 2-deep PE: the queue and window, two pipeline stages, the MAC and the
-        output stage).
+        Width of the ghost dot-product counters and of ``tag``; with ``lemmas``, wide enough to number the
+        read rows in flight and one more (:meth:`reads_in_flight`: 4 bits at 2 rows deep, 5 at 4).
     pair_bits : int, optional
         Width of the ghost pair counters (``count_bits`` by default).
     **params
@@ -119,11 +118,22 @@ class PEDotProductProperties(Elaboratable):
                                  f"mac={self.pe.params['mac']!r}, mode={self.pe.params['mode']!r}")
         self.count_bits = count_bits
         self.pair_bits = count_bits if pair_bits is None else pair_bits
+        in_flight = self.reads_in_flight()
+        if "lemmas" in self.properties and count_bits < in_flight.bit_length():
+            raise ParameterError(f"parameter 'count_bits' = {count_bits} is too narrow for the lemmas: up to "
+                                 f"{in_flight} read rows are in flight; allowed: {in_flight.bit_length()} or more")
         self.i_valid = Signal()
         self.i_payload = Signal(len(Value.cast(self.pe.i_group.payload)))
         self.o_ready = Signal()
         self.tag = Signal(count_bits)
         self.ports = [self.i_valid, self.i_payload, self.o_ready, self.tag]
+
+    def reads_in_flight(self):
+        """The most read rows inside the PE at once: the queue and window, the schedule and operand stages, the MAC
+        stages before the accumulator, its row register and the output stage (15 at 2 rows deep)."""
+        pe = self.pe
+        mac_stages = pe.mac_unit.multiply_stages + pe.mac_unit.tree_stages - 1
+        return (spec.GROUP_REGISTERS + 1) * pe.depth + 2 + mac_stages + 1 + 2
 
     def elaborate(self, platform):
         m = Module()
