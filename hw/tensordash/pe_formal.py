@@ -259,8 +259,8 @@ class PEDotProductProperties(Elaboratable):
         further if the operand stage holds a read row, the head of the window one further if the schedule
         stage does, and each window or queue row one further per read row before it. The tagged dot
         product's effectual pairs entered are those multiplied plus those inside (the operand and schedule
-        stages' selected lanes, the window's pending pairs, the queue's effectual pairs), all modulo
-        ``2**count_bits``; its read row has entered if the tag is among the dot products between the operand
+        stages' selected lanes, the window's pending pairs, the queue's effectual pairs), modulo
+        ``2**pair_bits`` (dot products modulo ``2**count_bits``); its read row has entered if the tag is among the dot products between the operand
         stage and the input, and its products were multiplied if it is among those between the output and
         the operand stage.
         """
@@ -340,8 +340,8 @@ class PEDotProductProperties(Elaboratable):
             reads_inside = (reads_inside + (present & read))[:bits]
         lemma(reads_in == (head_id + reads_inside)[:bits], "the read rows entered are not those inside and past "
                                                            "the operand stage")
-        lemma(entered == (multiplied + pairs)[:pair_bits], "the tagged dot product's pairs entered are not those "
-                                                      "multiplied and those inside")
+        lemma(entered == (multiplied + pairs)[:pair_bits], "the tagged dot product's pairs entered are not "
+                                                           "those multiplied and those inside")
         lemma(((tag - reads_multiplied)[:bits] >= (reads_in - reads_multiplied)[:bits]) | entered_all,
               "the tagged read row is inside, but not marked entered")
 
