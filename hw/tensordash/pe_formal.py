@@ -1,8 +1,9 @@
 """Formal wrapper of the TensorDash PE: every effectual pair multiplied once, in its own dot product."""
-from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth import Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover, Fragment
 
 from ...errors import ParameterError
+from ...spec import tensordash as spec
 from .pe import TDPE
 
 __all__ = ["PROPERTIES", "PEDotProductProperties"]
@@ -10,13 +11,42 @@ __all__ = ["PROPERTIES", "PEDotProductProperties"]
 #: The groups of properties, each asserted unless left out (a test breaks one at a time): ``counts`` (the
 #: effectual pairs entering a dot product are as many as the products multiplied for it, counted from the
 #: scheduler's selections when they reach the multipliers), ``sums`` (each result is the accumulation of the
-#: products of its own rows, from free operand values) and ``order`` (no result without its read row, none
-#: before its products were multiplied).
-PROPERTIES = ("counts", "sums", "order")
+#: products of its own rows, from free operand values), ``order`` (no result without its read row, none
+#: before its products were multiplied) and ``lemmas`` (the ghost counters against the PE's staging buffer,
+#: queue and pipeline: what makes the k-induction of ``counts`` and ``order`` go through).
+PROPERTIES = ("counts", "sums", "order", "lemmas")
 
 #: Registers of :class:`~trainforge.hw.tensordash.core.TDSparseCore` that the wrapper reads, found by name in the
 #: elaborated PE: the operand stage's lane selections, valid and read flags, and the pipeline's clock enable.
 INTERNAL_SIGNALS = ("operands_active_r0_0", "operands_valid_0", "operands_read_0", "enable")
+
+
+def _buffer_signals(depth, queue_rows):
+    """The names of the staging buffer's and the pipeline's signals that the lemmas read (one row of PEs)."""
+    return (
+        "window_count", "waiting", "head_slot", "visible", "last_shift_is",
+        *(f"{name}{d}" for name in ("pending_r0_d", "read_d", "clear_d") for d in range(depth)),
+        *(f"queue_now{k}" for k in range(queue_rows)),
+        *(f"tail_at_or_before_now{k}" for k in range(queue_rows)),
+        "scheduled_valid_0", "scheduled_read_0", "select_active_r0",
+        "mac_valid_0", "mac_valid_1", "mac_read_0", "mac_read_1", "accumulate_row_valid", "accumulate_row_read",
+    )
+
+
+#: Registers of the PE's output :class:`~trainforge.hw.stream_stage.StreamStage` (submodule ``result_stage``)
+#: that the lemmas read.
+RESULT_STAGE_SIGNALS = ("output_valid", "skid_valid")
+
+
+def _signals_named(fragment, names):
+    """The signals of ``names`` assigned in ``fragment`` itself (not its subfragments), by name; the first of each."""
+    found = {}
+    for statements in fragment.statements.values():
+        for statement in statements:
+            for signal in statement._lhs_signals():
+                if signal.name in names:
+                    found.setdefault(signal.name, signal)
+    return found
 
 
 def _count_bits(bits, width):
@@ -50,6 +80,12 @@ class PEDotProductProperties(Elaboratable):
     Assumed: no reset after the start; ``i_group`` keeps the stream rules (valid and payload hold until
     ready); ``o_sum.ready`` is free.
 
+    Asserted (``lemmas``, for k-induction, which starts from any state): the ghost counters against the
+    PE's registers (see :meth:`_lemmas`). The ghost counters count modulo a power of two: dot products
+    modulo ``2**count_bits`` (the lemmas bound those in flight below it, so the tag names one of them),
+    pairs modulo ``2**pair_bits`` (so ``counts`` says "equal modulo ``2**pair_bits``": a pair dropped or
+    multiplied twice still shows).
+
     Parameters
     ----------
     pe : TDPE, optional
@@ -57,6 +93,11 @@ class PEDotProductProperties(Elaboratable):
         ``TDPE(**params)``.
     properties : sequence of str
         The groups of :data:`PROPERTIES` to assert (all by default).
+    count_bits : int
+        Width of the ghost dot-product counters and of ``tag``; with ``lemmas``, wide enough to number the
+        read rows in flight and one more (:meth:`reads_in_flight`: 4 bits at 2 rows deep, 5 at 4).
+    pair_bits : int, optional
+        Width of the ghost pair counters (``count_bits`` by default).
     **params
         ``td_pe`` parameters (integer MAC, ``mode="both"``).
 
@@ -66,7 +107,7 @@ class PEDotProductProperties(Elaboratable):
         The free inputs of the wrapper.
     """
 
-    def __init__(self, pe=None, properties=PROPERTIES, count_bits=6, **params):
+    def __init__(self, pe=None, properties=PROPERTIES, count_bits=6, pair_bits=None, **params):
         unknown = set(properties) - set(PROPERTIES)
         if unknown:
             raise ParameterError(f"unknown PE properties {sorted(unknown)}; known: {', '.join(PROPERTIES)}")
@@ -76,16 +117,28 @@ class PEDotProductProperties(Elaboratable):
             raise ParameterError(f"the PE proof takes mac='integer' and mode='both', not "
                                  f"mac={self.pe.params['mac']!r}, mode={self.pe.params['mode']!r}")
         self.count_bits = count_bits
+        self.pair_bits = count_bits if pair_bits is None else pair_bits
+        in_flight = self.reads_in_flight()
+        if "lemmas" in self.properties and count_bits < in_flight.bit_length():
+            raise ParameterError(f"parameter 'count_bits' = {count_bits} is too narrow for the lemmas: up to "
+                                 f"{in_flight} read rows are in flight; allowed: {in_flight.bit_length()} or more")
         self.i_valid = Signal()
         self.i_payload = Signal(len(Value.cast(self.pe.i_group.payload)))
         self.o_ready = Signal()
         self.tag = Signal(count_bits)
         self.ports = [self.i_valid, self.i_payload, self.o_ready, self.tag]
 
+    def reads_in_flight(self):
+        """The most read rows inside the PE at once: the queue and window, the schedule and operand stages, the MAC
+        stages before the accumulator, its row register and the output stage (15 at 2 rows deep)."""
+        pe = self.pe
+        mac_stages = pe.mac_unit.multiply_stages + pe.mac_unit.tree_stages - 1
+        return (spec.GROUP_REGISTERS + 1) * pe.depth + 2 + mac_stages + 1 + 2
+
     def elaborate(self, platform):
         m = Module()
         pe = self.pe
-        lanes, depth, bits = pe.lanes, pe.depth, self.count_bits
+        lanes, depth, bits, pair_bits = pe.lanes, pe.depth, self.count_bits, self.pair_bits
         result_shape = pe.result_shape
 
         def check(group, condition, message):
@@ -94,13 +147,8 @@ class PEDotProductProperties(Elaboratable):
                 m.d.comb += Assert(condition, message, src_loc_at=1)
 
         fragment = Fragment.get(pe, platform)
-        internal = {}
-        for statements in fragment.statements.values():
-            for statement in statements:
-                for signal in statement._lhs_signals():
-                    # Several signals are named "enable" (the multipliers' copies of the PE's): all equal it.
-                    if signal.name in INTERNAL_SIGNALS:
-                        internal.setdefault(signal.name, signal)
+        # Several signals are named "enable" (the multipliers' copies of the PE's): all equal it.
+        internal = _signals_named(fragment, INTERNAL_SIGNALS)
         missing = set(INTERNAL_SIGNALS) - set(internal)
         if missing:
             raise ParameterError(f"the PE under proof has no signals {sorted(missing)}")
@@ -128,7 +176,7 @@ class PEDotProductProperties(Elaboratable):
         # Input side: the dot product of each row (reads before it), its effectual pairs and the dense PE's
         # accumulator, row by row through a taken group.
         reads_in = Signal(bits)           # read rows entered: the index of the dot product the next row is in
-        entered = Signal(bits)            # effectual pairs of the tagged dot product entered so far
+        entered = Signal(pair_bits)            # effectual pairs of the tagged dot product entered so far
         entered_all = Signal()            # its read row has entered
         model = Signal(result_shape)      # the dense PE's accumulator after the rows entered
         expected = Signal(result_shape)   # the tagged dot product's result
@@ -141,8 +189,8 @@ class PEDotProductProperties(Elaboratable):
             ours = index == self.tag
             accumulator_after = Signal(result_shape, name=f"model_after_row{row}")
             m.d.comb += accumulator_after.eq(Mux(view.clear, 0, accumulator) + products)
-            count_after = Signal(bits, name=f"entered_after_row{row}")
-            m.d.comb += count_after.eq(count + (ours * _count_bits(effectual, bits)))
+            count_after = Signal(pair_bits, name=f"entered_after_row{row}")
+            m.d.comb += count_after.eq(count + (ours * _count_bits(effectual, pair_bits)))
             closed_after = Signal(name=f"entered_all_after_row{row}")
             result_after = Signal(result_shape, name=f"expected_after_row{row}")
             m.d.comb += [closed_after.eq(closed | (ours & view.read)),
@@ -161,11 +209,11 @@ class PEDotProductProperties(Elaboratable):
         active = internal["operands_active_r0_0"]
         moving = enable & internal["operands_valid_0"]
         reads_multiplied = Signal(bits)   # read rows past the multipliers: the dot product being multiplied
-        multiplied = Signal(bits)         # products of the tagged dot product multiplied so far
+        multiplied = Signal(pair_bits)         # products of the tagged dot product multiplied so far
         multiplied_all = Signal()
         ours = reads_multiplied == self.tag
-        multiplied_now = Signal(bits)
-        m.d.comb += multiplied_now.eq(multiplied + Value.cast(ours & moving) * _count_bits(active, bits))
+        multiplied_now = Signal(pair_bits)
+        m.d.comb += multiplied_now.eq(multiplied + Value.cast(ours & moving) * _count_bits(active, pair_bits))
         closing = moving & ours & internal["operands_read_0"]
         with m.If(enable):
             m.d.sync += multiplied.eq(multiplied_now)
@@ -181,15 +229,128 @@ class PEDotProductProperties(Elaboratable):
         with m.If(~internal["operands_valid_0"]):
             check("counts", active == 0, "a lane is selected in a cycle that multiplies nothing")
 
-        # Output side: the tagged result.
+        # Output side: the tagged result. The ghost counters count modulo 2**count_bits (k-induction starts them
+        # anywhere); the lemmas bound the dot products in flight below that, so "reads entered minus results left"
+        # is the number in flight.
         results_out = Signal(bits)
         leave = pe.o_sum.valid & self.o_ready
+        reads_not_out = Signal(bits)
+        m.d.comb += reads_not_out.eq(reads_in - results_out)
         with m.If(leave):
             m.d.sync += results_out.eq(results_out + 1)
-            check("order", results_out < reads_in, "a result left without its read row")
+            check("order", reads_not_out != 0, "a result left without its read row")
             with m.If(results_out == self.tag):
                 check("order", multiplied_all, "a result left before its products were multiplied")
                 check("sums", pe.o_sum.payload == expected, "a result is not the accumulation of its dot "
                                                             "product's pairs")
         m.d.comb += Cover(leave & (results_out == self.tag) & (self.tag == 1) & (entered > 1))
+        if "lemmas" in self.properties:
+            self._lemmas(m, fragment, internal, reads_in=reads_in, entered=entered, entered_all=entered_all,
+                         reads_multiplied=reads_multiplied, multiplied=multiplied, multiplied_all=multiplied_all,
+                         results_out=results_out)
         return m
+
+    def _lemmas(self, m, fragment, internal, *, reads_in, entered, entered_all, reads_multiplied, multiplied,
+                multiplied_all, results_out):
+        """Assert what ties the ghost counters to the PE's state: the induction proves these too.
+
+        Each row inside the PE belongs to the dot product numbered by the read rows ahead of it, counted
+        back from ``reads_multiplied`` (the dot product at the operand stage): the schedule stage is one
+        further if the operand stage holds a read row, the head of the window one further if the schedule
+        stage does, and each window or queue row one further per read row before it. The tagged dot
+        product's effectual pairs entered are those multiplied plus those inside (the operand and schedule
+        stages' selected lanes, the window's pending pairs, the queue's effectual pairs), modulo
+        ``2**pair_bits`` (dot products modulo ``2**count_bits``); its read row has entered if the tag is among the dot products between the operand
+        stage and the input, and its products were multiplied if it is among those between the output and
+        the operand stage.
+        """
+        pe = self.pe
+        depth, bits, pair_bits, tag = pe.depth, self.count_bits, self.pair_bits, self.tag
+        if pe.rows != 1:
+            raise ParameterError(f"the PE lemmas take one row of PEs, not rows={pe.rows}")
+        ring = spec.GROUP_REGISTERS * depth
+        queue_rows = ring + depth
+        mac_stages = pe.mac_unit.multiply_stages + pe.mac_unit.tree_stages - 1
+        names = (*_buffer_signals(depth, queue_rows), *(f"mac_{flag}_{stage}" for flag in ("valid", "read")
+                                                        for stage in range(mac_stages)))
+        state = _signals_named(fragment, names)
+        stages = [sub for sub, name, _ in fragment.subfragments if name == "result_stage"]
+        if stages:
+            state.update(_signals_named(stages[0], RESULT_STAGE_SIGNALS))
+        missing = set(names) - set(state) | set(RESULT_STAGE_SIGNALS) - set(state)
+        if missing:
+            raise ParameterError(f"the PE under proof has no signals {sorted(missing)} (the lemmas read them)")
+
+        def lemma(condition, message):
+            m.d.comb += Assert(condition, f"lemma: {message}", src_loc_at=1)
+
+        def named(value, name):
+            signal = Signal(bits, name=name)
+            m.d.comb += signal.eq(value)
+            return signal
+
+        # The buffer's counts, the residue of the row after the last (a taken group's row 0 lands there), the
+        # lazy queue's last shift (one-hot) and its tail (a thermometer code of where the rows end).
+        window_count, waiting = state["window_count"], state["waiting"]
+        lemma(window_count <= depth, "more rows in the window than it holds")
+        lemma(waiting <= ring, "more rows waiting than the group registers hold")
+        lemma((state["head_slot"] + window_count + waiting) % depth == 0,
+              "the rows inside do not end at a group boundary")
+        last_shift = state["last_shift_is"]
+        lemma(sum(last_shift[step] for step in range(depth + 1)) == 1, "the queue's last shift is not one-hot")
+        for k in range(queue_rows):
+            lemma(state[f"tail_at_or_before_now{k}"] == (window_count + waiting <= k),
+                  f"the queue's tail code at {k} is not 'the rows inside end at or before {k}'")
+
+        # Visible rows: present, after no read row, at or before no clear row (the head excepted).
+        read_before, clear_seen = Const(0), Const(0)
+        for d in range(depth):
+            if d:
+                clear_seen = clear_seen | state[f"clear_d{d}"]
+            lemma(state["visible"][d] == ((window_count > d) & ~read_before & ~clear_seen),
+                  f"window row {d}'s visibility is not its rows' flags")
+            read_before = read_before | state[f"read_d{d}"]
+
+        # Stages that hold no row select no lane; the output stage's skid register is full only behind a full
+        # output register.
+        scheduled_valid, scheduled_read = state["scheduled_valid_0"], state["scheduled_read_0"]
+        lemma(scheduled_valid | (state["select_active_r0"] == 0), "a lane is selected in an empty schedule stage")
+        lemma(~state["skid_valid"] | state["output_valid"], "the output stage's skid register is full behind an "
+                                                             "empty output")
+
+        # The dot product of each row inside, from the operand stage's back to the input.
+        operands_valid = internal["operands_valid_0"]
+        operands_read = operands_valid & internal["operands_read_0"]
+        operands_pairs = Mux(operands_valid, _count_bits(internal["operands_active_r0_0"], pair_bits), 0)
+        scheduled_id = named(reads_multiplied + operands_read, "lemma_scheduled_dot_product")
+        scheduled_pairs = Mux(scheduled_valid, _count_bits(state["select_active_r0"], pair_bits), 0)
+        head_id = named(scheduled_id + (scheduled_valid & scheduled_read), "lemma_head_dot_product")
+        pairs = Mux(reads_multiplied == tag, operands_pairs, 0) + Mux(scheduled_id == tag, scheduled_pairs, 0)
+        reads_inside = Const(0, bits)
+        for k in range(queue_rows):
+            queued = pe.flag_layout(state[f"queue_now{k}"])
+            effectual, read = queued.effectual[0], queued.read
+            if k < depth:
+                in_window = window_count > k
+                effectual = Mux(in_window, state[f"pending_r0_d{k}"], effectual)
+                read = Mux(in_window, state[f"read_d{k}"], read)
+            present = window_count + waiting > k
+            row_id = named(head_id + reads_inside, f"lemma_row{k}_dot_product")
+            pairs = pairs + Mux(present & (row_id == tag), _count_bits(effectual, pair_bits), 0)
+            reads_inside = (reads_inside + (present & read))[:bits]
+        lemma(reads_in == (head_id + reads_inside)[:bits], "the read rows entered are not those inside and past "
+                                                           "the operand stage")
+        lemma(entered == (multiplied + pairs)[:pair_bits], "the tagged dot product's pairs entered are not "
+                                                           "those multiplied and those inside")
+        lemma(((tag - reads_multiplied)[:bits] >= (reads_in - reads_multiplied)[:bits]) | entered_all,
+              "the tagged read row is inside, but not marked entered")
+
+        # Read rows past the operand stage: in the multiplier and reduction stages, the accumulator's row
+        # register and the output stage, or gone.
+        flags_after = [state[f"mac_valid_{stage}"] & state[f"mac_read_{stage}"] for stage in range(mac_stages)]
+        reads_after = sum(flags_after) + (state["accumulate_row_valid"] & state["accumulate_row_read"]) \
+            + state["output_valid"] + state["skid_valid"]
+        lemma(reads_multiplied == (results_out + reads_after)[:bits], "the read rows past the operand stage are not "
+                                                                      "those in the MAC and the results left")
+        lemma(((tag - results_out)[:bits] >= (reads_multiplied - results_out)[:bits]) | multiplied_all,
+              "the tagged result is in the MAC, but its products are not marked multiplied")
