@@ -450,3 +450,16 @@ def test_mutation_subset_declarations_are_checked():
         names |= {target.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Assign)
                   for target in node.targets if isinstance(target, ast.Name)}
         assert set(block.mutation_subset.tests) <= names, (block.name, block.mutation_subset.tests)
+
+
+def test_a_leaf_submodule_is_cut_out_alone(tmp_path):
+    """The mutated submodule, when it instantiates nothing, is cut out of the file (renamed) for the proofs; the top,
+    which instantiates it, and a module not in the file are not."""
+    _needs_yosys()
+    (tmp_path / "design.v").write_text(_NESTED.format(name="top", expression="a & b"))
+    assert mutate.write_mutant("design.v", "top", None, tmp_path / "original.v", tmp_path) is None
+    leaf = mutate._leaf_module("original.v", "top_sub", tmp_path)
+    text = (tmp_path / leaf).read_text()
+    assert text.startswith(f"module {mutate.LEAF_NAME}(") and text.count("endmodule") == 1 and "top_sub" not in text
+    assert mutate._leaf_module("original.v", "top", tmp_path) is None
+    assert mutate._leaf_module("original.v", "no_such_module", tmp_path) is None
