@@ -5,6 +5,7 @@ that kills chosen mutants, so these tests run Yosys only (a fraction of a
 second per mutant). One real run on the smallest block, with Icarus, is
 behind the ``regress`` marker.
 """
+import dataclasses
 import json
 
 import pytest
@@ -397,10 +398,10 @@ def test_the_subset_kills_first_and_its_survivors_run_the_whole_testbench(tmp_pa
     from trainforge.hw import registry
 
     monkeypatch.chdir(tmp_path)
-    block = registry.get_block("stream_stage")
+    real_get_block = registry.get_block
     declared = registry.MutationSubset(tests=("scenario_table", "random_regression"), transactions=50)
-    monkeypatch.setattr(registry, "get_block", lambda name: __import__("dataclasses").replace(
-        block, mutation_subset=declared) if name == "stream_stage" else block)
+    monkeypatch.setattr(registry, "get_block", lambda name: dataclasses.replace(
+        real_get_block(name), mutation_subset=declared) if name == "stream_stage" else real_get_block(name))
     calls = []
     monkeypatch.setattr(mutate, "simulate", _subset_stub(calls, subset_kills={1, 3}, testbench_kills={2}))
     monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
