@@ -21,7 +21,39 @@ from dataclasses import dataclass, field
 
 from ..errors import ParameterError
 
-__all__ = ["Block", "BLOCKS", "get_block", "params_key"]
+__all__ = ["Block", "MutationSubset", "BLOCKS", "get_block", "params_key"]
+
+
+@dataclass(frozen=True)
+class MutationSubset:
+    """The part of a block's cocotb testbench that ``trainforge mutate --subset`` runs on each mutant first.
+
+    For blocks whose whole testbench is too long to run once per mutant. A mutant the subset kills is
+    killed; a mutant that passes the subset is run again with the whole testbench before it is called a
+    survivor, so the subset changes the run time, never a survivor's verdict.
+
+    Parameters
+    ----------
+    tests : tuple of str
+        Names of the testbench's cocotb tests to run (``scenario_table``, ``random_regression``...).
+    transactions : int
+        Checked transactions of ``random_regression`` (the testbench's ``TRAINFORGE_TRANSACTIONS``) when it
+        is one of ``tests``; 0 when it is not.
+    """
+    tests: tuple
+    transactions: int = 0
+
+    def __post_init__(self):
+        if not self.tests or not all(isinstance(test, str) and test for test in self.tests):
+            raise ParameterError(f"MutationSubset 'tests' = {self.tests!r} is invalid; allowed: a non-empty tuple "
+                                 f"of cocotb test names")
+        wants_transactions = "random_regression" in self.tests
+        if isinstance(self.transactions, bool) or not isinstance(self.transactions, int) or (
+                self.transactions < 1 if wants_transactions else self.transactions != 0):
+            allowed = "an integer >= 1 (random_regression is in 'tests')" if wants_transactions else \
+                "0 (random_regression is not in 'tests')"
+            raise ParameterError(f"MutationSubset 'transactions' = {self.transactions!r} is invalid; "
+                                 f"allowed: {allowed}")
 
 
 @dataclass(frozen=True)
@@ -42,6 +74,9 @@ class Block:
         Further overrides run only by ``make regress``.
     summary : str
         One line for ``trainforge list``.
+    mutation_subset : MutationSubset or None
+        The tests ``trainforge mutate --subset`` runs on each mutant first (None: the block has none, and
+        ``--subset`` runs the whole testbench).
     """
     name: str
     component: type
@@ -49,6 +84,7 @@ class Block:
     summary: str
     test_params: tuple = ({},)
     regress_params: tuple = field(default=())
+    mutation_subset: MutationSubset = None
 
     @property
     def schema(self):

@@ -65,6 +65,14 @@ def register(subparsers):
     parser.add_argument("--jobs", type=int, default=1, help="simulations at a time (default 1)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="override a parameter of the one named block (repeatable)")
+    parser.add_argument("--mutants", default=None, metavar="LIST",
+                        help="run only these mutants of the list (numbers as the report gives them, e.g. 2,11,15-19; "
+                             "one block); their results replace theirs in an earlier report of the same --count "
+                             "and --seed")
+    parser.add_argument("--subset", action="store_true",
+                        help="run each mutant through the block's declared mutation subset of its testbench first "
+                             "(hw registry, MutationSubset); a survivor of the subset runs the whole testbench "
+                             "before it is called a survivor")
     parser.add_argument("--no-equivalence", dest="equivalence", action="store_false",
                         help="do not try to prove survivors equivalent")
     parser.add_argument("--equivalence-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -240,6 +248,12 @@ def cmd_mutate(args):
 
     if args.param and len(args.blocks) != 1:
         raise UsageError("--param needs exactly one block name, e.g. 'trainforge mutate dense_pe --param lanes=2'")
+    only = None
+    if args.mutants is not None:
+        if len(args.blocks) != 1:
+            raise UsageError("--mutants needs exactly one block name, e.g. 'trainforge mutate nt_sequencer "
+                             "--mutants 2,11'")
+        only = mutate.parse_selection(args.mutants)
     mutate._check_count(args.count)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be a positive integer, not {args.jobs}")
@@ -254,7 +268,7 @@ def cmd_mutate(args):
     for name in args.blocks:
         entry = mutate.mutate_block(name, args.count, seed=args.seed, simulator=args.simulator, jobs=args.jobs,
                                     assignments=args.param, equivalence=args.equivalence,
-                                    equivalence_timeout=args.equivalence_timeout,
+                                    equivalence_timeout=args.equivalence_timeout, only=only, subset=args.subset,
                                     report_line=lambda result, total: print(mutate.mutant_line(result, total),
                                                                             flush=True))
         print(mutate.summary_line(entry), flush=True)

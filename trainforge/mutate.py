@@ -49,7 +49,8 @@ import time
 from .errors import UsageError
 
 __all__ = ["Mutation", "STATUSES", "WORK_ROOT", "parse_mutations", "resolve", "mutate_block", "simulate",
-           "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged"]
+           "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged",
+           "parse_selection", "TRANSACTIONS_ENV"]
 
 #: Where each block's mutants, simulations and logs go.
 WORK_ROOT = pathlib.Path("build/mutate")
@@ -69,6 +70,10 @@ YOSYS_TIMEOUT_S = 300
 
 #: The longest temporal induction tried by the equivalence check, in clock cycles.
 EQUIVALENCE_MAX_STEPS = 12
+
+#: The environment variable of a testbench's ``random_regression`` test: its checked transactions (the test is
+#: skipped without it). The same name as ``verif/regression_common.py``'s.
+TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
 
 #: Seconds one equivalence check may take by default; past it the survivor stays a survivor ("unknown").
 #: The SAT problem of a wide datapath (a 16-bit counter block) grows past millions of clauses in a few steps.
@@ -226,14 +231,50 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
         ``timeout`` seconds).
     """
+    if module and module != top:
+        # A leaf submodule is cut out of both files first: Yosys then reads a hundred lines, not the whole design.
+        alone = [_leaf_module(design, module, work) for design in (original, mutant)]
+        if None not in alone:
+            normalised = _normalised(alone[0], LEAF_NAME, work, timeout)
+            if normalised is not None and normalised == _normalised(alone[1], LEAF_NAME, work, timeout):
+                return "proven"
+            verdict = _prove_equivalent(*alone, LEAF_NAME, work, max_steps, timeout, suffix=".module")
+        else:
+            verdict = _prove_equivalent(original, mutant, module, work, max_steps, timeout, suffix=".module")
+        if verdict == "proven":
+            return verdict
     normalised = _normalised(original, top, work, timeout)
     if normalised is not None and normalised == _normalised(mutant, top, work, timeout):
         return "proven"
-    if module and module != top:
-        verdict = _prove_equivalent(original, mutant, module, work, max_steps, timeout, suffix=".module")
-        if verdict == "proven":
-            return verdict
     return _prove_equivalent(original, mutant, top, work, max_steps, timeout)
+
+
+#: The name a submodule cut out of a design by :func:`_leaf_module` is given.
+LEAF_NAME = "mutated_module"
+
+#: A module header as ``write_verilog`` writes it: ``module name(`` or ``module \escaped.name (``.
+_MODULE_HEADER = re.compile(r"^module\s+(\\\S+|[A-Za-z_][\w$]*)\s*\(", re.MULTILINE)
+
+
+def _leaf_module(design, module, work):
+    """The file (in ``work``) holding only ``module`` of the Verilog file ``design``, renamed :data:`LEAF_NAME`;
+    ``None`` when ``module`` is not in it or instantiates another of its modules (not a leaf)."""
+    work = pathlib.Path(work)
+    text = (work / design).read_text()
+    headers = list(_MODULE_HEADER.finditer(text))
+    names = [found.group(1).lstrip("\\") for found in headers]
+    if module not in names:
+        return None
+    begin = headers[names.index(module)]
+    end = text.index("endmodule", begin.end()) + len("endmodule")
+    body = text[begin.end():end]
+    others = {name for name in names if name != module}
+    if any(re.search(rf"(?<![\w$.]){re.escape(name)}(?![\w$.])", body) for name in others):
+        return None
+    safe = re.sub(r"[^\w]", "_", module)
+    target = work / f"{pathlib.Path(design).stem}.{safe}.v"
+    target.write_text(f"module {LEAF_NAME}(" + body + "\n")
+    return target.name
 
 
 #: Yosys passes that keep a design's behaviour (don't-care bits included: ``-keepdc``) and drop what no output
@@ -289,8 +330,8 @@ def _prove_equivalent(original, mutant, top, work, max_steps, timeout, suffix=""
     return "unknown"
 
 
-def simulate(block_name, params, simulator, verilog, work, seed, timeout):
-    """Run the block's cocotb testbench on the Verilog file ``verilog``, in a process of its own.
+def simulate(block_name, params, simulator, verilog, work, seed, timeout, tests=None, transactions=0):
+    """Run the block's cocotb testbench (or some of its tests) on the Verilog file ``verilog``, in a process of its own.
 
     Parameters
     ----------
@@ -305,6 +346,10 @@ def simulate(block_name, params, simulator, verilog, work, seed, timeout):
         cocotb's random seed.
     timeout : float
         Seconds before the simulation is stopped (and counted as killed).
+    tests : sequence of str, optional
+        The cocotb tests to run (cocotb's ``TESTCASE``); default: every test of the testbench.
+    transactions : int
+        ``random_regression``'s checked transactions (0: the test skips itself, as in ``make test``).
 
     Returns
     -------
@@ -315,7 +360,8 @@ def simulate(block_name, params, simulator, verilog, work, seed, timeout):
     work = pathlib.Path(work)
     work.mkdir(parents=True, exist_ok=True)
     job = {"block": block_name, "params": params, "simulator": simulator, "verilog": str(pathlib.Path(verilog).resolve()),
-           "work": str(work.resolve()), "seed": seed}
+           "work": str(work.resolve()), "seed": seed, "tests": list(tests) if tests else None,
+           "transactions": transactions}
     log = work / "simulation.log"
     # cocotb's runner behaves differently under pytest (as trainforge.simulation.run, hide that it is).
     environment = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}
@@ -359,11 +405,14 @@ def _simulate_here(job):
         outcome.write_text(f"{simulator} could not build it: {error or type(error).__name__}\n")
         return EXIT_BUILD_FAILED
     results = work / "run" / "results.xml"
+    extra_env = {"TRAINFORGE_BLOCK": block_name, "TRAINFORGE_PARAMS": json.dumps(job["params"])}
+    if job.get("transactions"):
+        extra_env[TRANSACTIONS_ENV] = str(job["transactions"])
+        extra_env["TRAINFORGE_REGRESS_REPORT"] = str(work / "run" / "regress.json")
     try:
         runner.test(test_module=block.testbench, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
                     build_dir=build_dir, test_dir=work / "run", seed=job["seed"], results_xml=str(results),
-                    extra_env={"TRAINFORGE_BLOCK": block_name, "TRAINFORGE_PARAMS": json.dumps(job["params"])},
-                    timescale=simulation.TIMESCALE)
+                    extra_env=extra_env, testcase=job.get("tests") or None, timescale=simulation.TIMESCALE)
     except (Exception, SystemExit) as error:
         outcome.write_text(f"the simulation stopped: {error or type(error).__name__}\n")
         return EXIT_FAILED
@@ -371,8 +420,21 @@ def _simulate_here(job):
     if failures:
         outcome.write_text("; ".join(failures)[:500] + "\n")
         return EXIT_FAILED
+    missing = sorted(set(job.get("tests") or ()) - _passed_tests(results))
+    if missing:  # a test named in the subset that did not run (misspelt, or skipped) would leave mutants alive
+        outcome.write_text(f"the tests {', '.join(missing)} of the subset did not run (ran: "
+                           f"{', '.join(sorted(_passed_tests(results))) or 'none'})\n")
+        return EXIT_BUILD_FAILED
     outcome.write_text("every test passed\n")
     return EXIT_PASSED
+
+
+def _passed_tests(results):
+    """Names of the cocotb tests in ``results`` (results.xml) that ran and were not skipped."""
+    from xml.etree import ElementTree
+
+    return {case.get("name") for case in ElementTree.parse(results).iter("testcase")
+            if not any(True for _ in case.iter("skipped"))}
 
 
 #: A Verilog declaration: the line a mutated wire is declared on, which says less than the statement using it.
@@ -405,6 +467,29 @@ def _check_count(count):
         raise UsageError(f"--count must be a positive integer, not {count!r}")
 
 
+def parse_selection(text):
+    """The mutant numbers of ``--mutants`` (``"2,11,15-19"``): a sorted tuple of positive integers.
+
+    Raises
+    ------
+    UsageError
+        For a word that is not a number or a range ``A-B`` with ``1 <= A <= B``.
+    """
+    numbers = set()
+    for word in str(text).split(","):
+        word = word.strip()
+        first, dash, last = word.partition("-")
+        try:
+            low, high = int(first), int(last if dash else first)
+        except ValueError:
+            low = high = 0
+        if low < 1 or high < low:
+            raise UsageError(f"--mutants {text!r} is invalid at {word!r}; allowed: mutant numbers >= 1 and ranges "
+                             f"A-B (1 <= A <= B), separated by commas, e.g. 2,11,15-19")
+        numbers.update(range(low, high + 1))
+    return tuple(sorted(numbers))
+
+
 def resolve(block_name, assignments=()):
     """The block and its parameter overrides: ``--param`` assignments, else the block's first test parameter set."""
     from .hw.registry import get_block
@@ -416,7 +501,8 @@ def resolve(block_name, assignments=()):
 
 
 def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignments=(), work_root=WORK_ROOT,
-                 report_line=None, equivalence=True, equivalence_timeout=EQUIVALENCE_TIMEOUT_S):
+                 report_line=None, equivalence=True, equivalence_timeout=EQUIVALENCE_TIMEOUT_S, only=None,
+                 subset=False):
     """Mutation-test one block's testbench; returns the block's result (a dict for the JSON report).
 
     Parameters
@@ -441,11 +527,19 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         Try to prove each survivor equivalent to the original.
     equivalence_timeout : float
         Seconds each of those proofs may take.
+    only : sequence of int, optional
+        Run only these mutants of the list (1-based numbers, as the report numbers them); the list is the
+        same as without it (the same ``count`` and ``seed``).
+    subset : bool
+        Run the block's :class:`~trainforge.hw.registry.MutationSubset` on each mutant first (the whole
+        testbench when the block declares none). A mutant it kills is killed; a mutant that passes it runs
+        the whole testbench before it is called a survivor. Each result says which run decided it.
 
     Raises
     ------
     UsageError
-        Bad count, simulator or jobs; Yosys missing or failing on the original; the original failing its testbench.
+        Bad count, simulator, jobs or mutant numbers; Yosys missing or failing on the original; the original
+        failing its testbench or its subset.
     """
     from .emit import emit
     from .hw.registry import params_key
@@ -466,6 +560,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     (work / source).write_text(emitted.text)  # a work file, needed at once (not staged like the reports)
     lines = emitted.text.splitlines()
     started = time.monotonic()
+    declared = block.mutation_subset if subset else None
 
     reason = write_mutant(source, block.name, None, work / "original.v", work)
     if reason:
@@ -479,9 +574,26 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
                          f"{simulator}, so no mutant can be judged: {detail} (log {work / 'original'})")
     # A mutant whose simulation takes far longer than the original's is stuck (a handshake that never ends).
     timeout = max(60.0, 5 * baseline_seconds + 30)
+    subset_seconds = subset_timeout = None
+    if declared is not None:
+        subset_started = time.monotonic()
+        outcome, detail = simulate(block.name, params, simulator, work / "original.v", work / "original-subset",
+                                   seed, timeout=3600, tests=declared.tests, transactions=declared.transactions)
+        subset_seconds = time.monotonic() - subset_started
+        if outcome != "passed":
+            raise UsageError(f"{block.name}'s original design does not pass the mutation subset of its testbench "
+                             f"({', '.join(declared.tests)}) on {simulator}: {detail} "
+                             f"(log {work / 'original-subset'})")
+        subset_timeout = max(60.0, 5 * subset_seconds + 30)
 
     original_text = (work / "original.v").read_text()
     mutations = list_mutations(source, block.name, count, seed, work)
+    if only:
+        wrong = [number for number in only if not 1 <= number <= len(mutations)]
+        if wrong:
+            raise UsageError(f"--mutants {wrong[0]} is out of range; allowed: 1 to {len(mutations)} (the mutants "
+                             f"Yosys listed for {block.name} with --count {count} --seed {seed})")
+        mutations = [mutation for mutation in mutations if mutation.index in set(only)]
     prepared = []
     for mutation in mutations:
         name = f"mutant_{mutation.index:04d}"
@@ -496,9 +608,18 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
             outcome, detail = "build_failed", reason
         elif identical:
             outcome, detail = "identical", "Yosys wrote the original design back: the mutation changes nothing"
-        else:
-            outcome, detail = simulate(block.name, params, simulator, work / f"{name}.v", work / name, seed,
-                                       timeout)
+        decided_by = None
+        if not reason and not identical:
+            outcome, detail, decided_by = "passed", "", "testbench"
+            if declared is not None:
+                outcome, detail = simulate(block.name, params, simulator, work / f"{name}.v", work / f"{name}-subset",
+                                           seed, subset_timeout, tests=declared.tests,
+                                           transactions=declared.transactions)
+                decided_by = "subset"
+            if outcome == "passed":  # no subset, or a survivor of the subset: the whole testbench decides
+                outcome, detail = simulate(block.name, params, simulator, work / f"{name}.v", work / name, seed,
+                                           timeout)
+                decided_by = "testbench"
         status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed",
                   "identical": "equivalent"}[outcome]
         proof = "identical" if identical else None
@@ -511,7 +632,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         result = {"index": mutation.index, "command": mutation.command, "mode": mutation.mode,
                   "options": mutation.options, "src": list(mutation.src), "location": location,
                   "source_line": line_text, "what": mutation.what(), "status": status, "detail": detail,
-                  "equivalence": proof, "seconds": round(time.monotonic() - began, 2),
+                  "equivalence": proof, "decided_by": decided_by, "seconds": round(time.monotonic() - began, 2),
                   "folder": str(work / name)}
         return result
 
@@ -528,6 +649,10 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
             "requested": count, "mutants": len(results), **totals,
             "score": round(totals["killed"] / judged, 4) if judged else None,
             "original_seconds": round(baseline_seconds, 2), "seconds": round(time.monotonic() - started, 2),
+            "only": list(only) if only else None,
+            "subset": None if declared is None else {"tests": list(declared.tests),
+                                                      "transactions": declared.transactions,
+                                                      "original_seconds": round(subset_seconds, 2)},
             "folder": str(work), "results": results}
 
 
@@ -545,7 +670,8 @@ def mutant_line(result, total):
 def summary_line(report_block):
     """The block's totals and score in one line."""
     score = "n/a" if report_block["score"] is None else f"{100 * report_block['score']:.1f}%"
-    return (f"{report_block['block']}: {report_block['mutants']} mutants, {report_block['killed']} killed, "
+    selected = f" (mutants {','.join(map(str, report_block['only']))} of the list)" if report_block.get("only") else ""
+    return (f"{report_block['block']}{selected}: {report_block['mutants']} mutants, {report_block['killed']} killed, "
             f"{report_block['survived']} survived, {report_block['equivalent']} equivalent, "
             f"{report_block['build_failed']} build failed; score {score} "
             f"({report_block['simulator']}, {report_block['seconds']:.0f} s)")
@@ -591,9 +717,34 @@ def earlier_blocks(path):
 
 
 def merged(earlier, new):
-    """``earlier`` block results with those of the same (block, parameters, simulator) replaced by ``new``."""
-    replaced = {_key(entry) for entry in new}
-    return [entry for entry in earlier if _key(entry) not in replaced] + list(new)
+    """``earlier`` block results with those of the same (block, parameters, simulator) replaced by ``new``.
+
+    A new entry of some mutants only (``--mutants``) whose list is an earlier entry's (the same seed and count)
+    replaces those mutants' results in the earlier entry, whose totals and score are counted again; its
+    ``reruns`` says which mutants were run again, when and in how many seconds.
+    """
+    kept = list(earlier)
+    for entry in new:
+        position = next((k for k, old in enumerate(kept) if _key(old) == _key(entry)), None)
+        old = kept[position] if position is not None else None
+        if entry.get("only") and old is not None and not old.get("only") and \
+                (old.get("seed"), old.get("requested")) == (entry.get("seed"), entry.get("requested")):
+            kept[position] = _with_reruns(old, entry)
+        else:
+            kept = [other for other in kept if _key(other) != _key(entry)] + [entry]
+    return kept
+
+
+def _with_reruns(old, partial):
+    """``old`` (a whole run) with the results of ``partial`` (some of its mutants run again) in their places."""
+    again = {result["index"]: result for result in partial["results"]}
+    results = [again.pop(result["index"], result) for result in old["results"]] + list(again.values())
+    totals = {status: sum(result["status"] == status for result in results) for status in STATUSES}
+    judged = totals["killed"] + totals["survived"]
+    reruns = list(old.get("reruns") or []) + [{"mutants": partial["only"], "seconds": partial["seconds"],
+                                               "subset": partial.get("subset")}]
+    return {**old, **totals, "mutants": len(results), "score": round(totals["killed"] / judged, 4) if judged else None,
+            "results": results, "reruns": reruns}
 
 
 def yosys_version():

@@ -5,6 +5,7 @@ that kills chosen mutants, so these tests run Yosys only (a fraction of a
 second per mutant). One real run on the smallest block, with Icarus, is
 behind the ``regress`` marker.
 """
+import dataclasses
 import json
 
 import pytest
@@ -52,7 +53,7 @@ def test_parse_refuses_what_is_not_a_mutation(text):
 
 def _stub_simulation(killed, calls, original_passes=True):
     """A simulator step: the original passes (or not); a mutant numbered in ``killed`` fails; others pass."""
-    def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout, tests=None, transactions=0):
         calls.append(verilog.name)
         if verilog.name == "original.v":
             return ("passed", "every test passed") if original_passes else ("failed", "test_random: mismatch")
@@ -166,6 +167,10 @@ def test_original_failing_its_testbench_is_an_error(tmp_path, monkeypatch, capsy
     (["stream_stage", "--equivalence-timeout", "0"], "--equivalence-timeout must be a positive number"),
     (["stream_stage", "--param", "width=0"], "width"),
     (["stream_stage", "td_scheduler", "--param", "width=4"], "--param needs exactly one block"),
+    (["stream_stage", "td_scheduler", "--mutants", "1"], "--mutants needs exactly one block"),
+    (["stream_stage", "--mutants", "0"], "--mutants '0' is invalid at '0'"),
+    (["stream_stage", "--mutants", "3-2"], "--mutants '3-2' is invalid at '3-2'"),
+    (["stream_stage", "--mutants", "2,x"], "--mutants '2,x' is invalid at 'x'"),
     (["stream_stage", "no_such_block"], "unknown block 'no_such_block'"),
 ])
 def test_bad_arguments_are_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys, arguments, message):
@@ -317,7 +322,7 @@ def test_a_stopped_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     passing = _stub_simulation({1}, [])
 
-    def simulate(block_name, params, simulator, verilog, work, seed, timeout):
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout, tests=None, transactions=0):
         if block_name == "td_scheduler":
             return "failed", "test_random: mismatch"  # its original fails: the run stops there
         return passing(block_name, params, simulator, verilog, work, seed, timeout)
@@ -330,3 +335,132 @@ def test_a_stopped_run_keeps_the_blocks_it_finished(tmp_path, monkeypatch, capsy
     (entry,) = json.loads(out.read_text())["blocks"]
     assert (entry["block"], entry["killed"], entry["survived"]) == ("stream_stage", 1, 1)
     assert "| stream_stage | width=8 | icarus | 2 | 1 | 1 | 0 | 0 | 50.0% |" in out.with_suffix(".md").read_text()
+
+
+def test_parse_selection():
+    assert mutate.parse_selection("19,2,11,15") == (2, 11, 15, 19)
+    assert mutate.parse_selection("4-6, 2") == (2, 4, 5, 6)
+    assert mutate.parse_selection("3-3,3") == (3,)
+
+
+def test_selected_mutants_run_alone_and_replace_theirs_in_the_report(tmp_path, monkeypatch, capsys):
+    """--mutants runs those mutants of the same list only; their results replace theirs in the earlier report of
+    the same --count and --seed, whose totals are counted again; a number past the list is refused."""
+    _needs_yosys()
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "mutation.json"
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation({1}, []))
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "4", "--out", str(out)]) == 0
+    first = json.loads(out.read_text())["blocks"][0]
+    assert [r["status"] for r in first["results"]] == ["killed", "survived", "survived", "survived"]
+    commands = [r["command"] for r in first["results"]]
+
+    calls = []
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation({3}, calls))  # a new test kills mutant 3
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "4", "--mutants", "3,2",
+                     "--out", str(out)]) == 0
+    assert calls == ["original.v", "mutant_0002.v", "mutant_0003.v"]
+    assert "stream_stage (mutants 2,3 of the list): 2 mutants, 1 killed, 1 survived" in capsys.readouterr().out
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert [r["command"] for r in entry["results"]] == commands  # the same list, each in its place
+    assert [r["status"] for r in entry["results"]] == ["killed", "survived", "killed", "survived"]
+    assert (entry["mutants"], entry["killed"], entry["survived"], entry["score"]) == (4, 2, 2, 0.5)
+    assert [rerun["mutants"] for rerun in entry["reruns"]] == [[2, 3]]
+    assert "| stream_stage | width=8 | icarus | 4 | 2 | 2 | 0 | 0 | 50.0% |" in out.with_suffix(".md").read_text()
+
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "4", "--mutants", "5", "--out", str(out)]) == 2
+    assert "--mutants 5 is out of range; allowed: 1 to 4" in capsys.readouterr().err
+    # With another --count the list is another: the selected results stand alone, replacing the entry.
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--mutants", "1", "--out", str(out)]) == 0
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert entry["only"] == [1] and entry["mutants"] == 1
+
+
+def _subset_stub(calls, subset_kills, testbench_kills, original_subset_passes=True):
+    """A simulator step that tells the subset run (``tests`` given) from the whole testbench's."""
+    def simulate(block_name, params, simulator, verilog, work, seed, timeout, tests=None, transactions=0):
+        run = "subset" if tests else "testbench"
+        calls.append((verilog.name, run, tuple(tests or ()), transactions))
+        if verilog.name == "original.v":
+            passes = original_subset_passes or run == "testbench"
+            return ("passed", "every test passed") if passes else ("failed", "random_regression: mismatch")
+        index = int(verilog.stem.rpartition("_")[2])
+        kills = subset_kills if run == "subset" else testbench_kills
+        return ("failed", f"{run} killed it") if index in kills else ("passed", "every test passed")
+    return simulate
+
+
+def test_the_subset_kills_first_and_its_survivors_run_the_whole_testbench(tmp_path, monkeypatch):
+    """--subset runs the block's declared tests on each mutant; a mutant they kill is killed without the whole
+    testbench; a survivor of the subset runs the whole testbench, which kills it or leaves it a survivor."""
+    _needs_yosys()
+    from trainforge.hw import registry
+
+    monkeypatch.chdir(tmp_path)
+    real_get_block = registry.get_block
+    declared = registry.MutationSubset(tests=("scenario_table", "random_regression"), transactions=50)
+    monkeypatch.setattr(registry, "get_block", lambda name: dataclasses.replace(
+        real_get_block(name), mutation_subset=declared) if name == "stream_stage" else real_get_block(name))
+    calls = []
+    monkeypatch.setattr(mutate, "simulate", _subset_stub(calls, subset_kills={1, 3}, testbench_kills={2}))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "4", "--subset", "--out", str(out)]) == 0
+    subset = ("scenario_table", "random_regression")
+    assert calls == [("original.v", "testbench", (), 0), ("original.v", "subset", subset, 50),
+                     ("mutant_0001.v", "subset", subset, 50),
+                     ("mutant_0002.v", "subset", subset, 50), ("mutant_0002.v", "testbench", (), 0),
+                     ("mutant_0003.v", "subset", subset, 50),
+                     ("mutant_0004.v", "subset", subset, 50), ("mutant_0004.v", "testbench", (), 0)]
+    (entry,) = json.loads(out.read_text())["blocks"]
+    assert [(r["status"], r["decided_by"]) for r in entry["results"]] == [
+        ("killed", "subset"), ("killed", "testbench"), ("killed", "subset"), ("survived", "testbench")]
+    assert entry["subset"]["tests"] == list(subset) and entry["subset"]["transactions"] == 50
+    from trainforge import schemas
+
+    pytest.importorskip("jsonschema")
+    assert schemas.validate(out) == []
+
+    # The original failing its subset stops the block before any mutant.
+    calls.clear()
+    monkeypatch.setattr(mutate, "simulate", _subset_stub(calls, set(), set(), original_subset_passes=False))
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "4", "--subset", "--out", str(out)]) == 2
+    assert [call[:2] for call in calls] == [("original.v", "testbench"), ("original.v", "subset")]
+
+
+def test_mutation_subset_declarations_are_checked():
+    from trainforge.errors import ParameterError
+    from trainforge.hw.registry import BLOCKS, MutationSubset
+
+    with pytest.raises(ParameterError, match="'tests' = \\(\\) is invalid"):
+        MutationSubset(tests=())
+    with pytest.raises(ParameterError, match="'transactions' = 0 is invalid; allowed: an integer >= 1"):
+        MutationSubset(tests=("random_regression",))
+    with pytest.raises(ParameterError, match="'transactions' = 5 is invalid; allowed: 0"):
+        MutationSubset(tests=("scenario_table",), transactions=5)
+    # Every declared subset names tests of the block's testbench.
+    import ast
+    import pathlib
+
+    for block in BLOCKS.values():
+        if block.mutation_subset is None:
+            continue
+        source = (pathlib.Path(__file__).parent / f"{block.testbench}.py").read_text()
+        names = {node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.AsyncFunctionDef)}
+        names |= {target.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Assign)
+                  for target in node.targets if isinstance(target, ast.Name)}
+        assert set(block.mutation_subset.tests) <= names, (block.name, block.mutation_subset.tests)
+
+
+def test_a_leaf_submodule_is_cut_out_alone(tmp_path):
+    """The mutated submodule, when it instantiates nothing, is cut out of the file (renamed) for the proofs; the top,
+    which instantiates it, and a module not in the file are not."""
+    _needs_yosys()
+    (tmp_path / "design.v").write_text(_NESTED.format(name="top", expression="a & b"))
+    assert mutate.write_mutant("design.v", "top", None, tmp_path / "original.v", tmp_path) is None
+    leaf = mutate._leaf_module("original.v", "top_sub", tmp_path)
+    text = (tmp_path / leaf).read_text()
+    assert text.startswith(f"module {mutate.LEAF_NAME}(") and text.count("endmodule") == 1 and "top_sub" not in text
+    assert mutate._leaf_module("original.v", "top", tmp_path) is None
+    assert mutate._leaf_module("original.v", "no_such_module", tmp_path) is None

@@ -1,5 +1,5 @@
 """The NeuroTrainer family's registered blocks."""
-from ..registry import Block
+from ..registry import Block, MutationSubset
 from .comparator import NTComparator
 from .lut import NTLUT
 from .mac import NTMAC
@@ -63,6 +63,8 @@ BLOCKS = (
              "rounding": "truncate", "index_bits": 16},
             {"lanes": 8, "rounding": "nearest"},
         ),
+        # trainforge mutate --subset: the table and a short random regression (a survivor runs everything).
+        mutation_subset=MutationSubset(tests=("scenario_table", "random_regression"), transactions=300),
     ),
     Block(
         name="nt_mac",

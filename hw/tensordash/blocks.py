@@ -1,5 +1,5 @@
 """The TensorDash family's blocks in the registry."""
-from ..registry import Block
+from ..registry import Block, MutationSubset
 from .pe import TDPE
 from .scheduler import TDScheduler
 from .tile import TDTile
@@ -27,6 +27,8 @@ BLOCKS = (
         regress_params=({"depth": 2, "signed": False}, {"depth": 5, "width": 16, "acc_width": 40},
                         {"depth": 3, "mode": "b_only"}, {"mac": "bf16", "lanes": 16, "depth": 3},
                         {"mac": "fp16", "depth": 2, "lanes": 3}),
+        # trainforge mutate --subset: the table and a short random regression (a survivor runs everything).
+        mutation_subset=MutationSubset(tests=("scenario_table", "random_regression"), transactions=300),
     ),
     Block(
         name="td_tile",

@@ -99,7 +99,25 @@ def scenarios(params, seed):
         layer["words"][-1] = []
     program[0]["words"][-1] = [rng.getrandbits(32) for _ in range(depth)]   # a full PE queue in one layer
     table.append(_scenario(params, "every layer table entry, a full queue", program, [most_layers], delay=2))
+    layers, most = fit(2, 4)
+    rng = rng_for(seed, "nt_sequencer", "stalled ones and zeros")
+    table.append(_scenario(params, "every output stalled two cycles in three, holding all-ones and all-zeros words",
+                           _ones_and_zeros_program(rng, params, layers, most), [layers], delay=2,
+                           ready={name: (0, 0, 1) for name in names}))
     return table
+
+
+def _ones_and_zeros_program(rng, params, layers, most):
+    """Per queue and layer ``most`` words alternating between all ones and all zeros, the last word of layer 0 all
+    ones and of layer 1 all zeros: under a stalled consumer every bit of each queue's output and skid registers
+    holds both values, and each layer's last word waits in the output register with no word behind it."""
+    program = []
+    for layer in range(layers):
+        last_ones = layer % 2 == 0
+        words = [[((1 << width) - 1) if (most - 1 - k) % 2 == (0 if last_ones else 1) else 0 for k in range(most)]
+                 for width in spec.queue_widths(params["pes"])]
+        program.append({"config": _random_config(rng), "words": words})
+    return program
 
 
 def golden(params, scenario):
