@@ -11,6 +11,7 @@ from ...spec import tensordash as spec
 from ...spec.tensordash import lane_levels, option_slots
 from ..mac import MAC_UNITS
 from ..stream_stage import StreamStage
+from ..synthesis import replica_attrs
 from .scheduler import schedule_logic
 
 __all__ = ["TDSparseCore"]
@@ -171,8 +172,12 @@ class TDSparseCore(wiring.Component):
         row_clear = [Signal(name=f"clear_d{d}", reset_less=True) for d in range(depth)]
 
         # Visible rows (a register, computed with the next state below): present, after no read row, at or
-        # before no clear row (the head excepted).
-        visible = Signal(depth)
+        # before no clear row (the head excepted). In a tile, each row's scheduling loop has its own copy
+        # (a register replica, kept apart by the FPGA flow) loaded by its own pick of the next state, so the
+        # loop's start and end sit beside the row; ``visible`` serves the shared state.
+        visible = Signal(depth, attrs=replica_attrs() if rows > 1 else {})
+        row_visible = ([Signal(depth, name=f"visible_r{r}", attrs=replica_attrs()) for r in range(rows)]
+                       if rows > 1 else [visible])
 
         def visible_rows(count, reads, clears):
             read_before, clear_seen, bits = Const(0), Const(0), []
@@ -185,7 +190,7 @@ class TDSparseCore(wiring.Component):
 
         # The row schedulers, and row synchronization: the tile advances by the smallest AS
         # (the AND of the rows' thermometer codes).
-        schedulers = [schedule_logic(m, pending[r], visible, self.pattern, lanes, depth, f"row{r}_")
+        schedulers = [schedule_logic(m, pending[r], row_visible[r], self.pattern, lanes, depth, f"row{r}_")
                       for r in range(rows)]
         drained = [Signal(name=f"drained{d}") for d in range(depth)]
         for d in range(depth):
@@ -206,19 +211,32 @@ class TDSparseCore(wiring.Component):
         # a function of registers).
         state = []  # the buffer's register updates, made while enabled
 
-        shift_is = [Signal(name=f"shift_is{step}") for step in range(depth + 1)]  # one-hot: shift == s
-        m.d.comb += shift_is[0].eq(~drained[0])
-        for step in range(1, depth + 1):
-            more = drained[step] if step < depth else Const(0)
-            m.d.comb += shift_is[step].eq(drained[step - 1] & ~more)
+        def shift_code(head_visible, name):
+            """One-hot code of this cycle's shift (``code[s]``: shift == s), the head row's drained bit
+            taken from ``head_visible`` (a copy of ``visible[0]``)."""
+            code = [Signal(name=f"{name}{step}") for step in range(depth + 1)]
+            m.d.comb += code[0].eq(~head_visible)
+            for step in range(1, depth + 1):
+                less = head_visible if step == 1 else drained[step - 1]
+                more = drained[step] if step < depth else Const(0)
+                m.d.comb += code[step].eq(less & ~more)
+            return code
 
-        def pick(values, name, shape):
+        shift_is = shift_code(drained[0], "shift_is")
+        # Each tile row's own copy of the code, from its own ``visible`` copy: its picks of its own next
+        # flags and ``visible`` read no net that fans out over the whole tile.
+        row_shift_is = ([shift_code(row_visible[r][0], f"row{r}_shift_is") for r in range(rows)]
+                        if rows > 1 else [shift_is])
+
+        def pick(values, name, shape, code=None):
             """``values[s]`` for this cycle's shift ``s``: an AND-OR of the one-hot code (two LUT levels
-            for the late selects, whatever the depth of the early values)."""
+            for the late selects, whatever the depth of the early values); ``code`` defaults to the
+            shared ``shift_is``."""
+            code = shift_is if code is None else code
             picked = Signal(shape, name=name)
             result = 0
             for step, value in enumerate(values):
-                result = result | Mux(shift_is[step], value, 0)
+                result = result | Mux(code[step], value, 0)
             m.d.comb += picked.eq(result)
             return picked
 
@@ -313,16 +331,22 @@ class TDSparseCore(wiring.Component):
                 sources["read"].append(Mux(in_window, row_read[k] if k < depth else 0, behind[k].read))
                 sources["clear"].append(Mux(in_window, row_clear[k] if k < depth else 0, behind[k].clear))
             for r in range(rows):
-                state.append(pending[r][d].eq(pick(pending_sources[r], f"next_pending_r{r}_d{d}", lanes)))
+                state.append(pending[r][d].eq(pick(pending_sources[r], f"next_pending_r{r}_d{d}", lanes,
+                                                   row_shift_is[r])))
             state += [
                 row_read[d].eq(pick(sources["read"], f"next_read_d{d}", 1)),
                 row_clear[d].eq(pick(sources["clear"], f"next_clear_d{d}", 1)),
             ]
             flag_sources.append(sources)
-        state.append(visible.eq(pick(
-            [visible_rows(count_for[step], [flag_sources[d]["read"][step] for d in range(depth)],
-                          [flag_sources[d]["clear"][step] for d in range(depth)]) for step in range(depth + 1)],
-            "next_visible", depth)))
+        visible_for = [Signal(depth, name=f"visible_after{step}") for step in range(depth + 1)]
+        m.d.comb += [visible_for[step].eq(visible_rows(count_for[step],
+                                                       [flag_sources[d]["read"][step] for d in range(depth)],
+                                                       [flag_sources[d]["clear"][step] for d in range(depth)]))
+                     for step in range(depth + 1)]
+        state.append(visible.eq(pick(visible_for, "next_visible", depth)))
+        if rows > 1:
+            state += [row_visible[r].eq(pick(visible_for, f"next_visible_r{r}", depth, row_shift_is[r]))
+                      for r in range(rows)]
 
         # Window row p takes the next stream row of its residue when that fits behind the head.
         data_loads, data_sources = [], []
