@@ -94,3 +94,49 @@ def test_each_read_out_register_takes_its_buffers_read_data(netlist):
         loaded_from = [drivers.get(bit) for bit in register]
         assert any(loaded_from == data for data in reads[f"ring_buffer_{k}"]), \
             f"read_out_{k} is not loaded bit for bit from a read port of ring_buffer_{k}: {loaded_from[:4]}..."
+
+
+def _combinational_cone(module, bits):
+    """Every bit in the combinational fan-in of ``bits``: back through every cell but flip-flops and clocked
+    memory reads (``$memrd_v2`` with ``CLK_ENABLE``), whose outputs are where a cone ends."""
+    drivers = {}
+    for cell in module["cells"].values():
+        for port, port_bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "output":
+                for bit in port_bits:
+                    drivers[bit] = cell
+    seen, todo = set(), [bit for bit in bits if isinstance(bit, int)]
+    while todo:
+        bit = todo.pop()
+        if bit in seen:
+            continue
+        seen.add(bit)
+        cell = drivers.get(bit)
+        if cell is None or cell["type"] in FLIP_FLOPS:
+            continue
+        if cell["type"] == "$memrd_v2" and int(cell["parameters"]["CLK_ENABLE"], 2):
+            continue
+        for port, port_bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "input":
+                todo.extend(bit for bit in port_bits if isinstance(bit, int))
+    return seen
+
+
+@pytest.mark.parametrize("port", ["ADDR", "EN"])
+def test_ring_buffer_read_addresses_come_from_registers(netlist, port):
+    """No path runs from a core's command handshake (``core_k.i_cmd__valid``, ``core_k.i_cmd__ready``) or from the
+    ring's own inputs (``i_cmd``, ``i_data``, the readies of ``o_data`` and ``o_error``) into a ring buffer's read
+    address or read enable: each is logic of ring registers only (timing issue 15: at 85.3 MHz the critical path
+    ran from the command register through core 0 taking the command, i.e. core 1's feed start, into core 1's feed
+    address)."""
+    inputs = {name: set(info["bits"]) for name, info in netlist["ports"].items()
+              if info["direction"] == "input" and name not in ("clk", "rst")}
+    handshakes = {name: set(info["bits"]) for name, info in netlist["netnames"].items()
+                  if name.startswith("core_") and name.endswith((".i_cmd__valid", ".i_cmd__ready"))}
+    assert len(handshakes) == 2 * PARAMS["cores"], sorted(handshakes)
+    reached = collections.defaultdict(set)
+    for memory, cell in _ring_buffer_reads(netlist):
+        cone = _combinational_cone(netlist, cell["connections"][port])
+        reached[memory] |= {name for name, bits in {**inputs, **handshakes}.items() if bits & cone}
+    reached = {memory: sorted(names) for memory, names in reached.items() if names}
+    assert not reached, f"{port} of a ring buffer read depends combinationally on {reached}"

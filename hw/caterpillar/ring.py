@@ -213,25 +213,27 @@ class CPRing(wiring.Component):
         chunk_start = [Signal(self.buffer_addr_width, name=f"chunk_start_{k}") for k in range(cores)]
         # Each core's x words cross a shared stream stage (``feed_stage_k``) between the buffer's read register
         # and the core, so no path runs from a ring buffer's read port into a core (nor from a core's
-        # ``i_data.ready`` to a buffer's read enable). To keep the cycles, a core's first read is issued one
-        # cycle before the core takes the command: core 0's when the ring accepts a GEMV forward, core k's
-        # when core k - 1 takes it (the words wait in the stage until the core reads them).
+        # ``i_data.ready`` to a buffer's read enable). The words wait in the stage (two words) and the read
+        # register until the core reads them, so a feed may start before its core takes the command: core 0's
+        # first read is issued in the ring's acceptance cycle, every other core's in the cycle after it
+        # (``feed_go``, a register), never later than core k - 1 takes the command (unstalled: core 1 then,
+        # core k >= 2 earlier). The read address is a register, ``feed_addr_k``: the next word of chunk k,
+        # loaded at acceptance (core 0's is 0 while its feed is idle) and counted up by each read. So no path
+        # runs from a core's command handshake, the acceptance or the range checks into a buffer's address.
         feed_stages = [StreamStage(core_units[k].data_layout) for k in range(cores)]
         forward_accepted = accept & (self.i_cmd.payload.op == RingOp.GEMV_FORWARD) & ~rejected
+        feed_go = Signal()  # the cycle after a GEMV forward's acceptance: cores 1 .. P - 1 issue their first read
+        m.d.sync += feed_go.eq(forward_accepted)
         for k in range(cores):
             unit = core_units[k]
             m.submodules[f"feed_stage_{k}"] = feed_stages[k]
             with m.If(accept):  # core k's chunk of a GEMV (x forward, d backward), registered with the command
                 m.d.sync += chunk_start[k].eq(k * self.i_cmd.payload.mb)
-            if k == 0:  # chunk_start[0] is 0 (0 * mb)
-                start = forward_accepted
-            else:
-                start = core_units[k - 1].i_cmd.valid & core_units[k - 1].i_cmd.ready & is_forward
+            start = forward_accepted if k == 0 else feed_go
             # ``cmd.mb`` is read from the cycle after the first fetch (core 0's is in the acceptance cycle)
             fetch = start | (feed_active[k] & (feed_word[k] != cmd.mb))
             m.d.comb += [
                 feed_advance[k].eq(~feed_valid[k] | feed_stages[k].i_stream.ready),
-                feed_addr[k].eq(Mux(start, chunk_start[k] if k else 0, chunk_start[k] + feed_word[k])),
                 feed_stages[k].i_stream.valid.eq(feed_valid[k]),
                 feed_stages[k].i_stream.payload.eq(_operands(senders[k].data, n_r, self.width)),
                 feed_stages[k].o_stream.ready.eq(busy & is_forward & unit.i_data.ready),
@@ -239,7 +241,13 @@ class CPRing(wiring.Component):
             with m.If(feed_advance[k]):
                 m.d.sync += feed_valid[k].eq(fetch)
                 with m.If(fetch):
-                    m.d.sync += feed_word[k].eq(Mux(start, 1, feed_word[k] + 1))
+                    m.d.sync += [feed_word[k].eq(Mux(start, 1, feed_word[k] + 1)), feed_addr[k].eq(feed_addr[k] + 1)]
+            if k == 0:  # chunk 0 starts at word 0: the address returns to 0 when the feed is idle
+                with m.If(~feed_active[k] & ~start):
+                    m.d.sync += feed_addr[k].eq(0)
+            else:  # loaded at acceptance; the first read is the cycle after
+                with m.If(accept):
+                    m.d.sync += feed_addr[k].eq(k * self.i_cmd.payload.mb)
             with m.If(start):
                 m.d.sync += feed_active[k].eq(1)
             with m.Elif(feed_advance[k] & (feed_word[k] == cmd.mb)):
@@ -420,8 +428,8 @@ class CPRing(wiring.Component):
             write_here = in_transfer & is_write & (io_core == k)
             backward_here = is_backward & core_units[k].o_data.valid
             # Core 0's first x word is read in the GEMV's acceptance cycle, while ``cmd`` still holds the previous
-            # command (which no longer reads its buffers then).
-            feeding = (is_forward | forward_accepted) if k == 0 else is_forward
+            # command (which no longer reads its buffers then): while the ring is idle its port 0 is the feed's.
+            feeding = (is_forward | ~busy) if k == 0 else is_forward
             sender_addr = Mux(feeding, feed_addr[k],
                               Mux(is_collective, chunk_base[k] + word,
                                   Mux(is_backward, chunk_start[k] + io_word, io_word)))
