@@ -151,32 +151,20 @@ def test_fp16_is_built_for_every_block():
         spec.RECIPROCAL_PARAMS.resolve(mac="fp16", width=16)
     assert str(caught.value) == "parameter 'width' = 16 is invalid with mac 'fp16' (FP32 values); allowed: 32"
 
-def test_partial_sums_only_with_the_fpu():
-    """``partial_sums`` above 1 (the interleaved accumulator) is the fp16 FPU's; the fixed PE refuses it."""
-    assert spec.PE_PARAMS.resolve(mac="fp16", partial_sums=4)["partial_sums"] == 4
-    assert spec.PE_PARAMS.resolve()["partial_sums"] == 1
+@pytest.mark.parametrize("name, what", [("partial_sums", "accumulator"), ("reduction_partials", "reduction")])
+def test_interleaved_partials_only_with_the_fpu(name, what):
+    """``partial_sums`` (the interleaved accumulator) and ``reduction_partials`` (the interleaved reduction) above 1
+    are the fp16 FPU's; the fixed PE refuses them, and the core has neither of its own yet (its PEs keep the
+    one-cycle accumulate stage and reduction add)."""
+    assert spec.PE_PARAMS.resolve(mac="fp16", **{name: 4})[name] == 4
+    assert spec.PE_PARAMS.resolve()[name] == 1
     with pytest.raises(ParameterError) as caught:
-        CPPE(partial_sums=4)
-    assert str(caught.value) == ("parameter 'partial_sums' = 4 is invalid with mac 'fixed' (only the fp16 FPU "
-                                 "has the interleaved accumulator); allowed: 1")
-    with pytest.raises(ParameterError, match="'partial_sums' = 3"):
-        spec.PE_PARAMS.resolve(mac="fp16", partial_sums=3)
-    # The core's PEs keep the one-cycle accumulate stage: the core has no partial_sums of its own yet.
-    assert "partial_sums" not in spec.CORE_PARAMS.names
-
-
-def test_reduction_partials_only_with_the_fpu():
-    """``reduction_partials`` above 1 (the interleaved reduction) is the fp16 FPU's; the fixed PE refuses it."""
-    assert spec.PE_PARAMS.resolve(mac="fp16", reduction_partials=4)["reduction_partials"] == 4
-    assert spec.PE_PARAMS.resolve()["reduction_partials"] == 1
-    with pytest.raises(ParameterError) as caught:
-        CPPE(reduction_partials=4)
-    assert str(caught.value) == ("parameter 'reduction_partials' = 4 is invalid with mac 'fixed' (only the fp16 "
-                                 "FPU has the interleaved reduction); allowed: 1")
-    with pytest.raises(ParameterError, match="'reduction_partials' = 3"):
-        spec.PE_PARAMS.resolve(mac="fp16", reduction_partials=3)
-    # The core's PEs keep the one-cycle reduction add: the core has no reduction_partials of its own yet.
-    assert "reduction_partials" not in spec.CORE_PARAMS.names
+        CPPE(**{name: 4})
+    assert str(caught.value) == (f"parameter '{name}' = 4 is invalid with mac 'fixed' (only the fp16 FPU has the "
+                                 f"interleaved {what}); allowed: 1")
+    with pytest.raises(ParameterError, match=f"'{name}' = 3"):
+        spec.PE_PARAMS.resolve(mac="fp16", **{name: 3})
+    assert name not in spec.CORE_PARAMS.names
 
 
 def test_pe_reduction_latency():

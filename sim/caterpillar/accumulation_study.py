@@ -19,18 +19,24 @@ from ...golden.caterpillar.pe import fp16_multiply_accumulate
 from ...golden.fp import fp32_accumulate, fp_mul_exact
 from ...spec.fp import FP16
 
-__all__ = ["accumulation_errors"]
+__all__ = ["accumulation_errors", "dot_product_operands"]
+
+
+def dot_product_operands(n, trials, seed):
+    """``(x, w, exact)``: ``trials`` rows of ``n`` FP16 activations (standard normal) and weights (normal, standard
+    deviation ``1 / sqrt(n)``), subnormal operands flushed as the FPU does, and the float64 dot products."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((trials, n)).astype(np.float16)
+    w = (rng.standard_normal((trials, n)) / np.sqrt(n)).astype(np.float16)
+    x = np.where(np.abs(x) < 2.0 ** -14, np.float16(0), x)
+    w = np.where(np.abs(w) < 2.0 ** -14, np.float16(0), w)
+    return x, w, (x.astype(np.float64) * w.astype(np.float64)).sum(axis=1)
 
 
 def accumulation_errors(n, trials=2000, seed=0, partials=4):
     """Relative errors ``(fp32, fp16, fp32 with partials)`` of ``trials`` dot products of length ``n`` (arrays of
     ``trials``)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((trials, n)).astype(np.float16)
-    w = (rng.standard_normal((trials, n)) / np.sqrt(n)).astype(np.float16)
-    x = np.where(np.abs(x) < 2.0 ** -14, np.float16(0), x)  # the FPU flushes subnormal operands
-    w = np.where(np.abs(w) < 2.0 ** -14, np.float16(0), w)
-    exact = (x.astype(np.float64) * w.astype(np.float64)).sum(axis=1)
+    x, w, exact = dot_product_operands(n, trials, seed)
     acc32 = np.zeros(trials, np.uint32)
     acc16 = np.zeros(trials, np.uint32)
     for k in range(n):

@@ -18,6 +18,7 @@ Run: ``.venv/bin/python -m trainforge.sim.caterpillar.reduction_study``.
 import numpy as np
 
 from ...golden.fp import fp32_accumulate, fp_mul_exact
+from .accumulation_study import dot_product_operands
 from ...spec.fp import FP16
 
 __all__ = ["reduction_errors"]
@@ -26,12 +27,7 @@ __all__ = ["reduction_errors"]
 def reduction_errors(n, n_r, trials=2000, seed=0, partials=4):
     """Relative errors ``(in turn, interleaved)`` of ``trials`` GEMV outputs of ``n`` terms reduced over ``n_r``
     PEs (arrays of ``trials``); ``n`` must be a multiple of ``n_r``."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((trials, n)).astype(np.float16)
-    w = (rng.standard_normal((trials, n)) / np.sqrt(n)).astype(np.float16)
-    x = np.where(np.abs(x) < 2.0 ** -14, np.float16(0), x)  # the FPU flushes subnormal operands
-    w = np.where(np.abs(w) < 2.0 ** -14, np.float16(0), w)
-    exact = (x.astype(np.float64) * w.astype(np.float64)).sum(axis=1)
+    x, w, exact = dot_product_operands(n, trials, seed)
     products = fp_mul_exact(x.view(np.uint16), w.view(np.uint16), FP16)  # (trials, n)
     # Each PE's partial sum in turn: rows are the products of PE d, d + n_r, ...; trailing axes the trials, PEs.
     rows = products.reshape(trials, n // n_r, n_r).transpose(1, 0, 2)
