@@ -72,6 +72,6 @@ def test_dask_sweep_equals_local():
     items = [("gnmt", 64, level, {}) for level in range(2)]
     local = run_map(_training_point, items, "serial")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                                   dashboard_address=None) as cluster:
+                                   dashboard_address=":0") as cluster:
         remote = run_map(_training_point, items, cluster.scheduler_address.replace("tcp://", "dask://"))
     assert [p["cycles"] for p in remote] == [p["cycles"] for p in local]

@@ -21,7 +21,7 @@ TIMING = {"seconds", "points_per_second", "provenance"}
 def scheduler():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         yield cluster
 
 
