@@ -3,7 +3,7 @@
 Two integer multipliers of a tile row take the same B operand. Each registers it again beside
 itself (``IntegerMAC.multiply``), so that the operand's net across the chip ends at a register
 per multiplier. Yosys merges equal flip-flops unless they carry ``keep``; ``trainforge fpga``
-runs :data:`~trainforge.hw.synthesis.YOSYS_KEEP_REPLICAS` after reading the design. The tests
+runs :data:`~trainforge.fpga.YOSYS_AFTER_READ` (the replicas' ``keep``, then a purge) after reading the design. The tests
 count the ECP5 flip-flops of the two multipliers (generic ``RegisteredMultiplier``) synthesized
 with and without that command, and check that elaborated for the ECP5 the registers are the
 MULT18X18D's own.
@@ -17,7 +17,7 @@ from amaranth.back import rtlil
 
 from trainforge.errors import UsageError
 from trainforge.hw.mac import IntegerMAC
-from trainforge.hw.synthesis import YOSYS_KEEP_REPLICAS
+from trainforge.fpga import YOSYS_AFTER_READ
 from trainforge.spec import mac as mac_spec
 from trainforge.tools import find_tool, tool_environment
 
@@ -57,7 +57,7 @@ def _flip_flops(tmp_path, script_after_read, text=None):
 def test_each_multiplier_keeps_its_own_copy_of_a_shared_operand(tmp_path):
     assert mac_spec.MULTIPLY_STAGES["integer"] == 2, "one extra operand register per multiplier is assumed"
     # Per multiplier: its own a (8) and b (8) registers and its 16-bit product register.
-    assert _flip_flops(tmp_path, YOSYS_KEEP_REPLICAS) == 2 * (8 + 8 + 16)
+    assert _flip_flops(tmp_path, YOSYS_AFTER_READ) == 2 * (8 + 8 + 16)
 
 
 def test_without_the_command_yosys_merges_the_copies(tmp_path):
@@ -75,4 +75,4 @@ def test_on_the_ecp5_the_registers_are_the_dsp_blocks_own(tmp_path):
     for register in ("INPUTA", "INPUTB", "OUTPUT"):
         assert text.count(f'parameter \\REG_{register}_CLK "CLK0"') == 2, register
     assert text.count('parameter \\REG_OUTPUT_RST "RST0"') == 2 and text.count('parameter \\REG_INPUTA_RST "RST1"') == 2
-    assert _flip_flops(tmp_path, YOSYS_KEEP_REPLICAS, text) == 0
+    assert _flip_flops(tmp_path, YOSYS_AFTER_READ, text) == 0
