@@ -276,7 +276,7 @@ def oracle_reciprocal(values, table_bits, iterations):
     (``frexp``), ``d = float16(m)``, ``x0 = float16(1 / midpoint)``, MACs ``float16(float32(a) float32(b) + 0)``,
     factors ``float16(2 - float32(Q))``, result ``N 2**-e`` with D's sign, flushed below 2**-126 (float32 view)."""
     d_value = np.asarray(values, np.uint32).view(np.float32)
-    with np.errstate(all="ignore"):  # signalling NaN operands raise numpy's "invalid" when cast
+    with np.errstate(all="ignore"):  # NaN operands raise numpy's "invalid" when cast
         magnitude = np.abs(d_value.astype(np.float64))
         mantissa, exponent = np.frexp(np.where(np.isfinite(magnitude) & (magnitude > 0), magnitude, 1.0))
         index = ((2 * mantissa - 1) * (1 << table_bits)).astype(np.int64)
