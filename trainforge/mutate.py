@@ -47,10 +47,11 @@ import sys
 import time
 
 from .errors import UsageError
+from .regression import REPORT_ENV, TRANSACTIONS_ENV
 
 __all__ = ["Mutation", "STATUSES", "WORK_ROOT", "parse_mutations", "resolve", "mutate_block", "simulate",
            "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged",
-           "parse_selection", "TRANSACTIONS_ENV"]
+           "parse_selection"]
 
 #: Where each block's mutants, simulations and logs go.
 WORK_ROOT = pathlib.Path("build/mutate")
@@ -71,9 +72,6 @@ YOSYS_TIMEOUT_S = 300
 #: The longest temporal induction tried by the equivalence check, in clock cycles.
 EQUIVALENCE_MAX_STEPS = 12
 
-#: The environment variable of a testbench's ``random_regression`` test: its checked transactions (the test is
-#: skipped without it). The same name as ``verif/regression_common.py``'s.
-TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
 
 #: Seconds one equivalence check may take by default; past it the survivor stays a survivor ("unknown").
 #: The SAT problem of a wide datapath (a 16-bit counter block) grows past millions of clauses in a few steps.
@@ -408,7 +406,7 @@ def _simulate_here(job):
     extra_env = {"TRAINFORGE_BLOCK": block_name, "TRAINFORGE_PARAMS": json.dumps(job["params"])}
     if job.get("transactions"):
         extra_env[TRANSACTIONS_ENV] = str(job["transactions"])
-        extra_env["TRAINFORGE_REGRESS_REPORT"] = str(work / "run" / "regress.json")
+        extra_env[REPORT_ENV] = str(work / "run" / "regress.json")
     try:
         runner.test(test_module=block.testbench, hdl_toplevel=block_name, hdl_toplevel_lang="verilog",
                     build_dir=build_dir, test_dir=work / "run", seed=job["seed"], results_xml=str(results),

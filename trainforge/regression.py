@@ -13,6 +13,13 @@ the seeds that replay it; ``trainforge report`` inlines the Markdown table.
 import json
 import pathlib
 
+#: The environment of a testbench's ``random_regression`` test (``verif/regression_common.py``), set by
+#: ``make regress`` (``verif/test_regress.py``) and ``trainforge mutate --subset``: the checked transactions to
+#: reach (the test is skipped without it), a scenario seed to replay alone, and where the JSON counts go.
+TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
+REPLAY_ENV = "TRAINFORGE_REGRESS_REPLAY"
+REPORT_ENV = "TRAINFORGE_REGRESS_REPORT"
+
 __all__ = ["REPORTS", "RUNS", "load_runs", "merge_shards", "summary", "table", "write_summary"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

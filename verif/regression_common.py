@@ -10,17 +10,14 @@ cocotb.
 import zlib
 
 from scenario import rng_for
+# TRANSACTIONS_ENV: checked transactions to reach (the test is skipped without it); REPLAY_ENV: a scenario seed run
+# alone (replays a recorded mismatch); REPORT_ENV: where the JSON counts go.
+from trainforge.regression import REPLAY_ENV, REPORT_ENV, TRANSACTIONS_ENV
 from trainforge.stream_bench import DETAILED_MISMATCHES, MAX_MISMATCHES
 
 __all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "DETAILED_MISMATCHES",
            "MAX_MISMATCHES", "TIMEOUT_PER_TRANSFER", "scenario_seed", "reset_after", "timeout_cycles"]
 
-#: Number of checked transactions to reach; the cocotb test is skipped when it is not set.
-TRANSACTIONS_ENV = "TRAINFORGE_TRANSACTIONS"
-#: A scenario seed: run that one pass of the table only (replays a recorded mismatch).
-REPLAY_ENV = "TRAINFORGE_REGRESS_REPLAY"
-#: Where the JSON counts go.
-REPORT_ENV = "TRAINFORGE_REGRESS_REPORT"
 #: Chance that a scenario is first interrupted by a reset mid-stream.
 RESET_PROBABILITY = 0.25
 # DETAILED_MISMATCHES (described in full in the JSON; all are counted) and MAX_MISMATCHES (a run stops after
