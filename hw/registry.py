@@ -77,6 +77,10 @@ class Block:
     mutation_subset : MutationSubset or None
         The tests ``trainforge mutate --subset`` runs on each mutant first (None: the block has none, and
         ``--subset`` runs the whole testbench).
+    probed_wires : tuple of str
+        Internal wires the testbench reads by name (Yosys wire patterns, ``*`` a wildcard): ``trainforge mutate``
+        keeps them through Yosys's ``opt_clean``, which would otherwise drop a name that another wire of the
+        same net also has.
     """
     name: str
     component: type
@@ -85,6 +89,7 @@ class Block:
     test_params: tuple = ({},)
     regress_params: tuple = field(default=())
     mutation_subset: MutationSubset = None
+    probed_wires: tuple = ()
 
     @property
     def schema(self):

@@ -63,6 +63,16 @@ STATUSES = ("killed", "survived", "equivalent", "build_failed")
 #: equivalence check, so that a mutant differs from the original by its mutation only.
 PREPARE = "hierarchy -top {top}; proc; opt_clean"
 
+
+def prepare(top, probed=()):
+    """:data:`PREPARE` for ``top``; ``probed`` wires (Yosys patterns, the registry's ``Block.probed_wires``) get
+    the ``keep`` attribute first, so that ``opt_clean`` keeps the names a testbench reads. Without ``probed`` the
+    script is :data:`PREPARE` itself (the same mutants as before the option existed)."""
+    if not probed:
+        return PREPARE.format(top=top)
+    patterns = " ".join(f"w:{pattern}" for pattern in probed)
+    return f"hierarchy -top {top}; proc; setattr -set keep 1 {patterns}; opt_clean"
+
 #: Exit statuses of ``python -m trainforge.mutate --simulate``.
 EXIT_PASSED, EXIT_FAILED, EXIT_BUILD_FAILED = 0, 1, 3
 
@@ -179,9 +189,10 @@ def _yosys_error(log):
     return errors[0] if errors else (text.strip().splitlines() or ["no output"])[-1]
 
 
-def list_mutations(source, top, count, seed, work):
-    """Run ``mutate -list`` on ``source`` (a file in ``work``); returns its :class:`Mutation` list."""
-    script = f"read_verilog {source}; {PREPARE.format(top=top)}; mutate -list {count} -seed {seed} -o mutations.ys"
+def list_mutations(source, top, count, seed, work, probed=()):
+    """Run ``mutate -list`` on ``source`` (a file in ``work``); returns its :class:`Mutation` list (``probed``:
+    see :func:`prepare`)."""
+    script = f"read_verilog {source}; {prepare(top, probed)}; mutate -list {count} -seed {seed} -o mutations.ys"
     status = _run_yosys(script, work, work / "mutations.log")
     if status != 0:
         raise UsageError(f"Yosys could not list the mutations of {top}: "
@@ -190,13 +201,14 @@ def list_mutations(source, top, count, seed, work):
     return parse_mutations((work / "mutations.ys").read_text())
 
 
-def write_mutant(source, top, command, target, work):
-    """Write the Verilog of ``source`` with the ``mutate`` ``command`` applied (no command: the round trip).
+def write_mutant(source, top, command, target, work, probed=()):
+    """Write the Verilog of ``source`` with the ``mutate`` ``command`` applied (no command: the round trip;
+    ``probed``: see :func:`prepare`).
 
     Returns ``None`` when written, else the reason it could not be.
     """
     mutation = f"{command}; " if command else ""
-    script = f"read_verilog {source}; {PREPARE.format(top=top)}; {mutation}write_verilog -noattr {target.name}"
+    script = f"read_verilog {source}; {prepare(top, probed)}; {mutation}write_verilog -noattr {target.name}"
     log = target.with_suffix(".yosys.log")
     status = _run_yosys(script, work, log)
     if status is None:
@@ -560,7 +572,8 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     started = time.monotonic()
     declared = block.mutation_subset if subset else None
 
-    reason = write_mutant(source, block.name, None, work / "original.v", work)
+    probed = block.probed_wires
+    reason = write_mutant(source, block.name, None, work / "original.v", work, probed)
     if reason:
         raise UsageError(f"Yosys could not write {block.name}'s original design back: {reason}")
     baseline_started = time.monotonic()
@@ -585,7 +598,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         subset_timeout = max(60.0, 5 * subset_seconds + 30)
 
     original_text = (work / "original.v").read_text()
-    mutations = list_mutations(source, block.name, count, seed, work)
+    mutations = list_mutations(source, block.name, count, seed, work, probed)
     if only:
         wrong = [number for number in only if not 1 <= number <= len(mutations)]
         if wrong:
@@ -595,7 +608,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     prepared = []
     for mutation in mutations:
         name = f"mutant_{mutation.index:04d}"
-        reason = write_mutant(source, block.name, mutation.command, work / f"{name}.v", work)
+        reason = write_mutant(source, block.name, mutation.command, work / f"{name}.v", work, probed)
         prepared.append((mutation, name, reason))
 
     def judge(item):

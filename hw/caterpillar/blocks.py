@@ -50,6 +50,8 @@ BLOCKS = (
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16"},
             {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16"},
         ),
+        # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
+        probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),
     ),
     Block(
         name="cp_reciprocal",
