@@ -8,6 +8,8 @@ from a plain-integer reference. ``reset_mid_stream`` queues a program built
 with the golden model (:mod:`trainforge.golden.caterpillar.ring`), resets the
 ring in the middle of it and checks a fresh program word by word.
 """
+import types
+
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
@@ -19,7 +21,7 @@ from trainforge.cocotb_streams import check_no_ready_path
 import cp_programs
 import scenarios.cp_ring as table
 from cp_programs import attach
-from scenario import table_test
+from scenario import run_table, table_test
 from regression import regression_test
 from tbutil import start
 
@@ -147,6 +149,18 @@ def random_program(bench, generator):
 async def run_and_check(bench, program, ports):
     """:func:`cp_programs.run_and_check` with this block's data and result layouts."""
     await cp_programs.run_and_check(bench, program, ports, bench.component.word_layout, bench.component.word_layout)
+
+
+@cocotb.test()
+async def power_on_weights_are_zero(dut):
+    """Before any LOAD, forward GEMVs over every word of every PE's local memory give y = 0 (the memories start at
+    zero, as the golden model's image; ``scenarios.cp_ring.power_on_scenario``).
+
+    It must be the module's first test: the memories keep what later tests load, even across resets.
+    """
+    bench = await start(dut)
+    scenario = table.power_on_scenario(bench.params, bench.seed)
+    await run_table(bench, types.SimpleNamespace(scenarios=lambda params, seed: [scenario], golden=table.golden))
 
 
 scenario_table = table_test(table, (

@@ -315,6 +315,41 @@ def _out_of_range(params, rng):
     return program
 
 
+def _stalled_sums(params, rng):
+    """Forward GEMVs of ``max_blocks`` output words each, their sums all negative (every lane's high bits ones),
+    then all positive (zeros): under long output stalls the last sum hop holds a sum while the next one arrives
+    behind it (its skid register), so each bit of a held sum is seen in both values."""
+    cores, n_r, max_blocks, depth = params["cores"], params["n_r"], params["max_blocks"], params["sram_depth"]
+    nb = max_blocks
+    mb = max(1, min(max_blocks, depth // nb))
+    program = _Program(params)
+    for sign in (-1, 1, -1, 1):
+        weights = [[sign * rng.randint(1, 100) for _ in range(nb * n_r)] for _ in range(cores * mb * n_r)]
+        program.ring_gemv(weights, 0, [rng.randint(1, 100) for _ in range(len(weights))],
+                          [rng.randint(-100, 100) for _ in range(nb * n_r)], rng.randrange(2))
+    return program
+
+
+def power_on_scenario(params, seed):
+    """Forward GEMVs over every word of every PE's local memory before any LOAD, with ``x`` lanes of 1: the
+    memories start at zero (``cp_core``'s golden image), so every ``y`` word is 0. Not in :func:`scenarios`: it
+    holds only on a ring that has loaded nothing since power-on (``tb_cp_ring.power_on_weights_are_zero``, the
+    testbench's first test)."""
+    cores, n_r, max_blocks, depth = params["cores"], params["n_r"], params["max_blocks"], params["sram_depth"]
+    mb = nb = max(1, min(max_blocks, int(depth ** 0.5)))
+    program = _Program(params)
+    program.write([[[1] * n_r for _ in range(cores * mb)] for _ in range(cores)])
+    base = 0
+    while True:
+        base = min(base, depth - mb * nb)
+        program.commands.append(_command(RingOp.GEMV_FORWARD, mb=mb, nb=nb, base=base))
+        program.outputs += [[0] * n_r for _ in range(nb)]  # W = 0 at power-on: y = x^T W = 0
+        if base + mb * nb >= depth:
+            break
+        base += mb * nb
+    return _scenario("power-on local memories read as zero", program, rng_for(seed, "cp_ring", "power-on"))
+
+
 def _scenario(name, program, rng, valid=None, ready=None):
     handshake = {}
     if valid is not None:
@@ -349,7 +384,9 @@ def scenarios(params, seed):
                                       ("out-of-range command fields with backpressure", _out_of_range, 0.6, 0.4),
                                       ("random vectors with backpressure", _random_vectors, 0.7, 0.6),
                                       ("random vectors, cycle exact", _random_vectors, None, None),
-                                      ("directed corners", _directed_corners, 0.8, 0.7)):
+                                      ("directed corners", _directed_corners, 0.8, 0.7),
+                                      ("sums held in the last hop under long output stalls", _stalled_sums, 1.0,
+                                       0.15)):
         rng = rng_for(seed, "cp_ring", name)
         table.append(_scenario(name, build(params, rng), rng, valid, ready))
     return table
