@@ -335,14 +335,14 @@ def _random_shape(rng, params, most_words):
             return rows, cols
 
 
-def _matrices_program(params, rng, matrices):
-    """LOAD of each matrix; forward, backward (opposite overlap settings) and GEMM on each; then a random
-    rank-``b`` UPDATE of each (``b`` up to what the buffers allow), a forward on the updated weights and a
-    read-back of them."""
+def _matrices_program(params, rng, matrices, base=0, program=None):
+    """LOAD of each matrix (the first at local word ``base``, the next behind it); forward, backward (opposite
+    overlap settings) and GEMM on each; then a random rank-``b`` UPDATE of each (``b`` up to what the buffers
+    allow), a forward on the updated weights and a read-back of them. Appended to ``program`` when given."""
     n_r, width, acc_width, max_blocks = params["n_r"], params["width"], params["acc_width"], params["max_blocks"]
     low, high = _operand_range(params)
-    program = _Program(params)
-    placed, base = [], 0
+    program = program or _Program(params)
+    placed = []
     for weights in matrices:
         mb, nb, padded = program.load(weights, base)
         placed.append((len(weights), len(weights[0]), mb, nb, padded, base))
@@ -369,6 +369,18 @@ def _random_matrices(params, rng):
     low, high = _operand_range(params)
     shapes = [_random_shape(rng, params, params["sram_depth"] // 3) for _ in range(3)]
     return _matrices_program(params, rng, [_matrix(rng, rows, cols, low, high) for rows, cols in shapes])
+
+
+def _top_of_memory(params, rng):
+    """Two random matrices, each ending at the last local word (``base = sram_depth - Mb * Nb``): every command
+    walks the highest local addresses (the other rows place their matrices from word 0)."""
+    low, high = _operand_range(params)
+    program = _Program(params)
+    for _ in range(2):
+        rows, cols = _random_shape(rng, params, params["sram_depth"] // 3)
+        blocks = _blocks(rows, params["n_r"]) * _blocks(cols, params["n_r"])
+        _matrices_program(params, rng, [_matrix(rng, rows, cols, low, high)], params["sram_depth"] - blocks, program)
+    return program
 
 
 def _edge_shapes(params, rng):
@@ -612,7 +624,8 @@ def scenarios(params, seed):
                                       ("random matrices with backpressure", _random_matrices, 0.7, 0.6),
                                       ("edge shapes, cycle exact", _edge_shapes, None, None),
                                       ("directed corners", _directed_corners, 0.8, 0.7),
-                                      ("update corners", _update_corners, 0.8, 0.7)):
+                                      ("update corners", _update_corners, 0.8, 0.7),
+                                      ("matrices at the top of the local memory", _top_of_memory, 0.8, 0.7)):
         rng = rng_for(seed, "cp_core", name)
         program = build(params, rng)
         table.append(_scenario(name, program, rng, valid, ready))
