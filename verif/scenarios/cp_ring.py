@@ -384,11 +384,15 @@ def scenarios(params, seed):
                                       ("out-of-range command fields with backpressure", _out_of_range, 0.6, 0.4),
                                       ("random vectors with backpressure", _random_vectors, 0.7, 0.6),
                                       ("random vectors, cycle exact", _random_vectors, None, None),
-                                      ("directed corners", _directed_corners, 0.8, 0.7),
-                                      ("sums held in the last hop under long output stalls", _stalled_sums, 1.0,
-                                       0.15)):
+                                      ("directed corners", _directed_corners, 0.8, 0.7)):
         rng = rng_for(seed, "cp_ring", name)
         table.append(_scenario(name, build(params, rng), rng, valid, ready))
+    # o_data ready one cycle in 48: the words of a forward GEMV pile up in the output stage and the sum hops.
+    name = "sums held in the last hop under long output stalls"
+    program = _stalled_sums(params, rng_for(seed, "cp_ring", name))
+    table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                          {"o_data": program.outputs, "o_error": program.errors},
+                          ready={"o_data": (0,) * 47 + (1,)}))
     return table
 
 
