@@ -62,11 +62,12 @@ formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 # Mutation score of the blocks' cocotb testbenches (Yosys mutants of the emitted Verilog, run on Icarus):
 # build/reports/mutation.json and mutation.md, rewritten after each block. Not part of make test.
 # The default: every block measured in the README's table (README, "Mutation score"), 20 mutants each, seed 1,
-# about 70 minutes on the loaded 2-core machine (51 before td_pe, nt_pe and td_tile). --subset runs a block's declared
+# about 85 minutes on the loaded 2-core machine (51 before td_pe, nt_pe and td_tile; cp_core and cp_ring add about 4
+# and 9). --subset runs a block's declared
 # mutation subset first (td_pe, nt_pe; the others have none and run their whole testbench).
 # make mutate ARGS="nt_mac --count 40 --jobs 2" mutates other blocks.
 MUTATE_BLOCKS ?= stream_stage td_scheduler nt_pmag nt_vault nt_lut nt_comparator fp_mul fp32_add td_transposer \
-                 dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile
+                 dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile cp_core cp_ring
 MUTATE_ARGS ?= $(MUTATE_BLOCKS) --count 20 --seed 1 --subset
 mutate: $(VENV)/.installed-test $(VENV)/.installed-fpga simulators
 	$(TRAINFORGE) mutate $(if $(ARGS),$(ARGS),$(MUTATE_ARGS))

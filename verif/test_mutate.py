@@ -464,3 +464,23 @@ def test_a_leaf_submodule_is_cut_out_alone(tmp_path):
     assert text.startswith(f"module {mutate.LEAF_NAME}(") and text.count("endmodule") == 1 and "top_sub" not in text
     assert mutate._leaf_module("original.v", "top", tmp_path) is None
     assert mutate._leaf_module("original.v", "no_such_module", tmp_path) is None
+
+
+
+def test_probed_wires_keep_their_names_through_opt_clean(tmp_path):
+    """tb_cp_core reads ``pe_0_0_add_enable`` by name: Yosys's ``opt_clean`` drops it from cp_core's Verilog unless
+    the block declares it (``Block.probed_wires``); without a declaration the script is the unchanged PREPARE."""
+    from trainforge.emit import emit
+    from trainforge.hw.registry import get_block
+
+    _needs_yosys()
+    block = get_block("cp_core")
+    (tmp_path / "cp_core.v").write_text(emit("cp_core", **block.test_params[0]).text)
+    assert mutate.prepare("cp_core") == mutate.PREPARE.format(top="cp_core")
+    assert mutate.write_mutant("cp_core.v", "cp_core", None, tmp_path / "plain.v", tmp_path) is None
+    assert "pe_0_0_add_enable" not in (tmp_path / "plain.v").read_text()
+    assert mutate.write_mutant("cp_core.v", "cp_core", None, tmp_path / "kept.v", tmp_path,
+                               probed=block.probed_wires) is None
+    kept = (tmp_path / "kept.v").read_text()
+    for name in ("pe_0_0_add_enable", "pe_1_1_mac_enable", "write_back", "vector_read_enable", "error_write_enable"):
+        assert name in kept, name
