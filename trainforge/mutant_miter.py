@@ -16,6 +16,11 @@ mutated cone. For a relaxed register there is one check with it shared and one p
 registers are set to its constants and the relaxed register is a separate input of each copy; its next values
 must then be equal or in a case again.
 
+Undefined values (``x``: the branches ``proc`` leaves unassigned, a read beyond a memory's depth) and undriven nets
+are 0 in both designs (``setundef -undriven -zero``): SAT would otherwise give each copy's ``x`` its own value, and
+two copies of one read beyond the depth would differ. So a mutant is judged with every ``x`` taken as 0; one that
+only moves an ``x`` is proven for that choice, not for every value a simulator could give it.
+
 A proof (``ok`` is 1 in every check) shows I is preserved by every cycle, from any state where it holds, for every
 input (the reset too, which is an input of the next-state logic) and that the outputs agree while it holds. It
 holds at power-on when both designs' initial values agree outside the relaxed registers' cases: the check refuses
@@ -46,8 +51,8 @@ def initial_values(verilog_text):
 
 def _evert_script(source, top, module):
     return (f"read_verilog {source}; hierarchy -top {top}; proc; flatten; memory -nomap; memory_map; "
-            f"opt_clean -purge; expose -evert-dff t:$dff; rename {top} {module}; hierarchy -top {module}; "
-            f"opt_clean; write_verilog -noattr {module}.v")
+            f"opt_clean -purge; setundef -undriven -zero; expose -evert-dff t:$dff; rename {top} {module}; "
+            f"hierarchy -top {module}; opt_clean; write_verilog -noattr {module}.v")
 
 
 def _run(script, work, log, timeout=TIMEOUT_S):
