@@ -234,10 +234,10 @@ def test_a_mutant_identical_to_the_original_is_equivalent_without_simulation(tmp
     monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), proofs))
     real_write = mutate.write_mutant
 
-    def write_second_as_original(source, top, command, target, work):
+    def write_second_as_original(source, top, command, target, work, probed=()):
         if target.name == "mutant_0002.v":  # the round trip without a mutation: identical text
-            return real_write(source, top, None, target, work)
-        return real_write(source, top, command, target, work)
+            return real_write(source, top, None, target, work, probed)
+        return real_write(source, top, command, target, work, probed)
 
     monkeypatch.setattr(mutate, "write_mutant", write_second_as_original)
     out = tmp_path / "mutation.json"
