@@ -219,7 +219,7 @@ def write_mutant(source, top, command, target, work, probed=()):
 
 
 def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STEPS, timeout=EQUIVALENCE_TIMEOUT_S,
-                      module=None):
+                      module=None, constant=None):
     """Try to prove ``mutant`` equivalent to ``original`` (Verilog files in ``work``, top module ``top``).
 
     First both are optimised (:data:`NORMALISE`): the same netlist out of both (a mutated bit nothing
@@ -233,6 +233,11 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         The module the mutation is in (its ``-module``). When it is not ``top``, that module alone is
         compared first, its inputs free (any value in any cycle, a superset of what the design drives):
         proven there, the whole design is equivalent too. Otherwise the whole design is compared.
+    constant : tuple, optional
+        ``(wire, bit, value)`` of a ``const0``/``const1`` mutation that names its wire: the mutant ties that
+        wire bit to ``value``. Tried first: when the original's wire bit has that value already in every
+        cycle, from any register state and any input of ``module`` (one SAT step, the registers' initial
+        values dropped), the mutant changes nothing (:func:`_bit_is_constant`).
 
     Returns
     -------
@@ -241,6 +246,8 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
         kill the mutant), or ``"unknown"`` (no proof within ``max_steps`` cycles of induction, or none within
         ``timeout`` seconds).
     """
+    if constant is not None and _bit_is_constant(original, module or top, *constant, work, timeout):
+        return "proven"
     if module and module != top:
         # A leaf submodule is cut out of both files first: Yosys then reads a hundred lines, not the whole design.
         alone = [_leaf_module(design, module, work) for design in (original, mutant)]
@@ -257,6 +264,29 @@ def check_equivalence(original, mutant, top, work, max_steps=EQUIVALENCE_MAX_STE
     if normalised is not None and normalised == _normalised(mutant, top, work, timeout):
         return "proven"
     return _prove_equivalent(original, mutant, top, work, max_steps, timeout)
+
+
+def constant_of(mutation):
+    """``(wire, bit, value)`` of a ``const0``/``const1`` mutation naming its wire bit, else ``None``."""
+    value = {"const0": 0, "const1": 1}.get(mutation.mode)
+    if value is None or "wire" not in mutation.options or "wirebit" not in mutation.options:
+        return None
+    return mutation.options["wire"], int(mutation.options["wirebit"]), value
+
+
+def _bit_is_constant(design, module, wire, bit, value, work, timeout=EQUIVALENCE_TIMEOUT_S):
+    """Whether bit ``bit`` of ``wire`` in ``module`` of the Verilog file ``design`` is ``value`` in every cycle.
+
+    ``module`` is the top (its inputs free, a superset of what an enclosing design drives); its registers'
+    initial values are dropped, so the one step of ``sat -seq 1`` starts from any state, reachable or not:
+    a proof holds in every cycle of every run. A failed or timed-out proof is ``False``.
+    """
+    script = (f"read_verilog {design}; hierarchy -top {module}; proc; opt_clean; flatten; memory -nomap; "
+              f"memory_map; opt_clean; rename -top constant_top; setattr -unset init w:*; "
+              f"sat -seq 1 -prove {wire}[{bit}] {value} -verify constant_top")
+    safe = re.sub(r"[^\w]", "_", wire)
+    log = pathlib.Path(work) / f"{pathlib.Path(design).stem}.constant-{safe}-{bit}.log"
+    return _run_yosys(script, work, log, timeout=timeout) == 0  # -verify: a failed proof is an error
 
 
 #: The name a submodule cut out of a design by :func:`_leaf_module` is given.
@@ -636,7 +666,7 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
         proof = "identical" if identical else None
         if status == "survived" and equivalence:
             proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout,
-                                      module=mutation.options.get("module"))
+                                      module=mutation.options.get("module"), constant=constant_of(mutation))
             if proof == "proven":
                 status = "equivalent"
         location, line_text = _located(mutation, source, lines)

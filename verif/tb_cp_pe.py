@@ -14,7 +14,7 @@ from trainforge.golden.caterpillar.pe import cp_pe
 from trainforge.spec.caterpillar import MacOp
 
 import scenarios.cp_pe as table
-from scenario import Transactions, check_transactions
+from scenario import Scenario, Transactions, check_transactions
 from tbutil import start
 
 
@@ -123,6 +123,27 @@ async def run_scenario(bench, scenario):
     await FallingEdge(dut.clk)
     dut.en.value = 0
     check_transactions(scenario, Transactions({"acc": acc_trace, "red": red_trace}), bench.where())
+
+
+@cocotb.test()
+async def power_on_memory_reads_zero(dut):
+    """Before any write, every word of the local memory reads 0 (the memory's initial values in the Verilog):
+    each word read in turn and multiplied by 1 into a cleared accumulator; the table's reference on an all-zero
+    memory gives the expected traces.
+
+    It must be the module's first test: the memory keeps what later tests write, even across resets.
+    """
+    bench = await start(dut)
+    depth = bench.params["sram_depth"]
+    one = 0x3C00 if bench.params.get("mac", "fixed") == "fp16" else 1  # 1.0 as FP16 bits, or the integer 1
+    controls = [{
+        "rd_en": int(cycle < depth), "rd_addr": cycle % depth,
+        "mac_op": int(MacOp.ROW_MEM if cycle >= 2 else MacOp.NONE),  # the word read in cycle t is used in t + 2
+        "mac_clear": 1, "handoff": 0, "red_add": 0, "row_bus": one, "col_bus": 0, "red_in": 0,
+    } for cycle in range(depth + 2)]
+    accs, reds = table.reference([0] * depth, controls, **bench.params)
+    scenario = Scenario("power-on reads", {"memory": [], "controls": controls}, {"acc": accs, "red": reds})
+    await run_scenario(bench, scenario)
 
 
 @cocotb.test()

@@ -1,4 +1,5 @@
-"""cocotb testbench of ``nt_pe``: its scenario table (``verif/scenarios/nt_pe.py``), and a reset mid-stream.
+"""cocotb testbench of ``nt_pe``: a power-on read of both buffers, its scenario table (``verif/scenarios/nt_pe.py``),
+and a reset mid-stream.
 
 The table's scenarios run on the RTL through the PE's three input streams and its result
 stream; without backpressure the result cycles and the program acceptance cycles must equal
@@ -44,6 +45,20 @@ async def run_scenario(bench, shapes, sources, sinks, scenario):
         assert accepted == predicted.cycles["i_program"], (
             f"{scenario.name}: program acceptance cycles: golden model {predicted.cycles['i_program']}, "
             f"RTL {accepted} {bench.where()}")
+
+
+@cocotb.test()
+async def power_on_buffers_read_zero(dut):
+    """Before any write, every BUF Input 1 word and BUF Input 2 row reads 0: two passes, one per half, read
+    every word and row of it after a block of one word and one row (``scenarios.nt_pe.power_on_stimulus``).
+
+    It must be the module's first test: the buffers keep what later tests write, even across resets.
+    """
+    bench = await start(dut)
+    shapes, sources, sinks = attach(bench)
+    stimulus = table.power_on_stimulus(bench.params)
+    scenario = Scenario("power-on reads", stimulus, {"o_result": table.reference(bench.params, stimulus)})
+    await run_scenario(bench, shapes, sources, sinks, scenario)
 
 
 @cocotb.test()

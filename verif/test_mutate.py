@@ -64,7 +64,7 @@ def _stub_simulation(killed, calls, original_passes=True):
 
 def _stub_equivalence(proven, calls):
     def check_equivalence(original, mutant, top, work, max_steps=mutate.EQUIVALENCE_MAX_STEPS,
-                          timeout=mutate.EQUIVALENCE_TIMEOUT_S, module=None):
+                          timeout=mutate.EQUIVALENCE_TIMEOUT_S, module=None, constant=None):
         index = int(mutant.rpartition("_")[2].split(".")[0])
         calls.append(index)
         return "proven" if index in proven else "differs"
@@ -484,3 +484,27 @@ def test_probed_wires_keep_their_names_through_opt_clean(tmp_path):
     kept = (tmp_path / "kept.v").read_text()
     for name in ("pe_0_0_add_enable", "pe_1_1_mac_enable", "write_back", "vector_read_enable", "error_write_enable"):
         assert name in kept, name
+
+
+# Bit 1 of ``taken`` is 0 in every cycle (an OR of two zero bits); bit 0 follows the inputs.
+_CONSTANT_BIT = """\
+module top(input clk, input [1:0] a, output reg [1:0] y);
+  wire [1:0] taken = {1'b0, a[1]} | {1'b0, a[0]};
+  initial y = 2'b0;
+  always @(posedge clk) y <= ~taken;
+endmodule
+"""
+
+
+def test_a_wire_bit_tied_to_the_value_it_has_is_proven_constant(tmp_path):
+    """The constant check proves ``taken[1] == 0`` from any state and input, and refuses ``taken[1] == 1`` and
+    ``taken[0] == 0``; ``constant_of`` reads the wire bit and value of const0/const1 mutations only."""
+    _needs_yosys()
+    (tmp_path / "design.v").write_text(_CONSTANT_BIT)
+    assert mutate._bit_is_constant("design.v", "top", "taken", 1, 0, tmp_path)
+    assert not mutate._bit_is_constant("design.v", "top", "taken", 1, 1, tmp_path)
+    assert not mutate._bit_is_constant("design.v", "top", "taken", 0, 0, tmp_path)
+    const0, inv = mutate.parse_mutations("mutate -mode const0 -module top -cell $or$1 -port Y -portbit 1 -wire taken "
+                                         "-wirebit 1\nmutate -mode inv -module top -cell $or$1 -port Y -portbit 1 "
+                                         "-wire taken -wirebit 1\n")
+    assert mutate.constant_of(const0) == ("taken", 1, 0) and mutate.constant_of(inv) is None

@@ -293,6 +293,24 @@ def corner_session(params, rng):
     return session.stimulus
 
 
+def power_on_stimulus(params):
+    """Two MAC passes, one per half of each buffer, that read every BUF Input 1 word and every BUF Input 2 row
+    of the half, with a block of one word and one row: the other words and rows are read before any write.
+
+    A testbench's first test only (the buffers keep their contents across resets). The reference reads them as
+    0, the buffers' power-on contents (the memories' initial values in the Verilog, as ``nt_vault``'s).
+    """
+    lanes = params["lanes"]
+    half1, half2 = params["in1_depth"] // 2, params["in2_depth"] // 2
+    per_output = min(half2, 256)
+    session = _Session(lanes)
+    for half in range(2):
+        # half1 steps (every word of the half), one output row per half2 steps (every row of the half).
+        session.add(dict(op=OP_MAC, wide=1, sr=0, cnt2_outer=0, cnt2_inner=half1 - 1, cnt1=per_output - 1),
+                    [(1 + half) << params["frac_bits"]], [[(lane + 3) << params["frac_bits"] for lane in range(lanes)]])
+    return session.stimulus
+
+
 def _scenario(params, name, stimulus, **handshake):
     return Scenario(name, stimulus, {"o_result": reference(params, stimulus)}, **handshake)
 
