@@ -122,13 +122,15 @@ class HeaderLayout:
     mid-stream, 0 for none) and ``timeout`` (cycles).
     """
 
-    def __init__(self, inputs, outputs):
-        self.fields = []
-        for prefix, count in (("in", len(inputs)), ("out", len(outputs))):
-            for k in range(count):
-                self.fields += [(f"{prefix}{k}_count", 32), (f"{prefix}{k}_length", 8),
-                                (f"{prefix}{k}_pattern", PATTERN_BITS)]
-        self.fields += [("reset_after", 32), ("timeout", 32)]
+    def __init__(self, inputs, outputs, fields=None):
+        if fields is None:
+            fields = []
+            for prefix, count in (("in", len(inputs)), ("out", len(outputs))):
+                for k in range(count):
+                    fields += [(f"{prefix}{k}_count", 32), (f"{prefix}{k}_length", 8),
+                               (f"{prefix}{k}_pattern", PATTERN_BITS)]
+            fields += [("reset_after", 32), ("timeout", 32)]
+        self.fields = list(fields)
         self.offsets, offset = {}, 0
         for name, width in self.fields:
             self.offsets[name] = (offset, width)
@@ -405,10 +407,13 @@ class BenchBuild:
     depth: int
     scenarios: int
     build_seconds: float
+    header_layout: object = None
+    checked: tuple = ()
 
     @property
     def header(self):
-        return HeaderLayout(self.inputs, self.outputs)
+        """The layout of a scenario's header word (:class:`HeaderLayout` of the ports unless the testbench has its own)."""
+        return self.header_layout or HeaderLayout(self.inputs, self.outputs)
 
 
 def _compile(simulator, folder, block_module):
@@ -459,8 +464,21 @@ def build(block_name, params, simulator, verilog=None, depth=DEFAULT_DEPTH, scen
     """
     emitted = emit_cached(block_name, **params)
     inputs, outputs = stream_ports(emitted.ports)
-    text = emitted.text if verilog is None else verilog
     bench_text = testbench_verilog(block_name, inputs, outputs, depth, scenarios)
+    return build_folder(block_name, emitted, simulator, bench_text, tuple(inputs), tuple(outputs), depth, scenarios,
+                        verilog=verilog, tag=tag)
+
+
+def build_folder(block_name, emitted, simulator, bench_text, inputs, outputs, depth, scenarios, verilog=None, tag="",
+                 header=None, checked=None):
+    """Compile (once) a generated testbench around a block's Verilog; return its :class:`BenchBuild`.
+
+    The part of :func:`build` that other generated testbenches share (:mod:`trainforge.bus_bench`):
+    ``emitted`` is the block's :func:`~trainforge.emit.emit_cached` result, ``bench_text`` the testbench's
+    Verilog (module ``trainforge_stream_bench``), ``header`` its header layout (default: :class:`HeaderLayout`
+    of the ports) and ``checked`` the names of its expectation streams (default: the output ports').
+    """
+    text = emitted.text if verilog is None else verilog
     key = params_key(block_name, emitted.params)
     folder = BUILD_ROOT / f"{block_name}-{key}-{simulator}{('-' + tag) if tag else ''}"
     stamp_text = hashlib.sha256(json.dumps([text, bench_text, ICARUS_CLOCK, VERILATOR_MAIN, simulator,
@@ -482,7 +500,8 @@ def build(block_name, params, simulator, verilog=None, depth=DEFAULT_DEPTH, scen
             stamp.write_text(stamp_text)
         command = _command(simulator, folder)
     return BenchBuild(block_name, emitted.params, simulator, folder, command, tuple(inputs), tuple(outputs), depth,
-                      scenarios, float(seconds_file.read_text()))
+                      scenarios, float(seconds_file.read_text()), header,
+                      tuple(checked) if checked is not None else tuple(port.name for port in outputs))
 
 
 def write_batch(folder, bench, headers, stimulus, expected):
@@ -549,4 +568,10 @@ def run(bench, folder):
                                       "beat": int(words[3]), "got": words[4]})
         elif words[0] == "timeout":
             record["details"].append({"kind": "timeout", "scenario": int(words[1]), "cycles": int(words[2])})
+        elif words[0] == "cycle":
+            record["details"].append({"kind": "cycle", "scenario": int(words[1]), "port": int(words[2]),
+                                      "beat": int(words[3]), "expected": int(words[4]), "got": int(words[5])})
+        elif words[0] == "rule":
+            record["details"].append({"kind": "rule", "scenario": int(words[1]), "cycle": int(words[2]),
+                                      "rule": int(words[3]), "value": words[4]})
     return record

@@ -31,17 +31,19 @@ from amaranth.lib import data, enum
 from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
                                timeout_cycles)
 from scenario import payload_shapes
-from trainforge import stream_bench
+from trainforge import bus_bench, stream_bench
 from trainforge.hw.registry import BLOCKS
+import fast_bus
 
 __all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
-#: stay with the cocotb tests).
+#: stay with the cocotb tests); and ``nt_bus``, on its own testbench (:mod:`trainforge.bus_bench`: the arbitration
+#: every cycle, and the golden model's output cycles without backpressure).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
-               "nt_pe")
+               "nt_pe", "nt_bus")
 #: Transactions per shard of a long run: ``make regress TRANSACTIONS=N`` runs ``ceil(N / SHARD_TRANSACTIONS)``
 #: shards per block and simulator.
 SHARD_TRANSACTIONS = 250_000
@@ -155,13 +157,19 @@ def plan_batches(block_name, params, bench, seed, target, replay=None, alter_exp
 
 
 def _message(bench, entry, detail):
+    names = bench.checked or tuple(port.name for port in bench.outputs)
     if detail["kind"] == "payload":
-        port = bench.outputs[detail["port"]].name
-        return (f"{entry['scenario']}: {port} transaction {detail['beat']} expected 0x{detail['expected']}, "
-                f"got 0x{detail['got']}")
+        return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected "
+                f"0x{detail['expected']}, got 0x{detail['got']}")
     if detail["kind"] == "extra":
-        port = bench.outputs[detail["port"]].name
-        return f"{entry['scenario']}: {port} extra transaction {detail['beat']}: 0x{detail['got']}"
+        return f"{entry['scenario']}: {names[detail['port']]} extra transaction {detail['beat']}: 0x{detail['got']}"
+    if detail["kind"] == "cycle":
+        source = "the table" if names[detail["port"]] == "grants" else "the golden model"
+        return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected at cycle "
+                f"{detail['expected']} ({source}), got {detail['got']}")
+    if detail["kind"] == "rule":
+        return (f"{entry['scenario']}: cycle {detail['cycle']}: {bus_bench.RULES[detail['rule']]} "
+                f"(0x{detail['value']})")
     return f"{entry['scenario']}: timed out after {detail['cycles']} cycles"
 
 
@@ -191,7 +199,10 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         For the tests: changes the expected payloads (:func:`plan_batches`).
     """
     params = BLOCKS[block_name].resolve(**(params or {}))
-    bench = bench or stream_bench.build(block_name, params, simulator)
+    if block_name == bus_bench.BLOCK:
+        bench = bench or bus_bench.build(params, simulator)
+    else:
+        bench = bench or stream_bench.build(block_name, params, simulator)
     folder = pathlib.Path(folder or bench.folder / "runs" / str(seed))
     shutil.rmtree(folder, ignore_errors=True)
     record = {
@@ -204,7 +215,11 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         "build_seconds": bench.build_seconds, "batches": 0,
     }
     began = time.monotonic()
-    batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
+    if block_name == bus_bench.BLOCK:
+        batches = fast_bus.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
+                                        packer=packer)
+    else:
+        batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
         generating, generating_cpu = time.monotonic(), time.process_time()
         batch = next(batches, None)
