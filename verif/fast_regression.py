@@ -35,7 +35,7 @@ from trainforge import bus_bench, stream_bench
 from trainforge.hw.registry import BLOCKS
 import fast_bus
 
-__all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_shard"]
+__all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
@@ -44,9 +44,13 @@ __all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_s
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
                "nt_pe", "nt_bus")
-#: Transactions per shard of a long run: ``make regress TRANSACTIONS=N`` runs ``ceil(N / SHARD_TRANSACTIONS)``
-#: shards per block and simulator.
-SHARD_TRANSACTIONS = 250_000
+#: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults).
+#: ``td_tile`` on Icarus is the 2 x 2 tile (the same PEs, schedulers and MAC as the default 4 x 4): Icarus's own
+#: evaluation of the 4 x 4 tile ran 99 cycles per second against 632 for the 2 x 2 in the same testbench, at about
+#: the same transactions per cycle, 230 against 1 195 transactions per CPU-second (2026-11-28, 4 000 transactions,
+#: seed 2028): 72 CPU-minutes for 10^6 at 4 x 4 alone, more than the whole regression's 60 minutes on 2 cores.
+#: Verilator plays the default 4 x 4.
+SIMULATOR_PARAMS = {("td_tile", "icarus"): {"rows": 2, "cols": 2}}
 
 
 def packer(shape):
@@ -188,7 +192,7 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     target : int
         Checked transactions to reach (the last batch stops at the scenario that reaches it).
     params : dict, optional
-        Parameter overrides (default: the block's defaults).
+        Parameter overrides (default: :data:`SIMULATOR_PARAMS` of the block and simulator, else none).
     replay : int, optional
         A scenario seed: that one pass of the table only.
     folder : path, optional
@@ -198,7 +202,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     alter_expected : callable, optional
         For the tests: changes the expected payloads (:func:`plan_batches`).
     """
-    params = BLOCKS[block_name].resolve(**(params or {}))
+    overrides = dict(SIMULATOR_PARAMS.get((block_name, simulator), {}) if params is None else params)
+    params = BLOCKS[block_name].resolve(**overrides)
     if block_name == bus_bench.BLOCK:
         bench = bench or bus_bench.build(params, simulator)
     else:
@@ -206,7 +211,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     folder = pathlib.Path(folder or bench.folder / "runs" / str(seed))
     shutil.rmtree(folder, ignore_errors=True)
     record = {
-        "block": block_name, "path": "fast", "simulator": simulator, "params": params, "cocotb_seed": seed,
+        "block": block_name, "path": "fast", "simulator": simulator, "params": params, "param_overrides": overrides,
+        "cocotb_seed": seed,
         "shard_seed": seed, "target": target, "replay": replay, "transactions": 0,
         "input_beats": {port.name: 0 for port in bench.inputs}, "output_beats": {port.name: 0 for port in bench.outputs},
         "passes": 0, "scenarios": 0, "resets_mid_stream": 0, "beats_before_reset": 0, "mismatches": 0,

@@ -26,7 +26,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 import scenarios.stream_stage as stage_table
-from fast_regression import FAST_BLOCKS, packer, run_shard
+from fast_regression import FAST_BLOCKS, SIMULATOR_PARAMS, packer, run_shard
 from regression_common import scenario_seed
 from scenario import payload_shapes, to_bits
 from test_formal import BrokenStreamStage
@@ -145,7 +145,8 @@ def test_every_block_fails_on_a_wrong_expectation(block_name, simulator, tmp_pat
     bit flipped), one pass of the table on the fast path finds exactly one mismatch per scenario that expects an
     output, for every fast block on both simulators."""
     module = __import__(f"scenarios.{block_name}", fromlist=["scenarios"])
-    table = module.scenarios(BLOCKS[block_name].resolve(), scenario_seed(9, 0))
+    table = module.scenarios(BLOCKS[block_name].resolve(**SIMULATOR_PARAMS.get((block_name, simulator), {})),
+                             scenario_seed(9, 0))
     expecting = sum(1 for scenario in table if any(scenario.expected.values()))
     record = run_shard(block_name, simulator, 9, 1, folder=tmp_path, replay=scenario_seed(9, 0),
                        alter_expected=_flip_last)
