@@ -173,3 +173,20 @@ def test_summary_sums_the_shards_of_the_latest_session():
     assert (row["path"], row["shards"], row["transactions"], row["mismatches"]) == ("fast", 2, 1100, 1)
     assert (row["input_beats"], row["target"], row["wall_seconds"], row["cpu_seconds"]) == (550, 1000, 4.0, 2.0)
     assert row["mismatch_seeds"] == [7] and row["shard_seeds"] == [100, 101]
+
+
+def test_every_fast_block_has_measured_rates_and_its_shards_add_up():
+    """The shard plan (``regression_plan``) knows every fast block's CPU rate on both simulators, its shards sum
+    to the transactions asked for, and no shard exceeds either bound."""
+    from regression_plan import (CPU_RATES, SHARD_CPU_SECONDS, SHARD_TRANSACTIONS, projected_cpu_seconds,
+                                 shard_targets)
+
+    for block_name in FAST_BLOCKS:
+        for simulator in ("icarus", "verilator"):
+            assert CPU_RATES[block_name][simulator] > 0, (block_name, simulator)
+            for transactions in (2_000, 1_000_000, 3_333_333):
+                targets = shard_targets(block_name, simulator, transactions)
+                assert sum(targets) == transactions, (block_name, simulator, targets)
+                assert max(targets) <= SHARD_TRANSACTIONS or len(targets) == 1
+                assert (projected_cpu_seconds(block_name, simulator, max(targets)) <= SHARD_CPU_SECONDS
+                        or len(targets) == 1), (block_name, simulator, targets)
