@@ -27,10 +27,11 @@ scenario's mask trace (the last one holds) and PE ``p``'s REQ is up when
 ``c``. Resets mid-stream, timeouts, the drain and the batch and result files
 are those of :mod:`trainforge.stream_bench`, whose :func:`~trainforge.stream_bench.run`
 reads the result. Detail lines added here: ``cycle <scenario> <stream> <beat>
-<expected> <got>`` and ``rule <scenario> <cycle> <rule> <grant>``.
+<expected> <got>`` and ``rule <scenario> <cycle> <rule> <value>`` (the grant, or
+the merged word for rules 6 and 7).
 
-Batch files: ``sizes.hex`` (scenarios, then the entries of ``in<k>.hex``,
-the mask traces' and ``exp<k>.hex``); ``scenarios.hex``; ``in0.hex`` the common
+Batch files: ``sizes.hex`` (scenarios, then the entries of each ``in<k>.hex``
+and ``exp<k>.hex``); ``scenarios.hex``; ``in0.hex`` the common
 vault's words, ``in<1+p>.hex`` PE ``p``'s; ``in<1+pes>.hex`` the mask traces;
 ``exp<k>.hex`` the expectation streams of :func:`checked_streams`, each entry
 ``{cycle[31:0], payload}``.

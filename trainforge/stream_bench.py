@@ -535,8 +535,9 @@ def run(bench, folder):
     """Run one batch (written by :func:`write_batch` in ``folder``); return its counts and mismatches as a dict.
 
     Keys: ``input_beats`` and ``output_beats`` (lists per port), ``scenarios``, ``mismatches``, ``resets``,
-    ``before_reset``, ``cycles``, ``details`` (``kind``: ``payload``, ``extra`` or ``timeout``; ``scenario``: the
-    index in the batch; ``port``, ``beat``, ``expected``, ``got`` where they apply), ``wall_seconds`` and
+    ``before_reset``, ``cycles``, ``details`` (``kind``: ``payload``, ``extra`` or ``timeout``, and from
+    :mod:`trainforge.bus_bench` also ``cycle`` and ``rule``; ``scenario``: the index in the batch; ``port``,
+    ``beat``, ``expected``, ``got``, ``cycle``, ``rule``, ``value`` where they apply), ``wall_seconds`` and
     ``cpu_seconds`` (the simulator's user and system time: what it costs on an idle core).
     """
     folder = pathlib.Path(folder)
