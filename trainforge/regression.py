@@ -79,7 +79,7 @@ def summary(records):
     for r in merge_shards(records):
         rows.append({
             "block": r["block"], "simulator": r.get("simulator"), "path": r["path"], "shards": r["shards"],
-            "param_overrides": r.get("param_overrides") or {},
+            "param_overrides": r.get("param_overrides") or {}, "form": r.get("form", "emitted"),
             "transactions": r["transactions"],
             "input_beats": sum(r["input_beats"].values()), "output_beats": sum(r["output_beats"].values()),
             "target": r["target"], "resets_mid_stream": r["resets_mid_stream"],
@@ -108,7 +108,8 @@ def table(summary_dict):
     for row in summary_dict["rows"]:
         seeds = ", ".join(str(s) for s in row["mismatch_seeds"])
         replay = (f"`--seed {row['base_seed']}`, scenario seeds {seeds}" if row["mismatches"] else "")
-        path = row["path"] if row["shards"] == 1 else f"{row['path']} ({row['shards']} shards)"
+        path = row["path"] + ("" if row.get("form", "emitted") == "emitted" else f", {row['form']}")
+        path = path if row["shards"] == 1 else f"{path} ({row['shards']} shards)"
         overrides = row.get("param_overrides") or {}
         block = row["block"] + (f" ({', '.join(f'{k}={v}' for k, v in overrides.items())})" if overrides else "")
         lines.append(f"| {block} | {row['simulator']} | {path} | {row['target']:,} | {row['transactions']:,} "

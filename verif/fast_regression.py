@@ -35,7 +35,7 @@ from trainforge import bus_bench, stream_bench
 from trainforge.hw.registry import BLOCKS
 import fast_bus
 
-__all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "packer", "plan_batches", "run_shard"]
+__all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
@@ -44,13 +44,14 @@ __all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "packer", "plan_batches", "run_sha
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
                "nt_pe", "nt_bus")
-#: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults).
-#: ``td_tile`` on Icarus is the 2 x 2 tile (the same PEs, schedulers and MAC as the default 4 x 4): Icarus's own
-#: evaluation of the 4 x 4 tile ran 99 cycles per second against 632 for the 2 x 2 in the same testbench, at about
-#: the same transactions per cycle, 230 against 1 195 transactions per CPU-second (2026-11-28, 4 000 transactions,
-#: seed 2028): 72 CPU-minutes for 10^6 at 4 x 4 alone, more than the whole regression's 60 minutes on 2 cores.
-#: Verilator plays the default 4 x 4.
-SIMULATOR_PARAMS = {("td_tile", "icarus"): {"rows": 2, "cols": 2}}
+#: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults). None today:
+#: every block runs its defaults on both simulators.
+SIMULATOR_PARAMS = {}
+#: The form of a block's Verilog that a simulator plays (``trainforge.stream_bench.FORMS``; default ``"emitted"``).
+#: ``td_tile`` on Icarus plays the same design after Yosys's ``proc; flatten; opt``: Icarus's own evaluation of the
+#: emitted 4 x 4 tile ran 99 cycles per second (230 transactions per CPU-second), which made 10^6 transactions
+#: 72 CPU-minutes, more than the whole regression's budget; see the README, "Random regression".
+SIMULATOR_FORMS = {("td_tile", "icarus"): "yosys-opt"}
 
 
 def packer(shape):
@@ -207,11 +208,13 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     if block_name == bus_bench.BLOCK:
         bench = bench or bus_bench.build(params, simulator)
     else:
-        bench = bench or stream_bench.build(block_name, params, simulator)
+        bench = bench or stream_bench.build(block_name, params, simulator,
+                                            form=SIMULATOR_FORMS.get((block_name, simulator), "emitted"))
     folder = pathlib.Path(folder or bench.folder / "runs" / str(seed))
     shutil.rmtree(folder, ignore_errors=True)
     record = {
         "block": block_name, "path": "fast", "simulator": simulator, "params": params, "param_overrides": overrides,
+        "form": bench.form,
         "cocotb_seed": seed,
         "shard_seed": seed, "target": target, "replay": replay, "transactions": 0,
         "input_beats": {port.name: 0 for port in bench.inputs}, "output_beats": {port.name: 0 for port in bench.outputs},

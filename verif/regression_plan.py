@@ -22,10 +22,10 @@ SHARD_TRANSACTIONS = 250_000
 #: At most this many projected CPU seconds per shard (the longest shard bounds how unevenly the workers end).
 SHARD_CPU_SECONDS = 240
 
-#: Measured transactions per CPU-second of the fast path, per block and simulator, at the parameters the
-#: regression plays (``fast_regression.SIMULATOR_PARAMS``). From the README's runs: 10^6 transactions where that
-#: run exists (seed 2027 and 2028), else 50 000 (seed 2026); ``nt_bus`` and the 2 x 2 ``td_tile`` on Icarus,
-#: 2026-11-28 (50 000 and 4 000 transactions, seed 2028).
+#: Measured transactions per CPU-second of the fast path, per block and simulator, in the form the regression plays
+#: (``fast_regression.SIMULATOR_FORMS``). From the README's runs: 10^6 transactions where that run exists (seeds
+#: 2027 and 2028), else 50 000 (seed 2026); ``nt_bus`` 50 000 and ``td_tile`` on Icarus (Yosys-optimised form)
+#: 20 000, seed 2028, 2026-11-28.
 CPU_RATES = {
     "cp_core": {"icarus": 3_248, "verilator": 118_587},
     "cp_reciprocal": {"icarus": 17_884, "verilator": 459_284},
@@ -43,11 +43,11 @@ CPU_RATES = {
     "stream_stage": {"icarus": 93_443, "verilator": 1_264_546},
     "td_pe": {"icarus": 2_868, "verilator": 29_959},
     "td_scheduler": {"icarus": 9_019, "verilator": 41_401},
-    "td_tile": {"icarus": 1_195, "verilator": 6_925},
+    "td_tile": {"icarus": 562, "verilator": 6_925},
     "td_transposer": {"icarus": 47_159, "verilator": 181_455},
 }
 #: A block without a measured rate is planned at this one (the slowest measured), so that it is never under-sharded.
-UNKNOWN_RATE = 885
+UNKNOWN_RATE = 562
 #: CPU seconds of building every testbench once (measured: Icarus 0 to 12 s a block, Verilator 15 to 82 s; about
 #: 9 minutes of wall time for all 34 on the loaded machine).
 BUILD_CPU_SECONDS = 600
