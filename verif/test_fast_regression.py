@@ -8,6 +8,7 @@ self-checking testbench (:mod:`trainforge.stream_bench`) with the batches of
   (``test_formal.BrokenStreamStage``): one that drops a transaction arriving
   while its output is busy, one that duplicates its skid register, one that
   overwrites a stalled output;
+- the same broken stage in the Yosys-optimised form (``stream_bench.FORMS``) that ``td_tile`` plays on Icarus;
 - a stage whose reset is not connected (its valid bits survive a reset): only
   the scenarios with a reset mid-stream may fail;
 - a table whose expectation is wrong in one place (scenario "extreme
@@ -81,6 +82,19 @@ def test_broken_stage_fails_and_its_seed_replays(fault, tmp_path):
     fixed = run_shard("stream_stage", "icarus", 11, TRANSACTIONS, replay=detail["scenario_seed"],
                       folder=tmp_path / "fixed")
     assert fixed["mismatches"] == 0 and fixed["transactions"] > 0, fixed
+
+
+def test_yosys_optimised_form_passes_the_real_stage_and_fails_a_broken_one(tmp_path):
+    """The ``"yosys-opt"`` form (``td_tile`` on Icarus plays it) keeps a fault: a broken stage fails in it too."""
+    real = stream_bench.build("stream_stage", {}, "icarus", form="yosys-opt")
+    assert (real.folder / "block_opt.v").exists() and real.form == "yosys-opt"
+    record = run_shard("stream_stage", "icarus", 11, TRANSACTIONS, bench=real, folder=tmp_path / "real")
+    assert record["mismatches"] == 0 and record["transactions"] >= TRANSACTIONS, record
+    text = verilog.convert(BrokenStreamStage(8, "drops_when_busy"), name="stream_stage", emit_src=False)
+    broken = stream_bench.build("stream_stage", {}, "icarus", verilog=text, tag="broken-drops_when_busy",
+                                form="yosys-opt")
+    record = run_shard("stream_stage", "icarus", 11, TRANSACTIONS, bench=broken, folder=tmp_path / "broken")
+    assert record["mismatches"] > 0, record
 
 
 def test_state_surviving_a_reset_fails_only_after_a_reset_mid_stream(tmp_path):
