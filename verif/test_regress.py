@@ -22,7 +22,6 @@ and names the seeds that replay it: the base seed (``--seed``) replays the
 whole run, ``TRAINFORGE_REGRESS_REPLAY=<scenario seed>`` one table pass of it.
 """
 import json
-import math
 import os
 import pathlib
 
