@@ -46,11 +46,13 @@ test: $(VENV)/.installed-dask $(VENV)/.installed-fpga simulators
 # make regress TRANSACTIONS=1000000: the long sweeps, and the random regression of every block with a
 # random_regression test, TRANSACTIONS checked stream transactions per block and simulator (default 2000).
 # REGRESS_PATH=auto (default) plays the blocks that have one on the fast path (a self-checking Verilog
-# testbench, payloads and order, sharded) and the rest under cocotb; cocotb or fast forces one path.
+# testbench, payloads and order, shards planned from measured CPU rates by verif/regression_plan.py) and the
+# rest under cocotb; cocotb or fast forces one path. The fpga extra brings the Yosys that prepares td_tile's
+# faster form for Icarus.
 # Its table (transactions and mismatches per block and path) is printed at the end, in build/reports/regress/.
 TRANSACTIONS ?= 2000
 REGRESS_PATH ?= auto
-regress: $(VENV)/.installed-dask simulators
+regress: $(VENV)/.installed-dask $(VENV)/.installed-fpga simulators
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup --regress --transactions $(TRANSACTIONS) --regress-path $(REGRESS_PATH) verif
 
 # Every formal proof (build/formal/<proof>/, report build/formal/report.json), then the check that each fails

@@ -79,6 +79,7 @@ def summary(records):
     for r in merge_shards(records):
         rows.append({
             "block": r["block"], "simulator": r.get("simulator"), "path": r["path"], "shards": r["shards"],
+            "param_overrides": r.get("param_overrides") or {}, "form": r.get("form", "emitted"),
             "transactions": r["transactions"],
             "input_beats": sum(r["input_beats"].values()), "output_beats": sum(r["output_beats"].values()),
             "target": r["target"], "resets_mid_stream": r["resets_mid_stream"],
@@ -107,8 +108,11 @@ def table(summary_dict):
     for row in summary_dict["rows"]:
         seeds = ", ".join(str(s) for s in row["mismatch_seeds"])
         replay = (f"`--seed {row['base_seed']}`, scenario seeds {seeds}" if row["mismatches"] else "")
-        path = row["path"] if row["shards"] == 1 else f"{row['path']} ({row['shards']} shards)"
-        lines.append(f"| {row['block']} | {row['simulator']} | {path} | {row['target']:,} | {row['transactions']:,} "
+        path = row["path"] + ("" if row.get("form", "emitted") == "emitted" else f", {row['form']}")
+        path = path if row["shards"] == 1 else f"{path} ({row['shards']} shards)"
+        overrides = row.get("param_overrides") or {}
+        block = row["block"] + (f" ({', '.join(f'{k}={v}' for k, v in overrides.items())})" if overrides else "")
+        lines.append(f"| {block} | {row['simulator']} | {path} | {row['target']:,} | {row['transactions']:,} "
                      f"({row['input_beats']:,} + {row['output_beats']:,}) | {row['resets_mid_stream']} | "
                      f"{row['mismatches']} | {row['transactions_per_second']} | {row['transactions_per_cpu_second'] or ''} | {replay} |")
     lines.append(f"| total | | | | {summary_dict['total_transactions']:,} | | {summary_dict['total_mismatches']} | | | |")

@@ -85,11 +85,25 @@ def pytest_report_header(config):
 
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--regress"):
+        _longest_shards_first(items)
         return
     skip = pytest.mark.skip(reason="long sweep: run with 'make regress'")
     for item in items:
         if "regress" in item.keywords:
             item.add_marker(skip)
+
+
+def _longest_shards_first(items):
+    """Put the fast regression's shards first, longest projected CPU time first (``regression_plan``).
+
+    pytest-xdist hands tests to the workers in this order, so the long shards start early and the workers end
+    together; the other tests keep their order, after the shards.
+    """
+    from test_regress import shard_cpu_seconds
+
+    costs = [(shard_cpu_seconds(item), index, item) for index, item in enumerate(items)]
+    shards = sorted((entry for entry in costs if entry[0] is not None), key=lambda entry: (-entry[0], entry[1]))
+    items[:] = [item for _, _, item in shards] + [item for cost, _, item in costs if cost is None]
 
 
 @pytest.fixture

@@ -31,20 +31,27 @@ from amaranth.lib import data, enum
 from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
                                timeout_cycles)
 from scenario import payload_shapes
-from trainforge import stream_bench
+from trainforge import bus_bench, stream_bench
 from trainforge.hw.registry import BLOCKS
+import fast_bus
 
-__all__ = ["FAST_BLOCKS", "SHARD_TRANSACTIONS", "packer", "plan_batches", "run_shard"]
+__all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
-#: stay with the cocotb tests).
+#: stay with the cocotb tests); and ``nt_bus``, on its own testbench (:mod:`trainforge.bus_bench`: the arbitration
+#: every cycle, and the golden model's output cycles without backpressure).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
-               "nt_pe")
-#: Transactions per shard of a long run: ``make regress TRANSACTIONS=N`` runs ``ceil(N / SHARD_TRANSACTIONS)``
-#: shards per block and simulator.
-SHARD_TRANSACTIONS = 250_000
+               "nt_pe", "nt_bus")
+#: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults). None today:
+#: every block runs its defaults on both simulators.
+SIMULATOR_PARAMS = {}
+#: The form of a block's Verilog that a simulator plays (``trainforge.stream_bench.FORMS``; default ``"emitted"``).
+#: ``td_tile`` on Icarus plays the same design after Yosys's ``proc; flatten; opt``: Icarus's own evaluation of the
+#: emitted 4 x 4 tile ran 99 cycles per second (230 transactions per CPU-second), which made 10^6 transactions
+#: 72 CPU-minutes, more than the whole regression's budget; see the README, "Random regression".
+SIMULATOR_FORMS = {("td_tile", "icarus"): "yosys-opt"}
 
 
 def packer(shape):
@@ -155,13 +162,19 @@ def plan_batches(block_name, params, bench, seed, target, replay=None, alter_exp
 
 
 def _message(bench, entry, detail):
+    names = bench.checked or tuple(port.name for port in bench.outputs)
     if detail["kind"] == "payload":
-        port = bench.outputs[detail["port"]].name
-        return (f"{entry['scenario']}: {port} transaction {detail['beat']} expected 0x{detail['expected']}, "
-                f"got 0x{detail['got']}")
+        return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected "
+                f"0x{detail['expected']}, got 0x{detail['got']}")
     if detail["kind"] == "extra":
-        port = bench.outputs[detail["port"]].name
-        return f"{entry['scenario']}: {port} extra transaction {detail['beat']}: 0x{detail['got']}"
+        return f"{entry['scenario']}: {names[detail['port']]} extra transaction {detail['beat']}: 0x{detail['got']}"
+    if detail["kind"] == "cycle":
+        source = "the table" if names[detail["port"]] == "grants" else "the golden model"
+        return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected at cycle "
+                f"{detail['expected']} ({source}), got {detail['got']}")
+    if detail["kind"] == "rule":
+        return (f"{entry['scenario']}: cycle {detail['cycle']}: {bus_bench.RULES[detail['rule']]} "
+                f"(0x{detail['value']})")
     return f"{entry['scenario']}: timed out after {detail['cycles']} cycles"
 
 
@@ -180,7 +193,7 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     target : int
         Checked transactions to reach (the last batch stops at the scenario that reaches it).
     params : dict, optional
-        Parameter overrides (default: the block's defaults).
+        Parameter overrides (default: :data:`SIMULATOR_PARAMS` of the block and simulator, else none).
     replay : int, optional
         A scenario seed: that one pass of the table only.
     folder : path, optional
@@ -190,12 +203,19 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     alter_expected : callable, optional
         For the tests: changes the expected payloads (:func:`plan_batches`).
     """
-    params = BLOCKS[block_name].resolve(**(params or {}))
-    bench = bench or stream_bench.build(block_name, params, simulator)
+    overrides = dict(SIMULATOR_PARAMS.get((block_name, simulator), {}) if params is None else params)
+    params = BLOCKS[block_name].resolve(**overrides)
+    if block_name == bus_bench.BLOCK:
+        bench = bench or bus_bench.build(params, simulator)
+    else:
+        bench = bench or stream_bench.build(block_name, params, simulator,
+                                            form=SIMULATOR_FORMS.get((block_name, simulator), "emitted"))
     folder = pathlib.Path(folder or bench.folder / "runs" / str(seed))
     shutil.rmtree(folder, ignore_errors=True)
     record = {
-        "block": block_name, "path": "fast", "simulator": simulator, "params": params, "cocotb_seed": seed,
+        "block": block_name, "path": "fast", "simulator": simulator, "params": params, "param_overrides": overrides,
+        "form": bench.form,
+        "cocotb_seed": seed,
         "shard_seed": seed, "target": target, "replay": replay, "transactions": 0,
         "input_beats": {port.name: 0 for port in bench.inputs}, "output_beats": {port.name: 0 for port in bench.outputs},
         "passes": 0, "scenarios": 0, "resets_mid_stream": 0, "beats_before_reset": 0, "mismatches": 0,
@@ -204,7 +224,11 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         "build_seconds": bench.build_seconds, "batches": 0,
     }
     began = time.monotonic()
-    batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
+    if block_name == bus_bench.BLOCK:
+        batches = fast_bus.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
+                                        packer=packer)
+    else:
+        batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
         generating, generating_cpu = time.monotonic(), time.process_time()
         batch = next(batches, None)

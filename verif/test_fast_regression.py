@@ -8,6 +8,7 @@ self-checking testbench (:mod:`trainforge.stream_bench`) with the batches of
   (``test_formal.BrokenStreamStage``): one that drops a transaction arriving
   while its output is busy, one that duplicates its skid register, one that
   overwrites a stalled output;
+- the same broken stage in the Yosys-optimised form (``stream_bench.FORMS``) that ``td_tile`` plays on Icarus;
 - a stage whose reset is not connected (its valid bits survive a reset): only
   the scenarios with a reset mid-stream may fail;
 - a table whose expectation is wrong in one place (scenario "extreme
@@ -26,7 +27,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 import scenarios.stream_stage as stage_table
-from fast_regression import FAST_BLOCKS, packer, run_shard
+from fast_regression import FAST_BLOCKS, SIMULATOR_PARAMS, packer, run_shard
 from regression_common import scenario_seed
 from scenario import payload_shapes, to_bits
 from test_formal import BrokenStreamStage
@@ -83,6 +84,19 @@ def test_broken_stage_fails_and_its_seed_replays(fault, tmp_path):
     assert fixed["mismatches"] == 0 and fixed["transactions"] > 0, fixed
 
 
+def test_yosys_optimised_form_passes_the_real_stage_and_fails_a_broken_one(tmp_path):
+    """The ``"yosys-opt"`` form (``td_tile`` on Icarus plays it) keeps a fault: a broken stage fails in it too."""
+    real = stream_bench.build("stream_stage", {}, "icarus", form="yosys-opt")
+    assert (real.folder / "block_opt.v").exists() and real.form == "yosys-opt"
+    record = run_shard("stream_stage", "icarus", 11, TRANSACTIONS, bench=real, folder=tmp_path / "real")
+    assert record["mismatches"] == 0 and record["transactions"] >= TRANSACTIONS, record
+    text = verilog.convert(BrokenStreamStage(8, "drops_when_busy"), name="stream_stage", emit_src=False)
+    broken = stream_bench.build("stream_stage", {}, "icarus", verilog=text, tag="broken-drops_when_busy",
+                                form="yosys-opt")
+    record = run_shard("stream_stage", "icarus", 11, TRANSACTIONS, bench=broken, folder=tmp_path / "broken")
+    assert record["mismatches"] > 0, record
+
+
 def test_state_surviving_a_reset_fails_only_after_a_reset_mid_stream(tmp_path):
     bench = _bench(StageWithoutReset(8), "no-reset")
     record = run_shard("stream_stage", "icarus", 3, 8 * TRANSACTIONS, bench=bench, folder=tmp_path)
@@ -122,6 +136,8 @@ def test_packer_packs_as_to_bits(block_name):
     compared = 0
     for scenario in module.scenarios(params, 7):
         for port, items in [*scenario.stimulus.items(), *scenario.expected.items()]:
+            if port not in shapes:
+                continue   # not a stream (nt_bus's REQ cycles, mask trace, grants, per-PE merge lists)
             pack = packer(shapes[port][1])
             for item in items[:4]:
                 assert pack(item) == to_bits(shapes[port][1], item), (block_name, port, item)
@@ -143,7 +159,8 @@ def test_every_block_fails_on_a_wrong_expectation(block_name, simulator, tmp_pat
     bit flipped), one pass of the table on the fast path finds exactly one mismatch per scenario that expects an
     output, for every fast block on both simulators."""
     module = __import__(f"scenarios.{block_name}", fromlist=["scenarios"])
-    table = module.scenarios(BLOCKS[block_name].resolve(), scenario_seed(9, 0))
+    table = module.scenarios(BLOCKS[block_name].resolve(**SIMULATOR_PARAMS.get((block_name, simulator), {})),
+                             scenario_seed(9, 0))
     expecting = sum(1 for scenario in table if any(scenario.expected.values()))
     record = run_shard(block_name, simulator, 9, 1, folder=tmp_path, replay=scenario_seed(9, 0),
                        alter_expected=_flip_last)
@@ -170,3 +187,20 @@ def test_summary_sums_the_shards_of_the_latest_session():
     assert (row["path"], row["shards"], row["transactions"], row["mismatches"]) == ("fast", 2, 1100, 1)
     assert (row["input_beats"], row["target"], row["wall_seconds"], row["cpu_seconds"]) == (550, 1000, 4.0, 2.0)
     assert row["mismatch_seeds"] == [7] and row["shard_seeds"] == [100, 101]
+
+
+def test_every_fast_block_has_measured_rates_and_its_shards_add_up():
+    """The shard plan (``regression_plan``) knows every fast block's CPU rate on both simulators, its shards sum
+    to the transactions asked for, and no shard exceeds either bound."""
+    from regression_plan import (CPU_RATES, SHARD_CPU_SECONDS, SHARD_TRANSACTIONS, projected_cpu_seconds,
+                                 shard_targets)
+
+    for block_name in FAST_BLOCKS:
+        for simulator in ("icarus", "verilator"):
+            assert CPU_RATES[block_name][simulator] > 0, (block_name, simulator)
+            for transactions in (2_000, 1_000_000, 3_333_333):
+                targets = shard_targets(block_name, simulator, transactions)
+                assert sum(targets) == transactions, (block_name, simulator, targets)
+                assert max(targets) <= SHARD_TRANSACTIONS or len(targets) == 1
+                assert (projected_cpu_seconds(block_name, simulator, max(targets)) <= SHARD_CPU_SECONDS
+                        or len(targets) == 1), (block_name, simulator, targets)

@@ -10,10 +10,11 @@ the rest):
   simulator, on the block's default parameters (one build each); payloads and
   output cycles checked. Writes ``build/reports/regress/runs/<block>-<simulator>.json``.
 - **fast** (:mod:`fast_regression`): a self-checking Verilog testbench plays
-  batches of the same table passes; payloads and order checked. The
-  transactions are split into shards of at most
-  :data:`fast_regression.SHARD_TRANSACTIONS`, one test (and one process) each,
-  each with its own seed; each writes ``<block>-<simulator>-fast-<shard>.json``.
+  batches of the same table passes; payloads and order checked (``nt_bus``:
+  also the arbitration every cycle and the golden model's output cycles). The
+  transactions are split into shards planned from the measured CPU rates
+  (:mod:`regression_plan`), one test (and one process) each, each with its own
+  seed, longest first; each writes ``<block>-<simulator>-fast-<shard>.json``.
 
 The session's end gathers the runs (``build/reports/regress/summary.json`` and
 ``table.md``, shards summed) and prints the table. A mismatch fails the test
@@ -21,14 +22,15 @@ and names the seeds that replay it: the base seed (``--seed``) replays the
 whole run, ``TRAINFORGE_REGRESS_REPLAY=<scenario seed>`` one table pass of it.
 """
 import json
-import math
 import os
 import pathlib
 
 import pytest
 
-from fast_regression import FAST_BLOCKS, SHARD_TRANSACTIONS, run_shard
+from fast_regression import FAST_BLOCKS, run_shard
 from regression_common import REPLAY_ENV, REPORT_ENV, TRANSACTIONS_ENV
+from regression_plan import projected_cpu_seconds
+from regression_plan import shard_targets as planned_shards
 from trainforge import simulation
 from trainforge.hw.registry import BLOCKS
 from trainforge.regression import RUNS
@@ -51,16 +53,31 @@ def regression_path(block_name, choice):
     return "fast" if choice in ("auto", "fast") and block_name in FAST_BLOCKS else "cocotb"
 
 
-def shard_targets(transactions):
-    """The transactions of each shard of a fast run of ``transactions`` (one shard when replaying a pass)."""
-    shards = 1 if os.environ.get(REPLAY_ENV) else max(1, math.ceil(transactions / SHARD_TRANSACTIONS))
-    return [transactions // shards + (1 if shard < transactions % shards else 0) for shard in range(shards)]
+def shard_targets(block_name, simulator, transactions):
+    """The transactions of each shard of a block's fast run (one shard when replaying a pass)."""
+    return planned_shards(block_name, simulator, transactions, replay=bool(os.environ.get(REPLAY_ENV)))
+
+
+def fast_shards(transactions):
+    """``(block, simulator, shard)`` of every shard of the fast regression of ``transactions`` per block and simulator."""
+    return [(block, simulator, shard) for block in FAST_BLOCKS for simulator in simulation.SIMULATORS
+            for shard in range(len(shard_targets(block, simulator, transactions)))]
 
 
 def pytest_generate_tests(metafunc):
-    if "shard" in metafunc.fixturenames:
-        shards = len(shard_targets(metafunc.config.getoption("--transactions")))
-        metafunc.parametrize("shard", range(shards), ids=[f"shard{k}" for k in range(shards)])
+    if metafunc.function.__name__ == "test_fast_regression":
+        shards = fast_shards(metafunc.config.getoption("--transactions"))
+        metafunc.parametrize(("block_name", "simulator", "shard"), shards,
+                             ids=[f"{block}-{simulator}-shard{shard}" for block, simulator, shard in shards])
+
+
+def shard_cpu_seconds(item):
+    """Projected CPU seconds of a ``test_fast_regression`` item (for running the longest first), else None."""
+    if getattr(item, "originalname", None) != "test_fast_regression":
+        return None
+    block, simulator, shard = (item.callspec.params[key] for key in ("block_name", "simulator", "shard"))
+    targets = shard_targets(block, simulator, item.config.getoption("--transactions"))
+    return projected_cpu_seconds(block, simulator, targets[shard])
 
 
 def _replay_command(request, transactions):
@@ -110,14 +127,12 @@ def test_random_regression(block_name, simulator, seed, request):
 
 
 @pytest.mark.regress
-@pytest.mark.parametrize("simulator", simulation.SIMULATORS)
-@pytest.mark.parametrize("block_name", FAST_BLOCKS)
 def test_fast_regression(block_name, simulator, shard, seed, request):
     """The fast path: one shard of the block's table played by the self-checking Verilog testbench."""
     if regression_path(block_name, request.config.getoption("--regress-path")) != "fast":
         pytest.skip(f"{block_name} runs on the cocotb path (test_random_regression)")
     transactions = request.config.getoption("--transactions")
-    targets = shard_targets(transactions)
+    targets = shard_targets(block_name, simulator, transactions)
     replay = os.environ.get(REPLAY_ENV)
     report = RUNS / f"{block_name}-{simulator}-fast-{shard}.json"
     report.unlink(missing_ok=True)
