@@ -12,6 +12,7 @@ from amaranth.sim import Simulator
 
 from trainforge.golden.neurotrainer.lut import nt_lut_words
 from trainforge.hw.neurotrainer.word_lut import NTWordLUT
+from trainforge.hw.neurotrainer.word_lut_pipeline import NTWordLUTPipeline
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system
 from trainforge.spec.neurotrainer.integration import LUT_SELECT, LUT_SELECT_SHIFT, PARAMS, lut_alias, lut_functions
 
@@ -55,6 +56,61 @@ def test_word_lut_equals_the_golden_word_rule_on_every_16_bit_input(activation, 
             bad = np.flatnonzero(got != expected)
             assert bad.size == 0, (f"{activation} select {select} {bits}-bit: word {int(words[bad[0]]):#x} gave "
                                    f"{int(got[bad[0]]):#x}, expected {int(expected[bad[0]]):#x} ({bad.size} wrong)")
+
+
+def _run_pipeline(dut, cases, seed):
+    """``o_word`` for every ``(word, wide, select)`` through the pipelined LUT, with random ``valid`` gaps and
+    ``ready`` stalls, and the cycle of each output counted from its input's acceptance when nothing stalls."""
+    rng = np.random.default_rng(seed)
+    got = []
+
+    async def producer(ctx):
+        for word, wide, select in cases:
+            while rng.random() < 0.2:
+                ctx.set(dut.i_word.valid, 0)
+                await ctx.tick()
+            ctx.set(dut.i_word.payload, {"word": word, "select": select, "wide": wide})
+            ctx.set(dut.i_word.valid, 1)
+            await ctx.tick().until(dut.i_word.ready)
+        ctx.set(dut.i_word.valid, 0)
+
+    async def consumer(ctx):
+        while len(got) < len(cases):
+            ready = int(rng.random() < 0.7)
+            ctx.set(dut.o_word.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(dut.o_word.valid, dut.o_word.payload)
+            if valid and ready:
+                got.append(payload)
+
+    simulator = Simulator(dut)
+    simulator.add_clock(1e-8)
+    simulator.add_testbench(producer)
+    simulator.add_testbench(consumer)
+    simulator.run()
+    return np.array(got, dtype=np.int64)
+
+
+def test_pipelined_word_lut_equals_the_golden_word_rule_with_stalls():
+    """``NTWordLUTPipeline`` (the vault controllers' LUTs when the vault latency leaves room for its stages)
+    against ``nt_lut_words``: every select, both widths, words mixed in one stream, random handshakes."""
+    activation, params = "sigmoid", dict(table_bits=6, frac_bits=8, out_frac_bits=8)
+    dut = NTWordLUTPipeline(activation=activation, **params)
+    rng = np.random.default_rng(11)
+    words = np.concatenate([np.array([0, 1, 0x7FFF, 0x8000, 0xFFFF7FFF, 0xFFFF8000, 0x7FFFFFFF, 0x80000000,
+                                      0xFFFFFFFF], dtype=np.int64), rng.integers(0, 1 << 32, 600)])
+    selects = rng.integers(0, 4, words.size)
+    wides = rng.integers(0, 2, words.size)
+    got = _run_pipeline(dut, [(int(w), int(b), int(s)) for w, b, s in zip(words, wides, selects)], seed=3)
+    expected = words.copy()
+    for name, code in LUT_SELECT.items():
+        lut = {"function": activation if name == "f" else f"{activation}_grad", **params}
+        for wide in (0, 1):
+            chosen = (selects == code) & (wides == wide)
+            expected[chosen] = nt_lut_words(words[chosen], 32 if wide else 16, **lut)
+    bad = np.flatnonzero(got != expected)
+    assert got.size == words.size and bad.size == 0, (
+        f"word {int(words[bad[0]]):#x} select {selects[bad[0]]} wide {wides[bad[0]]}: got {int(got[bad[0]]):#x}, "
+        f"expected {int(expected[bad[0]]):#x} ({bad.size} wrong)")
 
 
 def test_the_compiler_selects_the_table_by_the_read_addresses_of_the_named_input_only():

@@ -5,12 +5,13 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ...spec.params import Param, ParamSchema
-from ...spec.neurotrainer.integration import LUT_SELECT_SHIFT
+from ...spec.neurotrainer.integration import LUT_SELECT_SHIFT, WORD_LUT_STAGES
 from ...spec.neurotrainer.pmag import end_mark
 from .pmag import NTPMAG
 from ...spec.neurotrainer import vault as vault_spec
 from .vault import NTVault
 from .word_lut import NTWordLUT
+from .word_lut_pipeline import NTWordLUTPipeline
 
 __all__ = ["NTVaultController"]
 
@@ -45,7 +46,12 @@ class NTVaultController(wiring.Component):
       :class:`~trainforge.hw.neurotrainer.word_lut.NTWordLUT` with the element width ``wide``,
       in the same cycle; the table is the one the read request's address bits 31 .. 30 select
       (0: unchanged, 1: f(x), 2: f'(x); the vault uses only the bits below its depth), carried
-      with the request's tag.
+      with the request's tag. When the vault's ``latency`` exceeds
+      :data:`~trainforge.spec.neurotrainer.integration.WORD_LUT_STAGES`, the tables run in the last
+      cycles of the read latency instead (:class:`~trainforge.hw.neurotrainer.word_lut_pipeline.NTWordLUTPipeline`
+      between a vault built that many cycles shorter and the read data FIFO, the select carried
+      by a FIFO beside the vault), with the same cycles and words: the data word's select is its
+      request's and its ``wide`` the one when it leaves the vault (``config`` is held over a layer).
 
     Parameters
     ----------
@@ -84,8 +90,16 @@ class NTVaultController(wiring.Component):
 
     def __init__(self, *, lut=None, **params):
         self.PARAMS.apply(self, **params)
-        self.lut = None if lut is None else NTWordLUT(**lut)
-        self.vault = NTVault(depth=self.depth, latency=self.latency, interval=self.interval)
+        #: The LUTs run inside the read latency (registered) when the vault's latency leaves room for them.
+        self.pipelined_lut = lut is not None and self.latency > WORD_LUT_STAGES
+        if lut is None:
+            self.lut = None
+        elif self.pipelined_lut:
+            self.lut = NTWordLUTPipeline(**lut)
+        else:
+            self.lut = NTWordLUT(**lut)
+        vault_latency = self.latency - WORD_LUT_STAGES if self.pipelined_lut else self.latency
+        self.vault = NTVault(depth=self.depth, latency=vault_latency, interval=self.interval)
         self.read_pmag = NTPMAG(counter_bits=16)
         self.write_pmag = NTPMAG(counter_bits=16)
         self.host_layout = self.vault.request_layout
@@ -126,6 +140,13 @@ class NTVaultController(wiring.Component):
         m.d.comb += word.eq(incoming.r_data[:32])
 
         host, read, write = self.i_host, reader.o_request, writer.o_request
+        read_select = Signal(2)     # the table of the read the vault takes (0 for the host's)
+        if self.pipelined_lut:
+            m.submodules.selects = selects = SyncFIFO(width=2, depth=self.tag_depth)
+            m.d.comb += [
+                selects.w_data.eq(read_select),
+                selects.w_en.eq(vault.i_request.valid & vault.i_request.ready & ~vault.i_request.payload.write),
+            ]
         with m.If(host.valid):
             m.d.comb += [
                 vault.i_request.payload.eq(host.payload),
@@ -165,6 +186,7 @@ class NTVaultController(wiring.Component):
                 vault.i_request.valid.eq(tags.w_rdy),
                 read.ready.eq(vault.i_request.ready & tags.w_rdy),
                 tags.w_data.eq(Cat(Const(_TAG_DATA, 2), Const(0, 1), read.payload.address[LUT_SELECT_SHIFT:])),
+                read_select.eq(read.payload.address[LUT_SELECT_SHIFT:]),
                 tags.w_en.eq(vault.i_request.ready & tags.w_rdy),
             ]
 
@@ -172,13 +194,29 @@ class NTVaultController(wiring.Component):
         # most `tag_depth` words are in the vault pipeline or in `returned`, which holds them all.
         # A stalled reader therefore never blocks the writes that may be what it waits for.
         m.submodules.returned = returned = SyncFIFO(width=32, depth=self.tag_depth)
-        m.d.comb += [
-            returned.w_data.eq(vault.o_data.payload),
-            returned.w_en.eq(vault.o_data.valid),
-            vault.o_data.ready.eq(1),
-        ]
         read_data = returned.r_data
-        if self.lut is not None:
+        if self.pipelined_lut:
+            # The LUT stages make up the vault's missing read latency; every word in the vault, the stages or
+            # ``returned`` holds a tag, so ``returned`` never fills and the stages never stall.
+            m.submodules.lut = lut = self.lut
+            m.d.comb += [
+                lut.i_word.valid.eq(vault.o_data.valid),
+                lut.i_word.payload.word.eq(vault.o_data.payload),
+                lut.i_word.payload.select.eq(selects.r_data),
+                lut.i_word.payload.wide.eq(self.wide),
+                vault.o_data.ready.eq(lut.i_word.ready),
+                selects.r_en.eq(vault.o_data.valid & vault.o_data.ready),
+                returned.w_data.eq(lut.o_word.payload),
+                returned.w_en.eq(lut.o_word.valid),
+                lut.o_word.ready.eq(returned.w_rdy),
+            ]
+        else:
+            m.d.comb += [
+                returned.w_data.eq(vault.o_data.payload),
+                returned.w_en.eq(vault.o_data.valid),
+                vault.o_data.ready.eq(1),
+            ]
+        if self.lut is not None and not self.pipelined_lut:
             m.submodules.lut = lut = self.lut
             m.d.comb += [lut.i_word.eq(returned.r_data), lut.wide.eq(self.wide), lut.select.eq(tags.r_data[3:5])]
             read_data = lut.o_word

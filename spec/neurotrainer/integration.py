@@ -19,6 +19,7 @@ from . import lut, pe, sequencer
 from .mac import check_seed
 
 __all__ = ["PARAMS", "PE_KEYS", "LUT_KEYS", "SEQUENCER_KEYS", "ACTIVATIONS", "LUT_OFF", "LUT_SELECT", "LUT_SELECT_SHIFT",
+           "WORD_LUT_STAGES",
            "LUT_ADDRESS_MASK", "lut_alias", "lut_functions"]
 
 #: The system parameters that are the PEs' (the compiler's ``pe``).
@@ -35,6 +36,12 @@ LUT_SELECT = {"f": 1, "df": 2}
 #: The lowest address bit of the table select; the vault address is below it.
 LUT_SELECT_SHIFT = 30
 LUT_ADDRESS_MASK = (1 << LUT_SELECT_SHIFT) - 1
+
+#: Registered stages of a vault controller's pipelined word LUT (``hw/neurotrainer/word_lut_pipeline.py``). A
+#: controller whose vault latency leaves room for them (``latency > WORD_LUT_STAGES``) runs its LUTs in the
+#: last ``WORD_LUT_STAGES`` cycles of the vault's read latency, so the read path's cycles do not change;
+#: otherwise its LUTs are combinational on the read stream (``hw/neurotrainer/word_lut.py``).
+WORD_LUT_STAGES = 3
 
 
 def lut_alias(function):
