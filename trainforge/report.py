@@ -52,7 +52,7 @@ SECTIONS = {
 }
 
 #: Reports that have no schema yet, by the tail of their path, and their kind.
-UNSCHEMED_KINDS = {"coverage/summary.json": "coverage", "regress/summary.json": "regress"}
+UNSCHEMED_KINDS = {"regress/summary.json": "regress"}
 
 _SOURCE_ROOT = pathlib.Path(__file__).resolve().parent.parent
 _HARDWARE_FLOW = "hardware flow"

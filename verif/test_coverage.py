@@ -124,3 +124,8 @@ def test_the_command_writes_a_summary_that_meets_its_schema(runs, seed, tmp_path
     assert schemas.errors(summary, "coverage") == []
     broken = dict(summary, blocks=[{**summary["blocks"][0], "line_percent": 120}])
     assert schemas.errors(broken, "coverage"), "a line coverage above 100 % meets the schema"
+    # make report checks it against its schema (it said "no schema" while the schema existed).
+    from trainforge import report
+
+    index = report.write_index(tmp_path).read_text()
+    assert "- [coverage/summary.json](coverage/summary.json): coverage, matches its schema" in index, index
