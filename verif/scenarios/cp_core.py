@@ -27,7 +27,8 @@ computed as if it had not been sent, show it). Every scenario expects its ``o_er
 import numpy as np
 
 from trainforge.golden.caterpillar import core as golden_core
-from trainforge.spec.caterpillar import COMMAND_LATENCY, CommandField, CoreOp, count_shape, max_shift
+from trainforge.spec.caterpillar import (COMMAND_LATENCY, CommandField, CoreOp, core_reduction_latency, count_shape,
+                                        max_shift, reduction_cycles)
 
 from fp_oracle import QUIET_NAN16, QUIET_NAN32, flush, oracle_update_weight
 from scenario import Scenario, Transactions, random_pattern, rng_for
@@ -600,6 +601,31 @@ def _fp16_specials(params, rng):
     return program
 
 
+def _landing_collisions(params, rng):
+    """GEMVs whose block period, before :func:`~trainforge.spec.caterpillar.gemv_block_gap` lengthens it, divides
+    ``R + Lr`` (``R`` reduction cycles, ``Lr`` the interleaved reduction's latency), with enough blocks that a later
+    block's handoff would land in the diagonal PE in the cycle an earlier block's sum is written (forward and
+    backward, with and without overlap; none where no such shape fits ``max_blocks`` and the memory)."""
+    n_r, max_blocks, depth = params["n_r"], params["max_blocks"], params["sram_depth"]
+    drain = reduction_cycles(n_r, params["reduction"]) + 1
+    span = drain - 1 + core_reduction_latency(params)
+    program = _Program(params)
+    for period in range(drain, span + 1):
+        if span % period:
+            continue
+        blocks = span // period + 1
+        for overlap, steps in ((0, period - drain), (1, period)):
+            if not 1 <= steps <= max_blocks or blocks > max_blocks or steps * blocks > depth:
+                continue
+            forward = rng.randrange(2)
+            rows, cols = (steps, blocks) if forward else (blocks, steps)
+            weights = _matrix(rng, rows * n_r, cols * n_r, *_operand_range(params))
+            mb, nb, padded = program.load(weights, 0)
+            program.gemv(padded, mb, nb, _random_vector(rng, params, (mb if forward else nb) * n_r), 0, forward,
+                         overlap)
+    return program
+
+
 def _fp16_scenarios(params, seed):
     """The ``mac="fp16"`` table: the UPDATE hazards and the edge shapes unstalled with every output cycle, random
     matrices and the FP corners under backpressure. Operands are random FP16 normals of magnitude 2**-5 .. 2**5
@@ -612,6 +638,11 @@ def _fp16_scenarios(params, seed):
                                       ("fp16: specials with backpressure", _fp16_specials, 0.8, 0.7)):
         rng = rng_for(seed, "cp_core", name)
         table.append(_scenario(name, build(params, rng), rng, valid, ready))
+    if core_reduction_latency(params):
+        name = "fp16: landing collisions of the interleaved reduction, cycle exact"
+        program = _landing_collisions(params, rng_for(seed, "cp_core", name))
+        if program.commands:
+            table.append(_scenario(name, program))
     return table
 
 
