@@ -114,6 +114,17 @@ class CPCore(wiring.Component):
     :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
     (:meth:`_updated_weight_fp16`).
 
+    With ``fp16``, ``partial_sums`` above 1 builds every PE with the interleaved accumulator: the PE sums are in
+    its order, and every event after the accumulate stage (the handoffs, the reduction, the GEMV outputs, the
+    GEMM read-out, the UPDATE write-back) comes
+    :func:`~trainforge.spec.caterpillar.core_accumulate_latency` cycles later; the UPDATE drains that much longer
+    (:func:`~trainforge.spec.caterpillar.core_update_drain`). ``reduction_partials`` above 1 (``bus`` only) builds
+    the interleaved reduction register: the bus reduction keeps one ``red_in`` per cycle, its sum is written
+    :func:`~trainforge.spec.caterpillar.core_reduction_latency` cycles after the last one and copied into the
+    output FIFO in the next cycle; a GEMV's last block drains that much longer
+    (:func:`~trainforge.spec.caterpillar.gemv_final_gap`) and a block period that would land a handoff in the
+    cycle a sum is written is lengthened (:func:`~trainforge.spec.caterpillar.gemv_block_gap`).
+
     Parameters
     ----------
     n_r : int
@@ -124,6 +135,10 @@ class CPCore(wiring.Component):
         Largest block count of a command; also the depth of the vector buffer.
     reduction : str
         ``"bus"`` or ``"tree"`` (neighbour links).
+    partial_sums : int
+        ``fp16`` only: 1, or the partial sums of every PE's interleaved accumulator (2, 4, 8).
+    reduction_partials : int
+        ``fp16`` and ``bus`` only: 1, or the partials of every PE's interleaved reduction (2, 4, 8).
 
     Members
     -------
@@ -146,7 +161,8 @@ class CPCore(wiring.Component):
     shift_bits : int
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
     output_depth : int
-        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8``. Without stalls a block's room is held from
+        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8`` (plus the accumulate and reduction latencies, which
+        hold each block's room that much longer). Without stalls a block's room is held from
         its first issue to its last word on ``o_data``, ``steps + EXECUTE_LATENCY + R + 2`` cycles (GEMM:
         ``+ n_r``), while blocks start at least ``max(steps, R + 1)`` (GEMM: ``steps + n_r``) apart: at
         most ``ceil((R + 8) / (R + 1)) <= 5`` GEMV words or two or three GEMM blocks of ``n_r`` words
