@@ -20,7 +20,8 @@ from .params import Param, ParamSchema
 
 __all__ = [
     "MAC_UNIT_NAMES", "CORE_MAC_UNIT_NAMES", "FP16_MAC", "REDUCTIONS", "MacOp", "CoreOp", "RingOp", "CommandField", "RingField", "CoreEvent",
-    "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "pe_reduction_latency", "RECIPROCAL_PARAMS", "RING_PARAMS",
+    "PE_PARAMS", "CORE_PARAMS", "pe_accumulate_latency", "pe_reduction_latency", "core_accumulate_latency",
+    "core_reduction_latency", "core_update_drain", "gemv_final_gap", "gemv_landing_collisions", "gemv_block_gap", "RECIPROCAL_PARAMS", "RING_PARAMS",
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
     "RING_OUTPUT_LATENCY", "RING_READ_LATENCY",
@@ -220,18 +221,37 @@ PE_PARAMS = ParamSchema((_WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _PE_MAC, _PARTIAL_SUMS
 
 def _check_pe_params(values):
     """The PE parameters of a core must make a valid ``cp_pe`` (raises :class:`ParameterError`); those the core
-    does not have (``partial_sums``) take the PE's defaults."""
+    does not have take the PE's defaults."""
     PE_PARAMS.resolve(**{name: values[name] for name in PE_PARAMS.names if name in values})
 
 
-#: The parameters of ``cp_core``.
-CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _CORE_MAC),
-                          constraints=(_check_pe_params,))
+def _check_tree_reduction_partials(values):
+    """The tree reduction keeps the one-cycle reduction add: each tree step adds the sum of the step before, so
+    with the interleaved reduction a step would take ``pe_reduction_latency + 1`` cycles
+    (``ceil(log2 n_r) (Lr + 1)``: 42 at ``n_r`` 4 and ``reduction_partials`` 4, against 23 for the bus)."""
+    if values["reduction"] == "tree" and values["reduction_partials"] != 1:
+        raise ParameterError(f"parameter 'reduction_partials' = {values['reduction_partials']} is invalid with "
+                             f"reduction 'tree' (a tree step adds the sum of the step before: the interleaved "
+                             f"reduction would make each step {pe_reduction_latency(values['reduction_partials']) + 1} "
+                             f"cycles long; use reduction 'bus'); allowed: 1")
+
+
+#: The parameters of ``cp_core``. ``partial_sums`` and ``reduction_partials`` are its PEs' (``fp16`` only; the
+#: schedule follows them: :func:`core_accumulate_latency`, :func:`gemv_block_gap`, :func:`core_update_drain`).
+CORE_PARAMS = ParamSchema((_N_R, _WIDTH, _ACC_WIDTH, _SRAM_DEPTH, _MAX_BLOCKS, _REDUCTION, _CORE_MAC,
+                           replace(_PARTIAL_SUMS, doc="fp16 only: partial sums of every PE's interleaved FP32 "
+                                   "accumulator (1: the one-cycle accumulate stage; 2, 4, 8: pipelined, every "
+                                   "event after the accumulate stage that much later)"),
+                           replace(_REDUCTION_PARTIALS, doc="fp16 only, reduction 'bus' only: partials of every "
+                                   "PE's interleaved FP32 reduction (1: the one-cycle red = red + red_in; 2, 4, 8: "
+                                   "pipelined, one red_in per cycle, each GEMV output word later)")),
+                          constraints=(_check_pe_params, _check_tree_reduction_partials))
 
 
 def _check_core_params(values):
-    """The core parameters of a ring must make a valid ``cp_core`` (raises :class:`ParameterError`)."""
-    CORE_PARAMS.resolve(**{name: values[name] for name in CORE_PARAMS.names})
+    """The core parameters of a ring must make a valid ``cp_core`` (raises :class:`ParameterError`); those the
+    ring does not have (``partial_sums``, ``reduction_partials``: its cores keep 1) take the core's defaults."""
+    CORE_PARAMS.resolve(**{name: values[name] for name in CORE_PARAMS.names if name in values})
 
 
 #: The parameters of ``cp_ring``.
@@ -294,6 +314,70 @@ def pe_reduction_latency(reduction_partials=1):
     if reduction_partials == 1:
         return 0
     return 1 + pe_accumulate_latency(reduction_partials)
+
+
+def core_accumulate_latency(params):
+    """``cp_core``: cycles from a micro-operation's accumulate stage to the cycle that writes its PEs' sums
+    (:func:`pe_accumulate_latency` of the core's ``partial_sums``): the handoffs, so the reduction, the GEMV
+    outputs, the GEMM read-out and the UPDATE write-back all come that much later (0 with ``partial_sums`` 1)."""
+    return pe_accumulate_latency(params["partial_sums"])
+
+
+def core_reduction_latency(params):
+    """``cp_core``: cycles from the last ``red_add`` of a bus reduction to the cycle that writes its sum into the
+    diagonal PE's ``red`` (:func:`pe_reduction_latency` of the core's ``reduction_partials``; 0 with 1). The GEMV
+    output word copies ``red`` in the cycle after that one (``OUTPUT_LATENCY`` before ``o_data``)."""
+    return pe_reduction_latency(params["reduction_partials"])
+
+
+def core_update_drain(params):
+    """``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall):
+    ``UPDATE_DRAIN``, plus :func:`core_accumulate_latency` (the write-back reads the accumulator that much later)."""
+    return UPDATE_DRAIN + core_accumulate_latency(params)
+
+
+def gemv_final_gap(params):
+    """``cp_core``: idle issue cycles after the last block of a GEMV: the reduction (``R`` cycles), its
+    :func:`core_reduction_latency`, the output cycle, so that the next command's first handoff lands after the
+    last output word is copied (``R + 1`` with ``reduction_partials`` 1)."""
+    return reduction_cycles(params["n_r"], params["reduction"]) + 1 + core_reduction_latency(params)
+
+
+def gemv_landing_collisions(params):
+    """``cp_core``: the extra idle cycles :func:`gemv_block_gap` adds to a GEMV block period ``p`` (index ``p``,
+    ``0 .. R + Lr``) so that no handoff lands in the cycle the interleaved reduction writes a block's sum.
+
+    Block ``b``'s handoff lands in cycle ``h``, its last ``red_add`` is cycle ``h + R`` and its sum is written into
+    the diagonal PE's ``red`` at the end of cycle ``h + R + Lr`` (``Lr`` = :func:`core_reduction_latency`). A
+    handoff landing in that cycle wins (the sum is lost); the handoff of block ``b + k`` lands in cycle
+    ``h + k p``. So no period may divide ``R + Lr``: a period that does is lengthened to the next one that does
+    not. All zeros with ``reduction_partials`` 1 (``Lr`` 0: the sum is written in the last ``red_add`` cycle,
+    before any later handoff, as the period is at least ``R + 1``).
+    """
+    latency = core_reduction_latency(params)
+    span = reduction_cycles(params["n_r"], params["reduction"]) + latency
+    extra = []
+    for period in range(span + 1):
+        longer = period
+        while latency and longer >= 1 and span % longer == 0:
+            longer += 1
+        extra.append(longer - period)
+    return extra
+
+
+def gemv_block_gap(steps, overlap, params):
+    """``cp_core``: idle issue cycles after a GEMV block of ``steps`` MAC cycles that is not the last.
+
+    Without ``overlap`` the next block waits for the reduction and the output cycle (``R + 1``); with it only for
+    what they need beyond the next block's MACs (``max(0, R + 1 - steps)``). With the interleaved reduction the
+    period ``steps + gap`` is then lengthened where a handoff would land in the cycle a block's sum is written
+    (:func:`gemv_landing_collisions`).
+    """
+    drain = reduction_cycles(params["n_r"], params["reduction"]) + 1
+    gap = max(0, drain - steps) if overlap else drain
+    collisions = gemv_landing_collisions(params)
+    period = steps + gap
+    return gap + (collisions[period] if period < len(collisions) else 0)
 
 
 #: ``cp_core``: cycles from the issue of a micro-operation to its local SRAM and buffer reads: the core

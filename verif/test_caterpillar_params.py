@@ -1,6 +1,8 @@
 """Cross-parameter constraints of the CATERPILLAR schemas and the UPDATE field checks of the golden core."""
 import re
 
+import numpy as np
+
 import pytest
 
 from trainforge.errors import ParameterError, ProgramError
@@ -154,8 +156,8 @@ def test_fp16_is_built_for_every_block():
 @pytest.mark.parametrize("name, what", [("partial_sums", "accumulator"), ("reduction_partials", "reduction")])
 def test_interleaved_partials_only_with_the_fpu(name, what):
     """``partial_sums`` (the interleaved accumulator) and ``reduction_partials`` (the interleaved reduction) above 1
-    are the fp16 FPU's; the fixed PE refuses them, and the core has neither of its own yet (its PEs keep the
-    one-cycle accumulate stage and reduction add)."""
+    are the fp16 FPU's; the fixed PE and the fixed core refuse them (the core passes them to its PEs); the ring
+    has neither (its cores keep 1)."""
     assert spec.PE_PARAMS.resolve(mac="fp16", **{name: 4})[name] == 4
     assert spec.PE_PARAMS.resolve()[name] == 1
     with pytest.raises(ParameterError) as caught:
@@ -164,7 +166,51 @@ def test_interleaved_partials_only_with_the_fpu(name, what):
                                  f"interleaved {what}); allowed: 1")
     with pytest.raises(ParameterError, match=f"'{name}' = 3"):
         spec.PE_PARAMS.resolve(mac="fp16", **{name: 3})
-    assert name not in spec.CORE_PARAMS.names
+    assert spec.CORE_PARAMS.resolve(mac="fp16", **{name: 4})[name] == 4
+    assert spec.CORE_PARAMS.resolve()[name] == 1
+    with pytest.raises(ParameterError) as caught:
+        CPCore(n_r=2, **{name: 2})
+    assert str(caught.value) == (f"parameter '{name}' = 2 is invalid with mac 'fixed' (only the fp16 FPU has the "
+                                 f"interleaved {what}); allowed: 1")
+    with pytest.raises(ParameterError, match=f"'{name}' = 3"):
+        spec.CORE_PARAMS.resolve(mac="fp16", **{name: 3})
+    assert name not in spec.RING_PARAMS.names
+    assert CPRing(cores=2, n_r=2, sram_depth=16, max_blocks=2, mac="fp16").core_params.get(name, 1) == 1
+
+
+def test_tree_refuses_the_interleaved_reduction():
+    """The tree reduction keeps the one-cycle reduction add (a step adds the sum of the step before); the
+    interleaved accumulator is taken."""
+    with pytest.raises(ParameterError) as caught:
+        CPCore(n_r=3, reduction="tree", mac="fp16", reduction_partials=4)
+    assert str(caught.value) == ("parameter 'reduction_partials' = 4 is invalid with reduction 'tree' (a tree step "
+                                 "adds the sum of the step before: the interleaved reduction would make each step "
+                                 "21 cycles long; use reduction 'bus'); allowed: 1")
+    assert spec.CORE_PARAMS.resolve(n_r=3, reduction="tree", mac="fp16", partial_sums=4)["partial_sums"] == 4
+
+
+def test_core_schedule_latencies_by_hand():
+    """The core's schedule with P 4 and R 4 at n_r 2 (A 19, Lr 20, R 1), by hand: a GEMV block's output 19 + 20
+    cycles later than with the one-cycle adds, its drain 1 + 1 + 20, the UPDATE drain 6 + 19; block periods that
+    divide R + Lr = 21 (1, 3, 7, 21) lengthened by one cycle (2 and 4 do not divide it)."""
+    one = {"n_r": 2, "mac": "fp16"}
+    piped = {**one, "partial_sums": 4, "reduction_partials": 4}
+    for overlap in (False, True):
+        before = golden_core.schedule(golden_core.OP_GEMV_FORWARD, 5, 1, overlap=overlap, **one)
+        after = golden_core.schedule(golden_core.OP_GEMV_FORWARD, 5, 1, overlap=overlap, **piped)
+        assert list(after.output_offsets - before.output_offsets) == [39]
+        assert after.issue_cycles == before.issue_cycles + 20
+    update = (golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **piped).issue_cycles
+              - golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **one).issue_cycles)
+    assert update == 19
+    # overlap: period max(steps, 2); 3 and 7 divide 21, so they become 4 and 8.
+    periods = {steps: int(np.diff(golden_core.schedule(golden_core.OP_GEMV_FORWARD, steps, 3, overlap=True,
+                                                       **piped).output_offsets)[0]) for steps in (1, 2, 3, 4, 7, 8)}
+    assert periods == {1: 2, 2: 2, 3: 4, 4: 4, 7: 8, 8: 8}
+    # without overlap: period steps + 2; steps 1 (3), 5 (7), 19 (21) lengthened.
+    periods = {steps: int(np.diff(golden_core.schedule(golden_core.OP_GEMV_FORWARD, steps, 3, **piped)
+                                  .output_offsets)[0]) for steps in (1, 2, 5, 6, 19)}
+    assert periods == {1: 4, 2: 4, 5: 8, 6: 8, 19: 22}
 
 
 def test_pe_reduction_latency():

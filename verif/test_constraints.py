@@ -51,6 +51,10 @@ CASES = [
     ("cp_core", {"width": 20, "acc_width": 39},
      "parameter 'acc_width' = 39 is invalid (narrower than the 40-bit products of width 20); allowed: an integer "
      "in 40..64", {"width": 20, "acc_width": 40}),
+    ("cp_core", {"mac": "fp16", "n_r": 3, "reduction": "tree", "reduction_partials": 2},
+     "parameter 'reduction_partials' = 2 is invalid with reduction 'tree' (a tree step adds the sum of the step "
+     "before: the interleaved reduction would make each step 12 cycles long; use reduction 'bus'); allowed: 1",
+     {"mac": "fp16", "n_r": 3, "reduction": "tree", "partial_sums": 2}),
     ("cp_ring", {"width": 32, "acc_width": 63},
      "parameter 'acc_width' = 63 is invalid (narrower than the 64-bit products of width 32); allowed: an integer "
      "in 64..64", {"width": 32, "acc_width": 64}),

@@ -475,3 +475,62 @@ def test_sequential_reduction_is_caught(monkeypatch, seed):
                         interleaved(rows, clear, 1, read))
     values, got = pe_reductions(seed, 4)
     assert mismatches(got, interleaved_sums(values, 4).view(np.float32)).size > 6
+
+
+def _diagonal_reductions(params, steps, overlap, blocks, gap=None, seed=0):
+    """The diagonal PE of a ``cp_core`` bus reduction, run on the golden ``cp_pe`` cycle model along the core's
+    schedule: block ``b``'s handoff lands every ``steps + gap`` cycles (``gap``: the core's
+    :func:`~trainforge.spec.caterpillar.gemv_block_gap` unless given), its ``R`` bus words follow as ``red_add``
+    rows, and the output copies ``red`` ``R + Lr + 1`` cycles after the handoff. Returns the copied words and the
+    expected sums (numpy float32 in the interleaved order, ``oracle_add``), FP32 bits."""
+    from trainforge.spec.caterpillar import core_reduction_latency, gemv_block_gap, reduction_cycles
+    rng = np.random.default_rng(seed)
+    reductions, latency = reduction_cycles(params["n_r"], "bus"), core_reduction_latency(params)
+    period = steps + (gemv_block_gap(steps, overlap, params) if gap is None else gap)
+    landings = [8 + block * period for block in range(blocks)]
+    cycles = landings[-1] + reductions + latency + 4
+    mac_op, clear, handoff = np.zeros(cycles, np.int64), np.zeros(cycles, bool), np.zeros(cycles, bool)
+    row_bus, col_bus = np.zeros(cycles, np.int64), np.zeros(cycles, np.int64)
+    red_add, red_in = np.zeros(cycles, bool), np.zeros(cycles, np.int64)
+    expected = []
+    for landing in landings:
+        issue = landing - PE_MAC_LATENCY  # the operand stage of the handoff's MAC (one-cycle accumulate stage)
+        a, b = (int(value) for value in random_normals(rng, 2, FP16, 11, 19))
+        mac_op[issue], clear[issue], handoff[issue], row_bus[issue], col_bus[issue] = MacOp.ROW_COL, 1, 1, a, b
+        words = [int(value) for value in random_normals(rng, reductions, FP32, 107, 147)]
+        red_add[landing + 1:landing + 1 + reductions] = True
+        red_in[landing + 1:landing + 1 + reductions] = words
+        terms = [oracle_mul(np.array([a], np.uint16), np.array([b], np.uint16), FP16).view(np.uint32)]
+        terms += [np.array([word], np.uint32) for word in words]
+        partials = [np.zeros(1, np.uint32)] * params["reduction_partials"]
+        for index, term in enumerate(terms):
+            partials[index % len(partials)] = oracle_add(partials[index % len(partials)], term).view(np.uint32)
+        while len(partials) > 1:
+            partials = [oracle_add(partials[k], partials[k + 1]).view(np.uint32) for k in range(0, len(partials), 2)]
+        expected.append(int(partials[0][0]))
+    _, red, _ = cp_pe(np.zeros(4, np.int64), np.zeros(cycles, np.int64), mac_op, clear, handoff, red_add, row_bus,
+                      col_bus, red_in, mac="fp16", reduction_partials=params["reduction_partials"])
+    copied = [int(red[landing + reductions + latency]) & 0xFFFFFFFF for landing in landings]
+    return copied, expected
+
+
+@pytest.mark.parametrize("n_r", [2, 3, 4])
+def test_core_schedule_keeps_handoffs_off_the_reduction_landing(n_r):
+    """``cp_core`` with the interleaved bus reduction (R 4): along the core's GEMV schedule (every block length
+    1 .. 24, with and without overlap), the golden PE model's ``red``, copied ``R + Lr + 1`` cycles after each
+    handoff, is each block's sum. Without the gap's lengthening (:func:`gemv_landing_collisions`) a later handoff
+    lands in the cycle a sum is written and wins: the same check fails for the periods that divide ``R + Lr``."""
+    from trainforge.spec.caterpillar import CORE_PARAMS, reduction_cycles
+    params = CORE_PARAMS.resolve(n_r=n_r, mac="fp16", reduction_partials=4)
+    drain = reduction_cycles(n_r, "bus") + 1
+    lost = []
+    for steps in range(1, 25):
+        for overlap in (False, True):
+            copied, expected = _diagonal_reductions(params, steps, overlap, 24, seed=steps)
+            assert copied == expected, (steps, overlap)
+            unlengthened = max(0, drain - steps) if overlap else drain
+            copied, expected = _diagonal_reductions(params, steps, overlap, 24, gap=unlengthened, seed=steps)
+            if copied != expected:
+                lost.append(steps + unlengthened)
+    span = drain - 1 + pe_reduction_latency(4)
+    assert lost and all(span % period == 0 for period in lost)

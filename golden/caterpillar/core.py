@@ -30,9 +30,10 @@ import numpy as np
 
 from ...errors import ProgramError
 from ...spec.caterpillar import (COMMAND_LATENCY, CORE_PARAMS, ERROR_OFFSET, EXECUTE_LATENCY, OUTPUT_LATENCY,
-                                 REJECT_CYCLES, UPDATE_DRAIN, CommandField, CoreEvent, CoreOp,
-                                 core_command_violation, max_shift, params_with_defaults, reduction_cycles,
-                                 shift_bits)
+                                 REJECT_CYCLES, CommandField, CoreEvent, CoreOp,
+                                 core_accumulate_latency, core_command_violation, core_reduction_latency,
+                                 core_update_drain, gemv_block_gap, gemv_final_gap, max_shift, params_with_defaults,
+                                 reduction_cycles, shift_bits)
 from ..dense_pe import wrap
 from . import core_fp16
 
@@ -120,9 +121,10 @@ def gemv_forward(weights, x, **params):
         The ``o_data`` words: block ``jb`` holds ``y[jb * n_r : (jb + 1) * n_r]``
         (padding lanes are zero).
     """
-    n_r, acc_width, mac, reduction = _core_params(params, "n_r", "acc_width", "mac", "reduction")
+    n_r, acc_width, mac, reduction, partial_sums, reduction_partials = _core_params(
+        params, "n_r", "acc_width", "mac", "reduction", "partial_sums", "reduction_partials")
     if mac == "fp16":
-        return core_fp16.gemv_forward(weights, x, n_r, reduction)
+        return core_fp16.gemv_forward(weights, x, n_r, reduction, partial_sums, reduction_partials)
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(x, mb, n_r)
@@ -139,9 +141,10 @@ def gemv_backward(weights, e, **params):
     inputs : numpy.ndarray, shape (Nb, n_r)
     outputs : numpy.ndarray, shape (Mb, n_r)
     """
-    n_r, acc_width, mac, reduction = _core_params(params, "n_r", "acc_width", "mac", "reduction")
+    n_r, acc_width, mac, reduction, partial_sums, reduction_partials = _core_params(
+        params, "n_r", "acc_width", "mac", "reduction", "partial_sums", "reduction_partials")
     if mac == "fp16":
-        return core_fp16.gemv_backward(weights, e, n_r, reduction)
+        return core_fp16.gemv_backward(weights, e, n_r, reduction, partial_sums, reduction_partials)
     weights = np.asarray(weights, dtype=np.int64)
     mb, nb = blocks(weights.shape[0], n_r), blocks(weights.shape[1], n_r)
     inputs = _vector_blocks(e, nb, n_r)
@@ -168,9 +171,9 @@ def gemm(weights, b, **params):
     outputs : numpy.ndarray, shape (Qb * Mb * n_r, n_r)
         The ``o_data`` words: for each output block, its ``n_r`` rows.
     """
-    n_r, acc_width, mac = _core_params(params, "n_r", "acc_width", "mac")
+    n_r, acc_width, mac, partial_sums = _core_params(params, "n_r", "acc_width", "mac", "partial_sums")
     if mac == "fp16":
-        return core_fp16.gemm(weights, b, n_r)
+        return core_fp16.gemm(weights, b, n_r, partial_sums)
     weights = np.asarray(weights, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if weights.shape[1] != b.shape[0]:
@@ -310,9 +313,10 @@ def update(weights, x, e, shift, **params):
     updated : numpy.ndarray, shape (m, n)
         The weights after the update.
     """
-    n_r, width, acc_width, mac = _core_params(params, "n_r", "width", "acc_width", "mac")
+    n_r, width, acc_width, mac, partial_sums = _core_params(params, "n_r", "width", "acc_width", "mac",
+                                                             "partial_sums")
     if mac == "fp16":
-        return core_fp16.update(weights, x, e, shift, n_r)
+        return core_fp16.update(weights, x, e, shift, n_r, partial_sums)
     weights = np.asarray(weights, dtype=np.int64)
     m, n = weights.shape
     x = np.atleast_2d(np.asarray(x, dtype=np.int64))
@@ -375,6 +379,11 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
       ``steps = Nb``. Without overlap ``gap = R + 1`` (the reduction, then the
       broadcast of the result); with overlap (CP) the reduction of a block
       runs on the other buses during the MACs of the next, ``gap = max(0, R + 1 - steps)``.
+      With the interleaved reduction (``reduction_partials`` above 1, ``Lr`` =
+      :func:`~trainforge.spec.caterpillar.core_reduction_latency`) each output
+      comes ``Lr`` cycles later, the last block drains ``R + 1 + Lr`` cycles,
+      and a block period that would land a handoff in the cycle a sum is
+      written is lengthened (:func:`~trainforge.spec.caterpillar.gemv_block_gap`).
     - GEMM: ``Qb * Mb`` blocks of ``steps = Kb * n_r`` rank-1 updates and
       ``gap = n_r`` read-out cycles.
     - LOAD: ``Mb * Nb * n_r`` word writes, no output.
@@ -383,13 +392,17 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
       MAC cycles (the errors arrive on ``i_data`` during the first row block);
       each weight word is written back ``UPDATE_WRITE_BACK_STAGES`` cycles after the accumulate stage of
       its last MAC. ``b * Mb * (Nb + 1)`` issue cycles, no output, then a drain of ``UPDATE_DRAIN`` idle
-      cycles (the read-after-write stall: the next command's first read follows the last write-back).
+      cycles (the read-after-write stall: the next command's first read follows the last write-back), plus
+      :func:`~trainforge.spec.caterpillar.core_accumulate_latency` with ``partial_sums`` above 1.
 
     Every micro-operation reaches the PEs' accumulate stage ``EXECUTE_LATENCY`` cycles after its
     issue (the read stage, the SRAM read with its output register, the multiplier's input and output
     registers);
     the reduction, the read-out and the outputs follow that stage, so the issue schedule of GEMV,
-    GEMM and LOAD does not depend on the pipeline depth, only their output offsets do.
+    GEMM and LOAD does not depend on the pipeline depth, only their output offsets do. With
+    ``partial_sums`` above 1 every event after the accumulate stage (the handoffs, so the reduction
+    and the outputs; the GEMM read-out; the UPDATE write-back) comes
+    :func:`~trainforge.spec.caterpillar.core_accumulate_latency` cycles later.
 
     Parameters
     ----------
@@ -408,27 +421,30 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
     -------
     Schedule
     """
-    n_r, reduction = _core_params(params, "n_r", "reduction")
+    values = params_with_defaults(CORE_PARAMS, params)
+    n_r, reduction = values["n_r"], values["reduction"]
     if op == OP_LOAD:
         return Schedule(mb * nb * n_r, [], 0)
     if op == OP_UPDATE:
-        return Schedule(qb * mb * (nb + 1) + UPDATE_DRAIN, [], qb * mb * nb)
+        return Schedule(qb * mb * (nb + 1) + core_update_drain(values), [], qb * mb * nb)
     r = reduction_cycles(n_r, reduction)
     if op == OP_GEMM:
         count, steps, drain, outputs = qb * mb, nb * n_r, n_r, n_r
         first_output = 0
+        gap = drain
     elif op in (OP_GEMV_FORWARD, OP_GEMV_BACKWARD):
         count, steps = (nb, mb) if op == OP_GEMV_FORWARD else (mb, nb)
-        drain, outputs = r + 1, 1
-        first_output = r
+        drain, outputs = gemv_final_gap(values), 1
+        first_output = r + core_reduction_latency(values)
+        gap = gemv_block_gap(steps, overlap, values)
     else:
         raise ProgramError(f"unknown op {op!r}; allowed: {', '.join(member.name for member in CoreOp)}")
-    gap = max(0, drain - steps) if (overlap and op != OP_GEMM) else drain
     period = steps + gap
-    # The last MAC of block b is issued COMMAND_LATENCY + b * period + steps - 1 cycles after acceptance
-    # and accumulated (handed off) EXECUTE_LATENCY later; its outputs follow the reduction, one per cycle,
-    # OUTPUT_LATENCY + 1 later.
-    handoff = COMMAND_LATENCY + np.arange(count) * period + steps - 1 + EXECUTE_LATENCY
+    # The last MAC of block b is issued COMMAND_LATENCY + b * period + steps - 1 cycles after acceptance,
+    # reaches the accumulate stage EXECUTE_LATENCY later and is handed off core_accumulate_latency after that;
+    # its outputs follow the reduction (and its latency), one per cycle, OUTPUT_LATENCY + 1 later.
+    handoff = (COMMAND_LATENCY + np.arange(count) * period + steps - 1 + EXECUTE_LATENCY
+               + core_accumulate_latency(values))
     offsets = (handoff[:, None] + first_output + 1 + OUTPUT_LATENCY + np.arange(outputs)[None, :]).reshape(-1)
     issue = (count - 1) * period + steps + drain
     return Schedule(issue, offsets, count * steps)

@@ -6,15 +6,20 @@ results on ``o_data`` FP32 bit patterns. Every addition is one :func:`trainforge
 nearest even, subnormals flushed, canonical NaN), every product the exact FP32 product of two FP16 operands
 (:func:`trainforge.golden.fp.fp_mul_exact`). FP addition is not associative, so the order is part of the rule:
 
-- **PE accumulation**: each PE adds its products one per MAC cycle, in issue order, starting from ``+0``:
-  ``acc = (((+0 + p_0) + p_1) + ...)``. GEMV forward: PE ``(r, c)`` of output ``j`` (``c = j % n_r``) adds
+- **PE accumulation** (``partial_sums`` ``P``, :func:`accumulate`): each PE adds its products one per MAC cycle,
+  in issue order; with ``P`` 1 from ``+0``: ``acc = (((+0 + p_0) + p_1) + ...)``. With ``P`` of 2, 4, 8 (the
+  interleaved accumulator, :mod:`trainforge.golden.caterpillar.pe`) product ``j`` goes to partial ``j mod P``
+  (each from ``+0``, in order), the sum is the pairwise tree of the partials, an unwritten one counting as ``+0``:
+  ``(q_0 + q_1) + (q_2 + q_3)`` at ``P`` 4. GEMV forward: PE ``(r, c)`` of output ``j`` (``c = j % n_r``) adds
   ``x[ib n_r + r] W[ib n_r + r, j]`` for ``ib = 0 .. Mb - 1``; backward: PE ``(r, c)`` of output ``i``
   (``r = i % n_r``) adds ``e[jb n_r + c] W[i, jb n_r + c]`` for ``jb = 0 .. Nb - 1``; GEMM: ``W[i, p] B[p, q]``
   for ``p = 0 .. Kb n_r - 1``; UPDATE: ``x_s[i] e_s[j]`` for ``s = 0 .. b - 1``.
 - **Reduction** of a line's ``n_r`` partial sums into its diagonal PE, numbered by position ``d`` from the
   diagonal (forward: PE ``((c + d) % n_r, c)`` of column ``c``; backward: PE ``(r, (r + d) % n_r)`` of row ``r``):
   ``bus``: ``(((v_0 + v_1) + v_2) + ... + v_{n_r - 1})`` (the diagonal adds the bus senders ``d = 1, 2, ...`` in
-  turn); ``tree``: at step ``s = 0, 1, ...`` every position ``d`` that is a multiple of ``2**(s + 1)`` and has a
+  turn) with ``reduction_partials`` 1; with ``R`` of 2, 4, 8 (the interleaved reduction) the rows ``v_0, v_1, ...``
+  go to partials ``d mod R`` (each from ``+0``) and the sum is their pairwise tree, as the accumulation:
+  ``(v_0 + v_1) + (v_2 + v_3)`` at ``n_r`` 4, ``R`` 4 (each ``v`` added to ``+0`` first); ``tree``: at step ``s = 0, 1, ...`` every position ``d`` that is a multiple of ``2**(s + 1)`` and has a
   partner ``d + 2**s < n_r`` adds it: at ``n_r = 4``, ``(v_0 + v_1) + (v_2 + v_3)``; at ``n_r = 3``,
   ``(v_0 + v_1) + v_2``.
 - **GEMM** results are the PEs' sums, no reduction.
@@ -25,9 +30,9 @@ weight stays ``+0`` in an UPDATE unless a non-finite operand meets it (``Inf * 0
 """
 import numpy as np
 
-from ...errors import ProgramError
+from ...errors import ParameterError, ProgramError
 from ...spec.caterpillar import FP16_MAC, reduction_cycles
-from ..fp import fp16_to_fp32, fp32_add, fp32_scale_down, fp32_to_fp16, fp_mul_exact
+from ..fp import fp16_to_fp32, fp32_accumulate, fp32_add, fp32_scale_down, fp32_to_fp16, fp_mul_exact
 
 __all__ = ["accumulate", "reduce_line", "updated_weight", "gemv_forward", "gemv_backward", "gemm", "update"]
 
@@ -59,25 +64,42 @@ def _blocks(size, n_r):
     return max(1, -(-int(size) // n_r))
 
 
-def accumulate(products):
-    """A PE's accumulator after its MACs: ``(((+0 + p_0) + p_1) + ...)`` along axis 0 (FP32 bits)."""
+def accumulate(products, partial_sums=1):
+    """A PE's accumulator after its MACs along axis 0 (FP32 bits): ``(((+0 + p_0) + p_1) + ...)`` with
+    ``partial_sums`` 1, else the interleaved order of ``partial_sums`` partials (module docstring)."""
     products = np.asarray(products, dtype=np.uint32)
-    total = np.zeros(products.shape[1:], dtype=np.uint32)
-    for product in products:
-        total = fp32_add(total, product)
-    return total
+    if partial_sums == 1:
+        total = np.zeros(products.shape[1:], dtype=np.uint32)
+        for product in products:
+            total = fp32_add(total, product)
+        return total
+    return _interleaved_total(products, partial_sums)
 
 
-def reduce_line(values, reduction):
+def _interleaved_total(rows, partials):
+    """The interleaved accumulator's value after its last row (``rows`` along axis 0, the first a clear)."""
+    clear = np.zeros(len(rows), dtype=bool)
+    clear[0] = True
+    read = np.zeros(len(rows), dtype=bool)
+    read[-1] = True
+    return fp32_accumulate(rows, clear, partials, read=read)[0]
+
+
+def reduce_line(values, reduction, reduction_partials=1):
     """The diagonal PE's sum of a line's partial sums ``values[d]`` (axis 0: the position ``d`` from the
-    diagonal), in the order of ``reduction`` (module docstring)."""
+    diagonal), in the order of ``reduction`` and ``reduction_partials`` (module docstring)."""
     values = [np.asarray(value, dtype=np.uint32) for value in values]
     n_r = len(values)
     if reduction == "bus":
+        if reduction_partials != 1:
+            return _interleaved_total(np.stack(values), reduction_partials)
         total = values[0]
         for value in values[1:]:
             total = fp32_add(total, value)
         return total
+    if reduction_partials != 1:
+        raise ParameterError(f"parameter 'reduction_partials' = {reduction_partials} is invalid with reduction "
+                             f"'tree'; allowed: 1")
     for step in range(reduction_cycles(n_r, reduction)):
         stride = 1 << step
         for position in range(0, n_r, 2 * stride):
@@ -121,7 +143,7 @@ def _products(first, second):
     return fp_mul_exact(first, second, _FP16)
 
 
-def gemv_forward(weights, x, n_r, reduction):
+def gemv_forward(weights, x, n_r, reduction, partial_sums=1, reduction_partials=1):
     """``y = x^T W``: ``(inputs, outputs)`` as :func:`trainforge.golden.caterpillar.core.gemv_forward`, FP16
     inputs (signed 16-bit lanes) and FP32 outputs (signed 32-bit lanes)."""
     weights = _fp16(weights)
@@ -132,14 +154,14 @@ def gemv_forward(weights, x, n_r, reduction):
     vector[:flat.size] = flat
     # products[ib, r, j] = x[ib n_r + r] * W[ib n_r + r, j]; PE (r, j % n_r) sums them over ib.
     products = _products(vector.reshape(mb, n_r, 1), padded.reshape(mb, n_r, nb * n_r))
-    partial = accumulate(products)  # (n_r, Nb n_r): row r of PE (r, j % n_r)
+    partial = accumulate(products, partial_sums)  # (n_r, Nb n_r): row r of PE (r, j % n_r)
     columns = np.arange(nb * n_r)
     lines = [partial[(columns % n_r + d) % n_r, columns] for d in range(n_r)]
-    y = reduce_line(lines, reduction)
+    y = reduce_line(lines, reduction, reduction_partials)
     return _signed16(vector).reshape(mb, n_r), _signed32(y).reshape(nb, n_r)
 
 
-def gemv_backward(weights, e, n_r, reduction):
+def gemv_backward(weights, e, n_r, reduction, partial_sums=1, reduction_partials=1):
     """``d = W e`` with the weights in place: ``(inputs, outputs)``, FP16 in, FP32 out."""
     weights = _fp16(weights)
     mb, nb = _blocks(weights.shape[0], n_r), _blocks(weights.shape[1], n_r)
@@ -149,14 +171,14 @@ def gemv_backward(weights, e, n_r, reduction):
     vector[:flat.size] = flat
     # products[jb, i, c] = e[jb n_r + c] * W[i, jb n_r + c]; PE (i % n_r, c) sums them over jb.
     products = _products(vector.reshape(nb, 1, n_r), padded.reshape(mb * n_r, nb, n_r).transpose(1, 0, 2))
-    partial = accumulate(products)  # (Mb n_r, n_r)
+    partial = accumulate(products, partial_sums)  # (Mb n_r, n_r)
     rows = np.arange(mb * n_r)
     lines = [partial[rows, (rows % n_r + d) % n_r] for d in range(n_r)]
-    d = reduce_line(lines, reduction)
+    d = reduce_line(lines, reduction, reduction_partials)
     return _signed16(vector).reshape(nb, n_r), _signed32(d).reshape(mb, n_r)
 
 
-def gemm(weights, b, n_r):
+def gemm(weights, b, n_r, partial_sums=1):
     """``C = W B`` by rank-1 updates: ``(inputs, outputs)`` as :func:`trainforge.golden.caterpillar.core.gemm`."""
     weights, b = _fp16(weights), _fp16(b)
     if weights.shape[1] != b.shape[0]:
@@ -166,14 +188,14 @@ def gemm(weights, b, n_r):
     padded_b = _padded(b, kb * n_r, qb * n_r)
     # products[p, i, q] = W[i, p] * B[p, q], summed over p in order by PE (i % n_r, q % n_r).
     products = _products(padded_w.T[:, :, None], padded_b[:, None, :])
-    c = _signed32(accumulate(products))
+    c = _signed32(accumulate(products, partial_sums))
     b_panels = _signed16(padded_b).reshape(kb * n_r, qb, n_r).transpose(1, 0, 2)
     inputs = np.broadcast_to(b_panels[:, None], (qb, mb, kb * n_r, n_r)).reshape(-1, n_r)
     outputs = c.reshape(mb, n_r, qb, n_r).transpose(2, 0, 1, 3).reshape(-1, n_r)
     return inputs, outputs
 
 
-def update(weights, x, e, shift, n_r):
+def update(weights, x, e, shift, n_r, partial_sums=1):
     """The rank-``b`` update in place: ``(inputs, updated)`` as :func:`trainforge.golden.caterpillar.core.update`.
 
     ``P[i, j]`` is the PE's sum of ``x_s[i] e_s[j]`` over ``s`` in order (from ``+0``); the updated weight is
@@ -194,6 +216,6 @@ def update(weights, x, e, shift, n_r):
     inputs = np.concatenate([
         _signed16(x_padded).reshape(batch, mb, n_r).transpose(1, 0, 2).reshape(-1, n_r),
         _signed16(e_padded).reshape(batch, nb, n_r).transpose(1, 0, 2).reshape(-1, n_r)])
-    products = accumulate(_products(x_padded[:, :, None], e_padded[:, None, :]))
+    products = accumulate(_products(x_padded[:, :, None], e_padded[:, None, :]), partial_sums)
     updated = updated_weight(_padded(weights, mb * n_r, nb * n_r), products, int(shift))
     return inputs, _signed16(updated)

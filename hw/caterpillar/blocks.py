@@ -34,8 +34,10 @@ BLOCKS = (
         test_params=(
             {"n_r": 2, "sram_depth": 48, "max_blocks": 8},
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree"},
-            # the half-precision FPU: FP32 reductions over the bus, the FP16 write-back
-            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16"},
+            # the half-precision FPU with the pipelined FP32 accumulation and bus reduction (4 partials each):
+            # the interleaved orders, every event after the accumulate stage later, the GEMV outputs later
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16", "partial_sums": 4,
+             "reduction_partials": 4},
         ),
         # make regress: the shipped default (n_r 4, 8192 words, max_blocks 64) and n_r 16 too.
         regress_params=(
@@ -49,6 +51,12 @@ BLOCKS = (
             # fp16: a tree that is not a power of two, and a 4 x 4 core with the bus
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16"},
             {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16"},
+            # fp16 with the one-cycle FP32 adds at n_r 2 (in make test until the pipelined set replaced it)
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16"},
+            # fp16 pipelined: a 4 x 4 core (the interleaved bus reduction's order is seen only beyond 2 terms),
+            # and the tree with the interleaved accumulator (the tree keeps the one-cycle reduction add)
+            {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16", "partial_sums": 4, "reduction_partials": 4},
+            {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16", "partial_sums": 4},
         ),
         # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
         probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),

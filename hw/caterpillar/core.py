@@ -5,8 +5,10 @@ from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY, UPDATE_DRAIN,
                                  UPDATE_WRITE_BACK_STAGES, CommandField, CoreOp, MacOp, addr_width,
-                                 core_cmd_layout, core_command_limits, core_data_layout, core_error_layout,
-                                 core_result_layout, count_shape, reduction_cycles, shift_bits)
+                                 core_accumulate_latency, core_cmd_layout, core_command_limits, core_data_layout,
+                                 core_error_layout, core_reduction_latency, core_result_layout, core_update_drain,
+                                 count_shape, gemv_final_gap, gemv_landing_collisions, reduction_cycles,
+                                 shift_bits)
 from ..fp.add import fp32_add
 from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16
 from ..stream_stage import StreamStage
@@ -112,6 +114,17 @@ class CPCore(wiring.Component):
     :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
     (:meth:`_updated_weight_fp16`).
 
+    With ``fp16``, ``partial_sums`` above 1 builds every PE with the interleaved accumulator: the PE sums are in
+    its order, and every event after the accumulate stage (the handoffs, the reduction, the GEMV outputs, the
+    GEMM read-out, the UPDATE write-back) comes
+    :func:`~trainforge.spec.caterpillar.core_accumulate_latency` cycles later; the UPDATE drains that much longer
+    (:func:`~trainforge.spec.caterpillar.core_update_drain`). ``reduction_partials`` above 1 (``bus`` only) builds
+    the interleaved reduction register: the bus reduction keeps one ``red_in`` per cycle, its sum is written
+    :func:`~trainforge.spec.caterpillar.core_reduction_latency` cycles after the last one and copied into the
+    output FIFO in the next cycle; a GEMV's last block drains that much longer
+    (:func:`~trainforge.spec.caterpillar.gemv_final_gap`) and a block period that would land a handoff in the
+    cycle a sum is written is lengthened (:func:`~trainforge.spec.caterpillar.gemv_block_gap`).
+
     Parameters
     ----------
     n_r : int
@@ -122,6 +135,10 @@ class CPCore(wiring.Component):
         Largest block count of a command; also the depth of the vector buffer.
     reduction : str
         ``"bus"`` or ``"tree"`` (neighbour links).
+    partial_sums : int
+        ``fp16`` only: 1, or the partial sums of every PE's interleaved accumulator (2, 4, 8).
+    reduction_partials : int
+        ``fp16`` and ``bus`` only: 1, or the partials of every PE's interleaved reduction (2, 4, 8).
 
     Members
     -------
@@ -144,7 +161,8 @@ class CPCore(wiring.Component):
     shift_bits : int
         Width of the ``shift`` field, ``max(1, bit_length(acc_width - 1))``.
     output_depth : int
-        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8``. Without stalls a block's room is held from
+        Words of the output FIFO: ``2 n_r + 2 (R + 1) + 8`` (plus the accumulate and reduction latencies, which
+        hold each block's room that much longer). Without stalls a block's room is held from
         its first issue to its last word on ``o_data``, ``steps + EXECUTE_LATENCY + R + 2`` cycles (GEMM:
         ``+ n_r``), while blocks start at least ``max(steps, R + 1)`` (GEMM: ``steps + n_r``) apart: at
         most ``ceil((R + 8) / (R + 1)) <= 5`` GEMV words or two or three GEMM blocks of ``n_r`` words
@@ -163,7 +181,13 @@ class CPCore(wiring.Component):
         self.data_layout = core_data_layout(self.params)
         self.result_layout = core_result_layout(self.params)
         self.error_layout = core_error_layout(self.params)
-        self.output_depth = 2 * self.n_r + 2 * (self.reduction_cycles + 1) + 8
+        # With the interleaved accumulator and reduction every event after the accumulate stage comes
+        # accumulate_latency later, and each GEMV output reduction_latency later still.
+        self.accumulate_latency = core_accumulate_latency(self.params)
+        self.reduction_latency = core_reduction_latency(self.params)
+        self.landing_collisions = gemv_landing_collisions(self.params)
+        self.output_depth = (2 * self.n_r + 2 * (self.reduction_cycles + 1) + 8
+                             + self.accumulate_latency + self.reduction_latency)
         super().__init__({
             "i_cmd": In(stream.Signature(self.cmd_layout)),
             "i_data": In(stream.Signature(self.data_layout)),
@@ -175,7 +199,8 @@ class CPCore(wiring.Component):
         m = Module()
         self._buses = None  # the bus reduction's buses, built into this module by _reduction_buses
         n_r, reduction_cycles = self.n_r, self.reduction_cycles
-        pes = [[CPPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac)
+        pes = [[CPPE(width=self.width, acc_width=self.acc_width, sram_depth=self.sram_depth, mac=self.mac,
+                     partial_sums=self.partial_sums, reduction_partials=self.reduction_partials)
                 for _ in range(n_r)] for _ in range(n_r)]
         for r in range(n_r):
             for c in range(n_r):
@@ -199,7 +224,8 @@ class CPCore(wiring.Component):
         in_gap = Signal()
         counts = count_shape(self.max_blocks)
         step = Signal(range(self.max_blocks * self.max_blocks * n_r + 1))  # micro-operations so far in the block
-        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2))  # idle cycles left after this one
+        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2 + self.accumulate_latency
+                                 + self.reduction_latency + max(self.landing_collisions)))  # idle cycles left after this one
         block_a = Signal(range(self.max_blocks + 1))  # jb (forward, LOAD), ib (backward, GEMM, UPDATE)
         block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
         lane = Signal(range(n_r))
@@ -317,16 +343,18 @@ class CPCore(wiring.Component):
         if (1 << len(gemv_steps)) - 1 > reduction_cycles + 1:  # else the count never exceeds R + 1 (and
             # Verilator's CMPCONST refuses a comparison that is always false)
             overlapped = Mux(gemv_steps > reduction_cycles + 1, 0, overlapped)
+        gemv_gap = Mux(given.overlap, overlapped, reduction_cycles + 1)
+        if self.reduction_latency:
+            gemv_gap = self._avoid_landing_collisions(m, gemv_steps, gemv_gap)
         given_middle_gap = Signal.like(middle_gap)
         given_final_gap = Signal.like(final_gap)
         given_block_a_last = Signal.like(block_a_last)
         given_block_b_last = Signal.like(block_b_last)
         given_outer_last = Signal.like(outer_last_first)
         m.d.comb += [
-            given_middle_gap.eq(Mux(given_gemv, Mux(given.overlap, overlapped, reduction_cycles + 1),
-                                    Mux(given_gemm, n_r, 0))),
-            given_final_gap.eq(Mux(given_gemv, reduction_cycles + 1,
-                                   Mux(given_gemm, n_r, Mux(given_update, UPDATE_DRAIN, 0)))),
+            given_middle_gap.eq(Mux(given_gemv, gemv_gap, Mux(given_gemm, n_r, 0))),
+            given_final_gap.eq(Mux(given_gemv, gemv_final_gap(self.params),
+                                   Mux(given_gemm, n_r, Mux(given_update, core_update_drain(self.params), 0)))),
             given_block_a_last.eq(Mux(given_forward | given_load, given.nb - 1, given.mb - 1)),
             given_block_b_last.eq(Mux(given_gemm, given.qb - 1, Mux(given_update, 1, 0))),
             given_outer_last.eq(Mux(given_forward | given_load | given_update, given.mb - 1, given.nb - 1)),
@@ -552,8 +580,9 @@ class CPCore(wiring.Component):
                 col_bus[index].eq(_select([word[index] for word in sources], col_source)),
             ]
         # Stage 5, the accumulate stage (EXECUTE_LATENCY after issue): a handoff starts the reduction.
+        # With the interleaved accumulator the handoff lands accumulate_latency later.
         accumulate_handoff, accumulate_kind = self._delay(m, [operand_handoff, operand_kind], None, "accumulate_stage",
-                                                          stages=PE_MAC_LATENCY)
+                                                          stages=PE_MAC_LATENCY + self.accumulate_latency)
 
         # ---- reduction engine (after the accumulate stage) ----
         red_active = Signal()
@@ -577,7 +606,7 @@ class CPCore(wiring.Component):
         # the next command reads the new weights.
         write_back_flag, write_back_addr = self._delay(
             m, [operand_write_back, operand_addr], None, "write_back_stage",
-            stages=PE_MAC_LATENCY + UPDATE_WRITE_BACK_STAGES)
+            stages=PE_MAC_LATENCY + self.accumulate_latency + UPDATE_WRITE_BACK_STAGES)
         write_back = Signal()  # in every PE: the write-back's subtraction (an energy event) and SRAM write
         m.d.comb += write_back.eq(write_back_flag)
         # Local reads only where the word is used, in the read stage, from registers: every PE in a GEMV MAC; in
@@ -614,6 +643,23 @@ class CPCore(wiring.Component):
         # The offer is held until the stage takes it (the pipeline is frozen meanwhile); it waits for a
         # needed i_data word too, as the pipeline advances only with both.
         reading_gemm = red_kind == CoreOp.GEMM
+        if self.reduction_latency:
+            # The interleaved reduction writes a block's sum into the diagonal PE's red reduction_latency cycles
+            # after the last red_add: the output word copies red in the cycle after that write (the next
+            # reduction's first result lands there from 2 cycles later on; gemv_block_gap keeps handoffs off
+            # that write).
+            reduced, = self._delay(m, [red_active & ~reading_gemm & (red_step == reduction_cycles)], None,
+                                   "reduction_landing", stages=self.reduction_latency)
+            gemv_output = Signal()
+            m.d.comb += [
+                gemv_output.eq(reduced),
+                output_now.eq((red_active & reading_gemm) | gemv_output),
+                output_fifo.w_en.eq(output_now),
+            ]
+            for lane in range(n_r):
+                m.d.comb += output_fifo.w_data[lane * self.acc_width:(lane + 1) * self.acc_width].eq(
+                    Mux(gemv_output, pes[lane][lane].red, _select([pes[r][lane].red for r in range(n_r)], red_step)))
+            return m
         m.d.comb += [
             output_now.eq(red_active & (reading_gemm | (red_step == reduction_cycles))),
             output_fifo.w_en.eq(output_now),
@@ -622,6 +668,19 @@ class CPCore(wiring.Component):
             m.d.comb += output_fifo.w_data[lane * self.acc_width:(lane + 1) * self.acc_width].eq(
                 Mux(reading_gemm, _select([pes[r][lane].red for r in range(n_r)], red_step), pes[lane][lane].red))
         return m
+
+    def _avoid_landing_collisions(self, m, steps, gap):
+        """``gap`` lengthened where the block period ``steps + gap`` would land a handoff in the cycle the
+        interleaved reduction writes a block's sum (:func:`~trainforge.spec.caterpillar.gemv_landing_collisions`,
+        a constant table indexed by the period; a period beyond it needs nothing)."""
+        collisions = self.landing_collisions
+        period = Signal(range(self.max_blocks + self.reduction_cycles + 2), name="gemv_period")
+        m.d.comb += period.eq(steps + gap)
+        bits = max(collisions).bit_length()
+        extra = Cat(*(Const(count, bits) for count in collisions)).word_select(period, bits)
+        if (1 << len(period)) > len(collisions):  # a period beyond the table needs nothing
+            extra = Mux(period < len(collisions), extra, 0)
+        return gap + extra
 
     def _range_checks(self, m, given):
         """Whether the command ``given`` has a field out of range, and the first such field's code.
@@ -690,7 +749,7 @@ class CPCore(wiring.Component):
         """
         # W, from the operand stage to the subtraction (stage 2 of the write-back).
         weight, = self._delay(m, [pe.mem_data], enable, f"update_weight_{suffix}",
-                              stages=PE_MAC_LATENCY + 2)
+                              stages=PE_MAC_LATENCY + self.accumulate_latency + 2)
         if self.mac == "fp16":
             return self._updated_weight_fp16(m, pe, weight, enable, shift, suffix)
         high, low = (1 << (self.width - 1)) - 1, -(1 << (self.width - 1))

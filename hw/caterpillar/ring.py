@@ -95,7 +95,9 @@ class CPRing(wiring.Component):
 
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)
-        self.core_params = {name: self.params[name] for name in CORE_PARAMS.names}
+        # The ring's cores keep the core parameters the ring does not have at their defaults (partial_sums and
+        # reduction_partials 1: the ring's schedule follows the core's one-cycle adds).
+        self.core_params = {name: self.params[name] for name in CORE_PARAMS.names if name in self.params}
         self.buffer_depth = ring_buffer_depth(self.params)
         self.buffer_addr_width = max(1, (self.buffer_depth - 1).bit_length())
         self.cmd_layout = ring_cmd_layout(self.params)

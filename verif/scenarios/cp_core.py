@@ -27,7 +27,8 @@ computed as if it had not been sent, show it). Every scenario expects its ``o_er
 import numpy as np
 
 from trainforge.golden.caterpillar import core as golden_core
-from trainforge.spec.caterpillar import COMMAND_LATENCY, CommandField, CoreOp, count_shape, max_shift
+from trainforge.spec.caterpillar import (COMMAND_LATENCY, CommandField, CoreOp, core_reduction_latency, count_shape,
+                                        max_shift, reduction_cycles)
 
 from fp_oracle import QUIET_NAN16, QUIET_NAN32, flush, oracle_update_weight
 from scenario import Scenario, Transactions, random_pattern, rng_for
@@ -75,12 +76,28 @@ def _lane32(values):
     return bits.view(np.int32).astype(np.int64)
 
 
-def _reduce(partials, reduction):
+def _interleaved(terms, partials):
+    """The sum of ``terms`` (float32 arrays, in order) as an interleaved accumulator of ``partials`` adds them
+    (hw/caterpillar/README.md, "Pipelined FP32 accumulation in cp_pe"): term ``j`` into partial ``j mod partials``,
+    each partial from +0, then the partials summed pairwise, ``(q0 + q1) + (q2 + q3)``, an unwritten partial +0.
+    With 1 partial: ``((+0 + t0) + t1) + ...``."""
+    sums = [np.zeros_like(terms[0])] * partials
+    for index, term in enumerate(terms):
+        sums[index % partials] = _add(sums[index % partials], term)
+    while len(sums) > 1:
+        sums = [_add(sums[k], sums[k + 1]) for k in range(0, len(sums), 2)]
+    return sums[0]
+
+
+def _reduce(partials, reduction, reduction_partials=1):
     """The diagonal PE's sum of a line's partial sums, ``partials[d]`` at distance ``d`` from the diagonal:
-    ``bus`` adds ``d = 1, 2, ...`` in turn to the diagonal's own; ``tree`` adds at step ``s`` the partial at
+    ``bus`` adds ``d = 1, 2, ...`` in turn to the diagonal's own (with ``reduction_partials`` above 1: the
+    interleaved order of :func:`_interleaved` over ``d = 0, 1, ...``); ``tree`` adds at step ``s`` the partial at
     ``d + 2**s`` to each ``d`` that is a multiple of ``2**(s + 1)`` (hw/caterpillar/README.md)."""
     partials = list(partials)
     if reduction == "bus":
+        if reduction_partials != 1:
+            return _interleaved(partials, reduction_partials)
         total = partials[0]
         for partial in partials[1:]:
             total = _add(total, partial)
@@ -94,27 +111,23 @@ def _reduce(partials, reduction):
     return partials[0]
 
 
-def fp16_gemv(padded, mb, nb, vector, forward, n_r, reduction):
+def fp16_gemv(padded, mb, nb, vector, forward, n_r, reduction, partial_sums=1, reduction_partials=1):
     """The output lanes (signed 32-bit, FP32 bits) of an ``fp16`` GEMV on the padded ``Mb n_r x Nb n_r`` matrix of
-    FP16 bits, by numpy float32 in the core's order: each PE's products in issue order from +0, then the line's
-    partial sums reduced into the diagonal PE (:func:`_reduce`)."""
+    FP16 bits, by numpy float32 in the core's order: each PE's products in issue order (:func:`_interleaved` of
+    ``partial_sums``), then the line's partial sums reduced into the diagonal PE (:func:`_reduce`)."""
     weights, vector = _float32(padded), _float32(vector)
     lanes = np.arange(n_r)
     if forward:  # PE (r, j % n_r) adds x[ib n_r + r] W[ib n_r + r, j] for ib = 0, 1, ...
-        sums = np.zeros((n_r, nb * n_r), dtype=np.float32)
-        for ib in range(mb):
-            rows = ib * n_r + lanes
-            sums = _add(sums, _multiply(vector[rows][:, None], weights[rows, :]))
+        sums = _interleaved([_multiply(vector[ib * n_r + lanes][:, None], weights[ib * n_r + lanes, :])
+                             for ib in range(mb)], partial_sums)
         outputs = np.arange(nb * n_r)
         partials = [sums[(outputs % n_r + d) % n_r, outputs] for d in range(n_r)]
     else:  # PE (i % n_r, c) adds e[jb n_r + c] W[i, jb n_r + c] for jb = 0, 1, ...
-        sums = np.zeros((mb * n_r, n_r), dtype=np.float32)
-        for jb in range(nb):
-            cols = jb * n_r + lanes
-            sums = _add(sums, _multiply(vector[cols][None, :], weights[:, cols]))
+        sums = _interleaved([_multiply(vector[jb * n_r + lanes][None, :], weights[:, jb * n_r + lanes])
+                             for jb in range(nb)], partial_sums)
         outputs = np.arange(mb * n_r)
         partials = [sums[outputs, (outputs % n_r + d) % n_r] for d in range(n_r)]
-    return _lane32(_reduce(partials, reduction)).tolist()
+    return _lane32(_reduce(partials, reduction, reduction_partials)).tolist()
 
 
 def fp32_lane_add(x, y):
@@ -138,26 +151,27 @@ class _Program:
         self.n_r, self.acc_width = params["n_r"], params["acc_width"]
         self.fp16 = params.get("mac") == "fp16"
         self.reduction = params.get("reduction", "bus")
+        self.partial_sums = params["partial_sums"]
+        self.reduction_partials = params["reduction_partials"]
         self.commands, self.inputs, self.outputs, self.errors = [], [], [], []
 
     def _gemv_fp16(self, padded, mb, nb, vector, forward):
-        return fp16_gemv(padded, mb, nb, vector, forward, self.n_r, self.reduction)
+        return fp16_gemv(padded, mb, nb, vector, forward, self.n_r, self.reduction, self.partial_sums,
+                         self.reduction_partials)
 
     def _gemm_fp16(self, padded, b):
-        """``C = W B`` in FP: each element summed over ``p`` in order from +0 (one PE each)."""
+        """``C = W B`` in FP: each element summed over ``p`` in issue order (:func:`_interleaved`, one PE each)."""
         weights, b = _float32(padded), _float32(b)
-        sums = np.zeros((weights.shape[0], b.shape[1]), dtype=np.float32)
-        for p in range(weights.shape[1]):
-            sums = _add(sums, _multiply(weights[:, p][:, None], b[p, :][None, :]))
+        sums = _interleaved([_multiply(weights[:, p][:, None], b[p, :][None, :]) for p in range(weights.shape[1])],
+                            self.partial_sums)
         return _lane32(sums).tolist()
 
     def _update_fp16(self, padded, xs, es, shift):
-        """The updated FP16 weights (signed 16-bit lanes): ``P = sum_s x_s e_s^T`` in order from +0, then
-        numpy's ``float16(W - P * 2**-shift)`` with the datapath's flushes."""
+        """The updated FP16 weights (signed 16-bit lanes): ``P = sum_s x_s e_s^T`` in issue order
+        (:func:`_interleaved`), then numpy's ``float16(W - P * 2**-shift)`` with the datapath's flushes."""
         x, e = _float32(xs), _float32(es)
-        sums = np.zeros((x.shape[1], e.shape[1]), dtype=np.float32)
-        for s in range(x.shape[0]):
-            sums = _add(sums, _multiply(x[s][:, None], e[s][None, :]))
+        sums = _interleaved([_multiply(x[s][:, None], e[s][None, :]) for s in range(x.shape[0])],
+                            self.partial_sums)
         weights = (np.asarray(padded, dtype=np.int64) & 0xFFFF).astype(np.uint16)
         updated = oracle_update_weight(weights, sums.view(np.uint32), shift)
         bits = np.where(np.isnan(updated), np.uint16(QUIET_NAN16), updated.view(np.uint16)).astype(np.uint16)
@@ -599,6 +613,31 @@ def _fp16_specials(params, rng):
     return program
 
 
+def _landing_collisions(params, rng):
+    """GEMVs whose block period, before :func:`~trainforge.spec.caterpillar.gemv_block_gap` lengthens it, divides
+    ``R + Lr`` (``R`` reduction cycles, ``Lr`` the interleaved reduction's latency), with enough blocks that a later
+    block's handoff would land in the diagonal PE in the cycle an earlier block's sum is written (forward and
+    backward, with and without overlap; none where no such shape fits ``max_blocks`` and the memory)."""
+    n_r, max_blocks, depth = params["n_r"], params["max_blocks"], params["sram_depth"]
+    drain = reduction_cycles(n_r, params["reduction"]) + 1
+    span = drain - 1 + core_reduction_latency(params)
+    program = _Program(params)
+    for period in range(drain, span + 1):
+        if span % period:
+            continue
+        blocks = span // period + 1
+        for overlap, steps in ((0, period - drain), (1, period)):
+            if not 1 <= steps <= max_blocks or blocks > max_blocks or steps * blocks > depth:
+                continue
+            forward = rng.randrange(2)
+            rows, cols = (steps, blocks) if forward else (blocks, steps)
+            weights = _matrix(rng, rows * n_r, cols * n_r, *_operand_range(params))
+            mb, nb, padded = program.load(weights, 0)
+            program.gemv(padded, mb, nb, _random_vector(rng, params, (mb if forward else nb) * n_r), 0, forward,
+                         overlap)
+    return program
+
+
 def _fp16_scenarios(params, seed):
     """The ``mac="fp16"`` table: the UPDATE hazards and the edge shapes unstalled with every output cycle, random
     matrices and the FP corners under backpressure. Operands are random FP16 normals of magnitude 2**-5 .. 2**5
@@ -611,6 +650,11 @@ def _fp16_scenarios(params, seed):
                                       ("fp16: specials with backpressure", _fp16_specials, 0.8, 0.7)):
         rng = rng_for(seed, "cp_core", name)
         table.append(_scenario(name, build(params, rng), rng, valid, ready))
+    if core_reduction_latency(params):
+        name = "fp16: landing collisions of the interleaved reduction, cycle exact"
+        program = _landing_collisions(params, rng_for(seed, "cp_core", name))
+        if program.commands:
+            table.append(_scenario(name, program))
     return table
 
 
