@@ -40,7 +40,7 @@ from .emit import emit_cached
 from .hw.registry import BLOCKS
 from .spec.neurotrainer import bus as bus_spec
 from .stream_bench import (DEFAULT_DEPTH, DETAILED_MISMATCHES, DRAIN_CYCLES, MAX_MISMATCHES, MODULE, PATTERN_BITS,
-                           RESET_CYCLES, HeaderLayout, StreamPort, build_folder)
+                           RESET_CYCLES, HeaderLayout, StreamPort, build_folder, done_state_and_end)
 
 __all__ = ["BLOCK", "RULES", "DEFAULT_SCENARIOS", "checked_streams", "header_layout", "ports", "testbench_verilog",
            "build"]
@@ -368,19 +368,7 @@ def testbench_verilog(pes, width, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARI
     body += [f"        mask_base <= mask_base + {f('mask_count')};",
              "      end"]
     lines += ["    RUN, DRAIN: begin", *body, "    end"]
-    done = ["    DONE: begin"]
-    done += [f"      $fdisplay(result, \"in {k} %0d\", in{k}_beats);" for k in range(len(inputs))]
-    done += [f"      $fdisplay(result, \"out {k} %0d\", out{k}_beats);" for k in range(len(outputs))]
-    done += ["      $fdisplay(result, \"scenarios %0d\", scenario);",
-             "      $fdisplay(result, \"mismatches %0d\", mismatches);",
-             "      $fdisplay(result, \"resets %0d\", resets);",
-             "      $fdisplay(result, \"before_reset %0d\", before_reset);",
-             "      $fdisplay(result, \"cycles %0d\", cycles);",
-             "      $fdisplay(result, \"end\");",
-             "      $fclose(result);",
-             "      $finish;",
-             "    end"]
-    lines += done + ["    default: state <= LOAD;", "    endcase", "  end", "endmodule", ""]
+    lines += done_state_and_end(len(inputs), len(outputs))
     return "\n".join(lines)
 
 

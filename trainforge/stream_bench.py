@@ -352,23 +352,24 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
         lines.append(f"        out{k}_beats <= out{k}_beats + out{k}_received + out{k}_fire; "
                      f"out{k}_base <= out{k}_base + {field(f'out{k}_count')};")
     lines += ["      end", "    end"]
-    # DONE: the totals.
+    lines += done_state_and_end(len(inputs), len(outputs))
+    return "\n".join(lines)
+
+
+def done_state_and_end(input_count, output_count):
+    """The testbench's last lines: the DONE state, which writes the totals to the result file and ends the run,
+    then the end of the state machine and of the module (the result file format :func:`run` reads)."""
     done = ["    DONE: begin"]
-    for k, port in enumerate(inputs):
-        done.append(f"      $fdisplay(result, \"in {k} %0d\", in{k}_beats);")
-    for k, port in enumerate(outputs):
-        done.append(f"      $fdisplay(result, \"out {k} %0d\", out{k}_beats);")
-    done += ["      $fdisplay(result, \"scenarios %0d\", scenario);",
-             "      $fdisplay(result, \"mismatches %0d\", mismatches);",
-             "      $fdisplay(result, \"resets %0d\", resets);",
-             "      $fdisplay(result, \"before_reset %0d\", before_reset);",
-             "      $fdisplay(result, \"cycles %0d\", cycles);",
-             "      $fdisplay(result, \"end\");",
+    done += [f"      $fdisplay(result, \"in {k} %0d\", in{k}_beats);" for k in range(input_count)]
+    done += [f"      $fdisplay(result, \"out {k} %0d\", out{k}_beats);" for k in range(output_count)]
+    done += [f"      $fdisplay(result, \"{name} %0d\", {register});"
+             for name, register in (("scenarios", "scenario"), ("mismatches", "mismatches"), ("resets", "resets"),
+                                    ("before_reset", "before_reset"), ("cycles", "cycles"))]
+    done += ["      $fdisplay(result, \"end\");",
              "      $fclose(result);",
              "      $finish;",
              "    end"]
-    lines += done + ["    default: state <= LOAD;", "    endcase", "  end", "endmodule", ""]
-    return "\n".join(lines)
+    return done + ["    default: state <= LOAD;", "    endcase", "  end", "endmodule", ""]
 
 
 #: The Icarus top: a 10 ns clock around the testbench.
