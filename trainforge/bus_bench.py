@@ -40,7 +40,8 @@ from .emit import emit_cached
 from .hw.registry import BLOCKS
 from .spec.neurotrainer import bus as bus_spec
 from .stream_bench import (DEFAULT_DEPTH, DETAILED_MISMATCHES, DRAIN_CYCLES, MAX_MISMATCHES, MODULE, PATTERN_BITS,
-                           RESET_CYCLES, HeaderLayout, StreamPort, build_folder, done_state_and_end)
+                           RESET_CYCLES, HeaderLayout, StreamPort, build_folder, done_state_and_end,
+                           input_stream_declarations)
 
 __all__ = ["BLOCK", "RULES", "DEFAULT_SCENARIOS", "checked_streams", "header_layout", "ports", "testbench_verilog",
            "build"]
@@ -146,17 +147,7 @@ def testbench_verilog(pes, width, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARI
         "  integer pe;",
     ]
     for k, port in enumerate(inputs):
-        lines += [
-            f"  // input stream {port.name}",
-            f"  reg [{word - 1}:0] in{k}_memory [0:DEPTH - 1];",
-            f"  reg [{word - 1}:0] {port.name}__payload;",
-            f"  reg {port.name}__valid;",
-            f"  wire {port.name}__ready;",
-            f"  reg [31:0] in{k}_base, in{k}_sent, in{k}_next;",
-            f"  reg [7:0] in{k}_index;",
-            f"  reg in{k}_fire;",
-            f"  reg [63:0] in{k}_beats;",
-        ]
+        lines += input_stream_declarations(k, port.name, word)
     for k, port in enumerate(outputs):
         lines += [
             f"  // output stream {port.name}",

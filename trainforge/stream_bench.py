@@ -207,18 +207,7 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
         "  integer result;",
     ]
     for k, port in enumerate(inputs):
-        w = port.width
-        lines += [
-            f"  // input stream {port.name}",
-            f"  reg [{w - 1}:0] in{k}_memory [0:DEPTH - 1];",
-            f"  reg [{w - 1}:0] {port.name}__payload;",
-            f"  reg {port.name}__valid;",
-            f"  wire {port.name}__ready;",
-            f"  reg [31:0] in{k}_base, in{k}_sent, in{k}_next;",
-            f"  reg [7:0] in{k}_index;",
-            f"  reg in{k}_fire;",
-            f"  reg [63:0] in{k}_beats;",
-        ]
+        lines += input_stream_declarations(k, port.name, port.width)
     for k, port in enumerate(outputs):
         w = port.width
         lines += [
@@ -354,6 +343,22 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
     lines += ["      end", "    end"]
     lines += done_state_and_end(len(inputs), len(outputs))
     return "\n".join(lines)
+
+
+def input_stream_declarations(k, name, width):
+    """The testbench's registers and wires of input stream ``k`` (the block's port ``name``, ``width`` bits): its
+    stimulus memory, the port's signals, and the counters the driver keeps."""
+    return [
+        f"  // input stream {name}",
+        f"  reg [{width - 1}:0] in{k}_memory [0:DEPTH - 1];",
+        f"  reg [{width - 1}:0] {name}__payload;",
+        f"  reg {name}__valid;",
+        f"  wire {name}__ready;",
+        f"  reg [31:0] in{k}_base, in{k}_sent, in{k}_next;",
+        f"  reg [7:0] in{k}_index;",
+        f"  reg in{k}_fire;",
+        f"  reg [63:0] in{k}_beats;",
+    ]
 
 
 def done_state_and_end(input_count, output_count):
