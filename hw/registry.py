@@ -17,11 +17,13 @@ its family's ``blocks.py``.
 """
 import hashlib
 import json
+import pathlib
+import re
 from dataclasses import dataclass, field
 
 from ..errors import ParameterError
 
-__all__ = ["Block", "MutationSubset", "BLOCKS", "get_block", "params_key"]
+__all__ = ["Block", "MutationSubset", "MutationProof", "BLOCKS", "get_block", "params_key"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,115 @@ class MutationSubset:
                                  f"allowed: {allowed}")
 
 
+#: The kinds of :class:`MutationProof`.
+PROOF_KINDS = ("script", "miter")
+
+#: The folder the ``script`` of a :class:`MutationProof` is relative to (``hw/``, the ``trainforge.hw`` package).
+HW_FOLDER = pathlib.Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class MutationProof:
+    """A proof that one survivor of ``trainforge mutate`` is equivalent to the original, declared by its block.
+
+    ``trainforge mutate`` runs it on the survivor whose Verilog has the SHA-256 ``mutant_sha256`` (the exact file
+    ``build/mutate/<block>-*/mutant_NNNN.v`` it was written for), and refuses it, saying so in the report, on mutant
+    number ``mutant`` of the same ``count`` and ``seed`` when that file's hash is another: the design or Yosys
+    changed, and the proof may not hold for the new mutant.
+
+    Parameters
+    ----------
+    block : str
+        The block (the :class:`Block` that declares it).
+    mutant : int
+        The mutant's number in ``mutate -list`` under ``count`` and ``seed`` (``trainforge mutate``'s numbering).
+    kind : str
+        ``"script"``: a Yosys script (``script``) run in a folder holding ``original.v`` and ``mutant.v`` (the
+        mutant), proven when Yosys exits with status 0 (``equiv_status -assert``, ``sat -verify``...);
+        ``"miter"``: :func:`trainforge.mutant_miter.prove` with ``top``, ``relax``, ``cases`` and ``bits``.
+    mutant_sha256 : str
+        SHA-256 (hex) of the mutant's Verilog as ``trainforge mutate`` writes it.
+    count, seed : int
+        The ``--count`` and ``--seed`` of the list that numbers ``mutant`` (``make mutate``'s: 20 and 1).
+    script : str
+        ``script`` kind: the script's path relative to ``hw/`` (``neurotrainer/proofs/nt_pe_mutant_11.ys``).
+    top : str
+        ``miter`` kind: the module proven (default: the block; a submodule is proven with its inputs free).
+    relax : str
+        ``miter`` kind: a register that may differ in the ``cases`` states (``mutant_miter --relax``).
+    cases : tuple of dict
+        ``miter`` kind: states (register name to constant; ``{}``: every state) where ``relax`` is not read.
+    bits : tuple of int
+        ``miter`` kind: only these bits of ``relax`` may differ (default: all).
+    why : str
+        One line: why the mutant is equivalent.
+    """
+    block: str
+    mutant: int
+    kind: str
+    mutant_sha256: str
+    count: int = 20
+    seed: int = 1
+    script: str = None
+    top: str = None
+    relax: str = None
+    cases: tuple = ()
+    bits: tuple = None
+    why: str = ""
+
+    def __post_init__(self):
+        def refuse(name, allowed):
+            raise ParameterError(f"MutationProof of {self.block!r} mutant {self.mutant!r}: {name!r} = "
+                                 f"{getattr(self, name)!r} is invalid; allowed: {allowed}")
+        for name in ("mutant", "count"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                refuse(name, "an integer >= 1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            refuse("seed", "an integer")
+        if self.kind not in PROOF_KINDS:
+            refuse("kind", " or ".join(PROOF_KINDS))
+        if not isinstance(self.mutant_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", self.mutant_sha256):
+            refuse("mutant_sha256", "64 lower-case hex digits (the SHA-256 of the mutant's Verilog)")
+        if self.kind == "script":
+            if not self.script or not (HW_FOLDER / self.script).is_file():
+                refuse("script", f"a Yosys script's path relative to {HW_FOLDER}")
+            if self.top or self.relax or self.cases or self.bits is not None:
+                refuse("kind", "'miter' for top, relax, cases and bits")
+        else:
+            if self.script:
+                refuse("script", "None for a miter proof")
+            if (self.cases or self.bits is not None) and not self.relax:
+                refuse("relax", "a register name when cases or bits are given")
+            if self.relax and not self.cases:
+                refuse("cases", "at least one state (a dict; {} for every state) when relax is given")
+
+    @property
+    def script_path(self):
+        """The script's file (``script`` kind), else ``None``."""
+        return HW_FOLDER / self.script if self.script else None
+
+    @property
+    def relaxed(self):
+        """The ``relaxed`` argument of :func:`trainforge.mutant_miter.prove` (``None``: every register matched)."""
+        if not self.relax:
+            return None
+        relaxed = (self.relax, [dict(case) for case in self.cases])
+        return relaxed + (list(self.bits),) if self.bits is not None else relaxed
+
+    def describe(self):
+        """A few words: ``script neurotrainer/proofs/nt_pe_mutant_11.ys`` or ``miter cp_core --relax vector_row ...``."""
+        if self.kind == "script":
+            return f"script {self.script}"
+        words = ["miter", self.top or self.block]
+        if self.relax:
+            words += ["--relax", self.relax]
+            words += [f"--case {','.join(f'{k}={v}' for k, v in case.items()) or repr('')}" for case in self.cases]
+            if self.bits is not None:
+                words += ["--bits", ",".join(map(str, self.bits))]
+        return " ".join(words)
+
+
 @dataclass(frozen=True)
 class Block:
     """One registered block.
@@ -81,6 +192,9 @@ class Block:
         Internal wires the testbench reads by name (Yosys wire patterns, ``*`` a wildcard): ``trainforge mutate``
         keeps them through Yosys's ``opt_clean``, which would otherwise drop a name that another wire of the
         same net also has.
+    mutation_proofs : tuple of MutationProof
+        Equivalence proofs of survivors of ``trainforge mutate`` that its own checks do not find (each for one
+        mutant, checked by the hash of its Verilog).
     """
     name: str
     component: type
@@ -90,6 +204,13 @@ class Block:
     regress_params: tuple = field(default=())
     mutation_subset: MutationSubset = None
     probed_wires: tuple = ()
+    mutation_proofs: tuple = ()
+
+    def __post_init__(self):
+        for proof in self.mutation_proofs:
+            if not isinstance(proof, MutationProof) or proof.block != self.name:
+                raise ParameterError(f"block {self.name!r}: mutation_proofs holds {proof!r}; allowed: "
+                                     f"MutationProof entries whose block is {self.name!r}")
 
     @property
     def schema(self):

@@ -76,7 +76,12 @@ def register(subparsers):
     parser.add_argument("--no-equivalence", dest="equivalence", action="store_false",
                         help="do not try to prove survivors equivalent")
     parser.add_argument("--equivalence-timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="seconds each survivor's equivalence proof may take (default 30)")
+                        help="seconds each of the tool's equivalence checks of a survivor may take (default 30)")
+    parser.add_argument("--proof-timeout", type=float, default=1200.0, metavar="SECONDS",
+                        help="seconds a survivor's further proof may take: the proof its block declares for it "
+                             "(hw registry, MutationProof; run only on the mutant whose Verilog hash it names), "
+                             "else the plain miter proof (trainforge.mutant_miter) of the mutated module "
+                             "(default 1200)")
     parser.add_argument("--out", default=str(REPORTS / "mutation.json"),
                         help="JSON report path (default build/reports/mutation.json; a .md table is written beside "
                              "it); the results of other blocks in an earlier report there are kept")
@@ -259,6 +264,8 @@ def cmd_mutate(args):
         raise UsageError(f"--jobs must be a positive integer, not {args.jobs}")
     if not args.equivalence_timeout > 0:
         raise UsageError(f"--equivalence-timeout must be a positive number of seconds, not {args.equivalence_timeout}")
+    if not args.proof_timeout > 0:
+        raise UsageError(f"--proof-timeout must be a positive number of seconds, not {args.proof_timeout}")
     for name in args.blocks:  # every name and parameter is checked before the first block's long run
         mutate.resolve(name, args.param)
     earlier = mutate.earlier_blocks(args.out)
@@ -269,6 +276,7 @@ def cmd_mutate(args):
         entry = mutate.mutate_block(name, args.count, seed=args.seed, simulator=args.simulator, jobs=args.jobs,
                                     assignments=args.param, equivalence=args.equivalence,
                                     equivalence_timeout=args.equivalence_timeout, only=only, subset=args.subset,
+                                    proof_timeout=args.proof_timeout,
                                     report_line=lambda result, total: print(mutate.mutant_line(result, total),
                                                                             flush=True))
         print(mutate.summary_line(entry), flush=True)

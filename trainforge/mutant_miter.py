@@ -154,7 +154,7 @@ def wrapper(ports, relaxed=None, case=None):
     return "\n".join(lines)
 
 
-def prove(original, mutant, top, work, relaxed=None):
+def prove(original, mutant, top, work, relaxed=None, timeout=None):
     """Prove ``mutant`` equivalent to ``original`` (Yosys-written Verilog files, top module ``top``) with the
     invariant of the module docstring; ``work`` is the folder (the YoWASP tools see only below it).
 
@@ -164,22 +164,38 @@ def prove(original, mutant, top, work, relaxed=None):
         ``(register, cases)``: the register may differ in a state matching one of the cases (each maps register
         names to constants, e.g. ``("q", [{"busy": 0}, {"step": 0}])``); a third item lists the only bits that
         may (``("vector_row", [{}], [3])``: bit 3 in every state).
+    timeout : float, optional
+        Seconds the whole proof may take (every Yosys run within what is left of it; each at most
+        :data:`TIMEOUT_S`). Default: no limit but each run's.
 
     Returns
     -------
     dict
         ``status``: ``"proven"``, ``"differs"`` (a check found a model: see ``failed``, the check's log), or
-        ``"refused"`` (initial values differ; ``reason``), ``"error"``; ``seconds``, ``checks``.
+        ``"refused"`` (initial values differ; ``reason``), ``"error"``, ``"timeout"`` (past ``timeout``, or a Yosys
+        run past :data:`TIMEOUT_S`); ``seconds``, ``checks``.
     """
     work = pathlib.Path(work)
     work.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
+
+    def left():
+        """Seconds a Yosys run may take now."""
+        return TIMEOUT_S if timeout is None else max(0.0, min(TIMEOUT_S, timeout - (time.monotonic() - start)))
+
+    def timed_out(checks):
+        return {"status": "timeout", "reason": f"past {timeout if timeout is not None else TIMEOUT_S} s",
+                "seconds": round(time.monotonic() - start, 1), "checks": checks}
+
     texts = [pathlib.Path(path).read_text() for path in (original, mutant)]
     if initial_values(texts[0]) != initial_values(texts[1]):
         return {"status": "refused", "reason": "the initial values differ", "seconds": 0.0, "checks": []}
     for text, name in zip(texts, ("gold", "gate")):
         write_text(work / f"{name}_source.v", text)
-        if _run(_evert_script(f"{name}_source.v", top, name), work, f"{name}.evert.log") != 0:
+        status = _run(_evert_script(f"{name}_source.v", top, name), work, f"{name}.evert.log", timeout=left())
+        if status is None:
+            return timed_out([])
+        if status != 0:
             return {"status": "error", "reason": f"Yosys failed: {work / f'{name}.evert.log'}",
                     "seconds": round(time.monotonic() - start, 1), "checks": []}
     ports = [everted_ports((work / f"{name}.v").read_text()) for name in ("gold", "gate")]
@@ -193,7 +209,9 @@ def prove(original, mutant, top, work, relaxed=None):
         write_text(work / f"{name}.v", wrapper(ports[0], relaxed, case))
         script = (f"read_verilog gold.v gate.v {name}.v; hierarchy -top check; flatten; opt; opt_clean; "
                   f"sat -prove ok 1 -verify -show-inputs check")
-        status = _run(script, work, f"{name}.log")
+        status = _run(script, work, f"{name}.log", timeout=left())
+        if status is None:
+            return timed_out(checks)
         log = (work / f"{name}.log").read_text(errors="replace")
         verdict = "proven" if status == 0 and "SUCCESS!" in log else (
             "differs" if "model found" in log.lower() and "FAIL" in log else "error")

@@ -21,6 +21,16 @@ one simulator, in parallel workers. Each mutant is
 ``build_failed``
     Yosys could not write the mutant, or the simulator could not build it.
 
+A survivor of the testbench that the checks above leave unproven is given one more proof, each within
+``--proof-timeout`` seconds (:data:`PROOF_TIMEOUT_S`): the proof its block declares for it
+(:class:`~trainforge.hw.registry.MutationProof` in ``Block.mutation_proofs``: a Yosys script kept beside the
+family, or :func:`trainforge.mutant_miter.prove` with its relaxations), applied only when the SHA-256 of the
+mutant's Verilog is the one the proof was written for; else the plain miter proof
+(:func:`trainforge.mutant_miter.prove`, every register matched) of the mutated module. A declared proof whose
+mutant number (same ``--count`` and ``--seed``) now names a mutant of another hash is not run: the mismatch is
+reported in the mutant's ``proof_attempts``. A proven survivor is ``equivalent``; ``proof`` says which proof
+proved it and ``proof_attempts`` what was tried, in how many seconds, with which outcome.
+
 The score is the share of killed mutants among those that are neither
 equivalent nor failed to build. Each mutant carries the location Yosys gives
 for it: the ``-src`` locations in the emitted Verilog (with the line's text),
@@ -36,6 +46,7 @@ limit without stopping the run.
 """
 import concurrent.futures
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
@@ -50,7 +61,7 @@ from .errors import UsageError
 from .regression import REPORT_ENV, TRANSACTIONS_ENV
 
 __all__ = ["Mutation", "STATUSES", "WORK_ROOT", "parse_mutations", "resolve", "mutate_block", "simulate",
-           "check_equivalence", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged",
+           "check_equivalence", "run_declared_proof", "plain_miter_proof", "verilog_sha256", "mutant_line", "summary_line", "markdown_table", "earlier_blocks", "merged",
            "parse_selection"]
 
 #: Where each block's mutants, simulations and logs go.
@@ -86,6 +97,10 @@ EQUIVALENCE_MAX_STEPS = 12
 #: Seconds one equivalence check may take by default; past it the survivor stays a survivor ("unknown").
 #: The SAT problem of a wide datapath (a 16-bit counter block) grows past millions of clauses in a few steps.
 EQUIVALENCE_TIMEOUT_S = 30
+
+#: Seconds each further proof of a survivor (its declared proof, else the plain miter proof) may take by default.
+#: ``nt_pe``'s mutant 11 script took 310 s idle and about 800 s on the loaded machine.
+PROOF_TIMEOUT_S = 1200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -370,6 +385,78 @@ def _prove_equivalent(original, mutant, top, work, max_steps, timeout, suffix=""
     return "unknown"
 
 
+def verilog_sha256(path):
+    """SHA-256 (hex) of a Verilog file's bytes: what a :class:`~trainforge.hw.registry.MutationProof` is written for."""
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+def _attempt(proof, kind, outcome, seconds, detail="", folder=None):
+    return {"proof": proof, "kind": kind, "outcome": outcome, "seconds": round(seconds, 2), "detail": detail,
+            "folder": None if folder is None else str(folder)}
+
+
+def run_declared_proof(proof, original, mutant, folder, timeout=PROOF_TIMEOUT_S, check_hash=True):
+    """Run a declared :class:`~trainforge.hw.registry.MutationProof` on the Verilog files ``original`` and ``mutant``.
+
+    ``folder`` (under the current folder: YoWASP sees only below it) gets copies of both, as ``original.v`` and
+    ``mutant.v``, and the proof's files and logs. With ``check_hash`` (always, but for showing that a proof fails on
+    another mutant) a ``mutant`` whose SHA-256 is not ``proof.mutant_sha256`` is refused unrun.
+
+    Returns
+    -------
+    dict
+        The attempt: ``proof`` (what was run), ``kind``, ``outcome`` (``"proven"``; ``"hash_mismatch"``; a script's
+        ``"failed"`` (Yosys's exit status not 0: an assertion or an error, ``detail`` its first ERROR line) or
+        ``"timeout"``; a miter's ``"differs"``, ``"refused"``, ``"error"`` or ``"timeout"``), ``seconds``,
+        ``detail``, ``folder``.
+    """
+    started = time.monotonic()
+    described = f"declared {proof.describe()}"
+    found = verilog_sha256(mutant)
+    if check_hash and found != proof.mutant_sha256:
+        return _attempt(described, proof.kind, "hash_mismatch", 0.0,
+                        f"written for mutant {proof.mutant} (--count {proof.count} --seed {proof.seed}) of SHA-256 "
+                        f"{proof.mutant_sha256[:16]}..., this mutant's is {found[:16]}...: not run")
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for source, target in ((original, "original.v"), (mutant, "mutant.v")):
+        (folder / target).write_bytes(pathlib.Path(source).read_bytes())
+    if proof.kind == "script":
+        script = folder / proof.script_path.name
+        script.write_text(proof.script_path.read_text())
+        log = folder / "proof.log"
+        with open(log, "w") as stream:
+            from .tools import tool_environment
+
+            try:
+                completed = subprocess.run([_yosys(), "-q", "-s", script.name], cwd=folder, env=tool_environment(),
+                                           stdout=stream, stderr=subprocess.STDOUT, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return _attempt(described, "script", "timeout", time.monotonic() - started,
+                                f"past {timeout:.0f} s (log {log})", folder)
+        if completed.returncode == 0:
+            return _attempt(described, "script", "proven", time.monotonic() - started, "Yosys exit status 0", folder)
+        return _attempt(described, "script", "failed", time.monotonic() - started,
+                        f"{_yosys_error(log)} (exit status {completed.returncode}; log {log})", folder)
+    from . import mutant_miter
+
+    result = mutant_miter.prove(folder / "original.v", folder / "mutant.v", proof.top or proof.block, folder / "miter",
+                                proof.relaxed, timeout=timeout)
+    detail = result.get("reason") or result.get("failed") or f"{len(result.get('checks', []))} checks"
+    return _attempt(described, "miter", result["status"], time.monotonic() - started, detail, folder)
+
+
+def plain_miter_proof(original, mutant, top, folder, timeout=PROOF_TIMEOUT_S):
+    """:func:`trainforge.mutant_miter.prove` of module ``top`` with every register matched (no relaxation); the
+    attempt as :func:`run_declared_proof` gives it."""
+    from . import mutant_miter
+
+    started = time.monotonic()
+    result = mutant_miter.prove(original, mutant, top, folder, None, timeout=timeout)
+    detail = result.get("reason") or result.get("failed") or f"{len(result.get('checks', []))} checks"
+    return _attempt(f"plain miter {top}", "plain_miter", result["status"], time.monotonic() - started, detail, folder)
+
+
 def simulate(block_name, params, simulator, verilog, work, seed, timeout, tests=None, transactions=0):
     """Run the block's cocotb testbench (or some of its tests) on the Verilog file ``verilog``, in a process of its own.
 
@@ -542,7 +629,7 @@ def resolve(block_name, assignments=()):
 
 def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignments=(), work_root=WORK_ROOT,
                  report_line=None, equivalence=True, equivalence_timeout=EQUIVALENCE_TIMEOUT_S, only=None,
-                 subset=False):
+                 subset=False, proof_timeout=PROOF_TIMEOUT_S):
     """Mutation-test one block's testbench; returns the block's result (a dict for the JSON report).
 
     Parameters
@@ -564,9 +651,12 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
     report_line : callable, optional
         Called with each mutant's result as it is classified (in list order).
     equivalence : bool
-        Try to prove each survivor equivalent to the original.
+        Try to prove each survivor equivalent to the original: the tool's checks, then its declared proof, else
+        the plain miter proof.
     equivalence_timeout : float
-        Seconds each of those proofs may take.
+        Seconds each of the tool's checks may take.
+    proof_timeout : float
+        Seconds the declared proof, or the plain miter proof, may take.
     only : sequence of int, optional
         Run only these mutants of the list (1-based numbers, as the report numbers them); the list is the
         same as without it (the same ``count`` and ``seed``).
@@ -663,17 +753,47 @@ def mutate_block(block_name, count, seed=1, simulator="icarus", jobs=1, assignme
                 decided_by = "testbench"
         status = {"passed": "survived", "failed": "killed", "build_failed": "build_failed",
                   "identical": "equivalent"}[outcome]
+        verdict = "identical" if identical else None
         proof = "identical" if identical else None
+        attempts = []
+        mutant_file = work / f"{name}.v"
+        mutant_hash = verilog_sha256(mutant_file) if not reason else None
+        if mutant_hash is not None:
+            # A declared proof for this number of this list, written for another mutant: reported, never run.
+            for declared_proof in block.mutation_proofs:
+                if (declared_proof.mutant, declared_proof.count, declared_proof.seed) == (mutation.index, count, seed) \
+                        and declared_proof.mutant_sha256 != mutant_hash:
+                    attempts.append(run_declared_proof(declared_proof, work / "original.v", mutant_file,
+                                                       work / f"{name}-proof"))
         if status == "survived" and equivalence:
-            proof = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout,
-                                      module=mutation.options.get("module"), constant=constant_of(mutation))
-            if proof == "proven":
-                status = "equivalent"
+            check_started = time.monotonic()
+            verdict = check_equivalence("original.v", f"{name}.v", block.name, work, timeout=equivalence_timeout,
+                                        module=mutation.options.get("module"), constant=constant_of(mutation))
+            attempts.append(_attempt("equivalence checks", "checks", verdict, time.monotonic() - check_started))
+            if verdict == "proven":
+                status, proof = "equivalent", "equivalence checks"
+        if status == "survived" and equivalence:
+            matching = [declared_proof for declared_proof in block.mutation_proofs
+                        if declared_proof.mutant_sha256 == mutant_hash]
+            for number, declared_proof in enumerate(matching):
+                attempt = run_declared_proof(declared_proof, work / "original.v", mutant_file,
+                                             work / f"{name}-proof-{number}", timeout=proof_timeout)
+                attempts.append(attempt)
+                if attempt["outcome"] == "proven":
+                    status, proof = "equivalent", attempt["proof"]
+                    break
+            if not matching:
+                attempt = plain_miter_proof(work / "original.v", mutant_file, mutation.options.get("module") or
+                                            block.name, work / f"{name}-miter", timeout=proof_timeout)
+                attempts.append(attempt)
+                if attempt["outcome"] == "proven":
+                    status, proof = "equivalent", attempt["proof"]
         location, line_text = _located(mutation, source, lines)
         result = {"index": mutation.index, "command": mutation.command, "mode": mutation.mode,
                   "options": mutation.options, "src": list(mutation.src), "location": location,
                   "source_line": line_text, "what": mutation.what(), "status": status, "detail": detail,
-                  "equivalence": proof, "decided_by": decided_by, "seconds": round(time.monotonic() - began, 2),
+                  "equivalence": verdict, "proof": proof, "proof_attempts": attempts,
+                  "mutant_sha256": mutant_hash, "decided_by": decided_by, "seconds": round(time.monotonic() - began, 2),
                   "folder": str(work / name)}
         return result
 
@@ -705,6 +825,11 @@ def mutant_line(result, total):
         line += f"  {result['source_line']}"
     if result["status"] == "build_failed":
         line += f"  ({result['detail']})"
+    if result.get("proof") not in (None, "identical", "equivalence checks"):
+        line += f"  [proven by {result['proof']}]"
+    for attempt in result.get("proof_attempts") or ():
+        if attempt["outcome"] == "hash_mismatch":
+            line += f"  [{attempt['proof']} refused: {attempt['detail']}]"
     return line
 
 
@@ -729,13 +854,35 @@ def markdown_table(blocks):
                      f"{entry['survived']} | {entry['equivalent']} | {entry['build_failed']} | {score} |")
     survivors = [(entry, result) for entry in blocks for result in entry["results"] if result["status"] == "survived"]
     if survivors:
-        lines += ["", "Survivors:", "", "| block | # | mutation | location | source line | equivalence |",
-                  "|---|---:|---|---|---|---|"]
+        lines += ["", "Survivors:", "", "| block | # | mutation | location | source line | equivalence | proofs tried |",
+                  "|---|---:|---|---|---|---|---|"]
         for entry, result in survivors:
             text = (result.get("source_line") or "").replace("|", "\\|")
             lines.append(f"| {entry['block']} | {result['index']} | `{result['what']}` | {result['location'] or ''} | "
-                         f"`{text}` | {result['equivalence'] or 'not tried'} |")
+                         f"`{text}` | {result['equivalence'] or 'not tried'} | {_attempts_text(result)} |")
+    proven = [(entry, result) for entry in blocks for result in entry["results"]
+              if result.get("proof") not in (None, "identical", "equivalence checks")]
+    if proven:
+        lines += ["", "Survivors of the testbench proven equivalent by a declared or miter proof:", "",
+                  "| block | # | mutation | proof | seconds |", "|---|---:|---|---|---:|"]
+        for entry, result in proven:
+            seconds = sum(attempt["seconds"] for attempt in result["proof_attempts"]
+                          if attempt["proof"] == result["proof"])
+            lines.append(f"| {entry['block']} | {result['index']} | `{result['what']}` | {result['proof']} | "
+                         f"{seconds:.0f} |")
+    refused = [(entry, result, attempt) for entry in blocks for result in entry["results"]
+               for attempt in result.get("proof_attempts") or () if attempt["outcome"] == "hash_mismatch"]
+    if refused:
+        lines += ["", "Declared proofs refused (the mutant's Verilog is not the one they were written for):", ""]
+        lines += [f"- {entry['block']} mutant {result['index']}: {attempt['proof']}: {attempt['detail']}"
+                  for entry, result, attempt in refused]
     return "\n".join(lines) + "\n"
+
+
+def _attempts_text(result):
+    """The proofs tried on a mutant, each ``what: outcome (seconds)``, separated by semicolons."""
+    return "; ".join(f"{attempt['proof']}: {attempt['outcome']} ({attempt['seconds']:.0f} s)"
+                     for attempt in result.get("proof_attempts") or ()) or "none"
 
 
 def _key(entry):

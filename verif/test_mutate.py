@@ -7,11 +7,28 @@ behind the ``regress`` marker.
 """
 import dataclasses
 import json
+import pathlib
 
 import pytest
 
 from trainforge import cli, mutate
 from trainforge.errors import UsageError
+
+
+@pytest.fixture(autouse=True)
+def _stub_plain_miter(request, monkeypatch):
+    """The plain miter proof of a survivor (a real Yosys proof, seconds to minutes) says "differs" at once, but in
+    the regress-marked real run; the calls are in ``mutate._plain_miter_calls``."""
+    if request.node.get_closest_marker("regress"):
+        return
+    calls = []
+
+    def plain_miter_proof(original, mutant, top, folder, timeout=mutate.PROOF_TIMEOUT_S):
+        calls.append((pathlib.Path(mutant).name, top))
+        return mutate._attempt(f"plain miter {top}", "plain_miter", "differs", 0.0, "stub")
+
+    monkeypatch.setattr(mutate, "plain_miter_proof", plain_miter_proof)
+    monkeypatch.setattr(mutate, "_plain_miter_calls", calls, raising=False)
 
 
 def _needs_yosys():
@@ -94,6 +111,12 @@ def test_stubbed_run_classifies_and_reports(tmp_path, monkeypatch, capsys):
     assert entry["block"] == "stream_stage" and entry["simulator"] == "icarus" and entry["seed"] == 3
     assert [r["status"] for r in entry["results"]] == ["killed", "survived", "killed", "equivalent", "survived"]
     assert [r["equivalence"] for r in entry["results"]] == [None, "differs", None, "proven", "differs"]
+    assert [r["proof"] for r in entry["results"]] == [None, None, None, "equivalence checks", None]
+    # The survivors the checks leave unproven (2 and 5; stream_stage declares no proof) get the plain miter proof.
+    assert mutate._plain_miter_calls == [("mutant_0002.v", "stream_stage"), ("mutant_0005.v", "stream_stage")]
+    assert [[a["kind"] for a in r["proof_attempts"]] for r in entry["results"]] == [
+        [], ["checks", "plain_miter"], [], ["checks"], ["checks", "plain_miter"]]
+    assert all(len(r["mutant_sha256"]) == 64 for r in entry["results"])
     assert (entry["mutants"], entry["killed"], entry["survived"], entry["equivalent"], entry["build_failed"]) \
         == (5, 2, 2, 1, 0)
     assert entry["score"] == 0.5  # 2 killed of the 4 non-equivalent mutants
@@ -165,6 +188,7 @@ def test_original_failing_its_testbench_is_an_error(tmp_path, monkeypatch, capsy
     (["stream_stage", "--count", "-3"], "--count must be a positive integer"),
     (["stream_stage", "--jobs", "0"], "--jobs must be a positive integer"),
     (["stream_stage", "--equivalence-timeout", "0"], "--equivalence-timeout must be a positive number"),
+    (["stream_stage", "--proof-timeout", "0"], "--proof-timeout must be a positive number"),
     (["stream_stage", "--param", "width=0"], "width"),
     (["stream_stage", "td_scheduler", "--param", "width=4"], "--param needs exactly one block"),
     (["stream_stage", "td_scheduler", "--mutants", "1"], "--mutants needs exactly one block"),
@@ -205,7 +229,7 @@ def test_markdown_table_by_hand():
                          {"index": 1, "status": "killed"}, {"index": 3, "status": "build_failed"}]}
     lines = mutate.markdown_table([entry]).splitlines()
     assert lines[2] == "| b | w=2 | verilator | 3 | 1 | 1 | 0 | 1 | 50.0% |"
-    assert lines[-1] == "| b | 2 | `inv $x.Y[0]` | b.v:7 | `assign y = a \\| b;` | unknown |"
+    assert lines[-1] == "| b | 2 | `inv $x.Y[0]` | b.v:7 | `assign y = a \\| b;` | unknown | none |"
 
 
 @pytest.mark.regress
@@ -508,3 +532,100 @@ def test_a_wire_bit_tied_to_the_value_it_has_is_proven_constant(tmp_path):
                                          "-wirebit 1\nmutate -mode inv -module top -cell $or$1 -port Y -portbit 1 "
                                          "-wire taken -wirebit 1\n")
     assert mutate.constant_of(const0) == ("taken", 1, 0) and mutate.constant_of(inv) is None
+
+
+def test_a_declared_proof_written_for_another_mutant_is_refused_unrun(tmp_path, monkeypatch):
+    """A MutationProof names the SHA-256 of the mutant it was written for: on a file of another hash it is not run
+    (no Yosys, no proof folder) and says so; on its own file it runs."""
+    from trainforge import mutant_miter
+    from trainforge.hw.registry import MutationProof
+
+    (tmp_path / "original.v").write_text("module top(); endmodule\n")
+    (tmp_path / "mutant_0002.v").write_text("module top(); wire a; endmodule\n")
+    (tmp_path / "mutant_0003.v").write_text("module top(); wire b; endmodule\n")
+    runs = []
+    monkeypatch.setattr(mutant_miter, "prove", lambda *args, **kwargs: runs.append(args) or
+                        {"status": "proven", "seconds": 0.0, "checks": []})
+    proof = MutationProof(block="top", mutant=2, kind="miter",
+                          mutant_sha256=mutate.verilog_sha256(tmp_path / "mutant_0002.v"))
+    refused = mutate.run_declared_proof(proof, tmp_path / "original.v", tmp_path / "mutant_0003.v", tmp_path / "p3")
+    assert refused["outcome"] == "hash_mismatch" and "written for mutant 2" in refused["detail"]
+    assert runs == [] and not (tmp_path / "p3").exists()
+    proven = mutate.run_declared_proof(proof, tmp_path / "original.v", tmp_path / "mutant_0002.v", tmp_path / "p2")
+    assert proven["outcome"] == "proven" and proven["proof"] == "declared miter top" and len(runs) == 1
+    assert (tmp_path / "p2" / "mutant.v").read_text() == (tmp_path / "mutant_0002.v").read_text()
+
+
+def test_declared_proofs_prove_their_survivor_and_a_stale_one_is_reported(tmp_path, monkeypatch, capsys):
+    """A survivor with a declared proof for its hash is proven by it (equivalent, 'proof' names it; no plain miter);
+    a declared proof for a number of the same list whose hash is another is refused, reported in the mutant's
+    proof_attempts, the printed line and the table, and the plain miter proof is tried instead."""
+    _needs_yosys()
+    from trainforge.hw import registry
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mutate, "simulate", _stub_simulation({1}, []))
+    monkeypatch.setattr(mutate, "check_equivalence", _stub_equivalence(set(), []))
+    out = tmp_path / "mutation.json"
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--seed", "3", "--out", str(out)]) == 0
+    hashes = {r["index"]: r["mutant_sha256"] for r in json.loads(out.read_text())["blocks"][0]["results"]}
+    declared = (registry.MutationProof(block="stream_stage", mutant=2, kind="miter", count=3, seed=3,
+                                       mutant_sha256=hashes[2]),
+                registry.MutationProof(block="stream_stage", mutant=3, kind="miter", count=3, seed=3,
+                                       mutant_sha256="0" * 64))
+    real_get_block = registry.get_block
+    monkeypatch.setattr(registry, "get_block", lambda name: dataclasses.replace(
+        real_get_block(name), mutation_proofs=declared) if name == "stream_stage" else real_get_block(name))
+    proofs = []
+
+    def prove(original, mutant, top, work, relaxed=None, timeout=None):
+        proofs.append((pathlib.Path(work).parent.name, top, timeout))
+        return {"status": "proven", "seconds": 0.0, "checks": [{}]}
+
+    from trainforge import mutant_miter
+
+    monkeypatch.setattr(mutant_miter, "prove", prove)
+    capsys.readouterr()
+    mutate._plain_miter_calls.clear()
+    assert cli.main(["--quiet", "mutate", "stream_stage", "--count", "3", "--seed", "3", "--proof-timeout", "77",
+                     "--out", str(out)]) == 0
+    assert proofs == [("mutant_0002-proof-0", "stream_stage", 77.0)]  # mutant 3's declared proof never ran
+    assert mutate._plain_miter_calls == [("mutant_0003.v", "stream_stage")]
+    (entry,) = json.loads(out.read_text())["blocks"]
+    second, third = entry["results"][1:]
+    assert (second["status"], second["proof"]) == ("equivalent", "declared miter stream_stage")
+    assert [(a["kind"], a["outcome"]) for a in second["proof_attempts"]] == [("checks", "differs"), ("miter", "proven")]
+    assert (third["status"], third["proof"]) == ("survived", None)
+    assert [(a["kind"], a["outcome"]) for a in third["proof_attempts"]] == [
+        ("miter", "hash_mismatch"), ("checks", "differs"), ("plain_miter", "differs")]
+    assert (entry["killed"], entry["survived"], entry["equivalent"], entry["score"]) == (1, 1, 1, 0.5)
+    printed = capsys.readouterr().out
+    assert "[proven by declared miter stream_stage]" in printed and "refused: written for mutant 3" in printed
+    table = out.with_suffix(".md").read_text()
+    assert "| stream_stage | 2 | " in table and "stream_stage mutant 3: declared miter stream_stage: written for" in table
+    pytest.importorskip("jsonschema")
+    from trainforge import schemas
+
+    assert schemas.validate(out) == []
+
+
+def test_mutation_proof_declarations_are_checked():
+    from trainforge.errors import ParameterError
+    from trainforge.hw.registry import BLOCKS, Block, MutationProof
+
+    good = "a" * 64
+    for bad, message in (({"kind": "sby"}, "'kind' = 'sby'"), ({"mutant_sha256": "abc"}, "'mutant_sha256'"),
+                         ({"mutant": 0}, "'mutant' = 0"), ({"kind": "script", "script": "no/such.ys"}, "'script'"),
+                         ({"cases": ({},)}, "'relax'"), ({"relax": "q"}, "'cases'")):
+        with pytest.raises(ParameterError, match=message):
+            MutationProof(**{"block": "b", "mutant": 1, "kind": "miter", "mutant_sha256": good, **bad})
+    with pytest.raises(ParameterError, match="mutation_proofs holds"):
+        Block(name="other", component=None, testbench="tb", summary="",
+              mutation_proofs=(MutationProof(block="b", mutant=1, kind="miter", mutant_sha256=good),))
+    declared = [proof for block in BLOCKS.values() for proof in block.mutation_proofs]
+    assert {(proof.block, proof.mutant) for proof in declared} >= {
+        ("cp_reciprocal", 2), ("cp_reciprocal", 7), ("cp_reciprocal", 12), ("cp_core", 13), ("cp_ring", 16),
+        ("nt_pe", 11)}
+    for proof in declared:
+        if proof.kind == "script":
+            assert proof.script_path.is_file() and "mutant.v" in proof.script_path.read_text()

@@ -1,5 +1,5 @@
 """Registered blocks of the CATERPILLAR family."""
-from ..registry import Block
+from ..registry import Block, MutationProof
 from .core import CPCore
 from .pe import CPPE
 from .reciprocal import CPReciprocal
@@ -60,6 +60,13 @@ BLOCKS = (
         ),
         # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
         probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),
+        # make mutate's survivors proven equivalent (hw/caterpillar/README.md, README.md "Mutation score").
+        mutation_proofs=(
+            MutationProof(block="cp_core", mutant=13, kind="miter", relax="vector_row", cases=({},), bits=(3,),
+                          mutant_sha256="ddab637dae4f40b5a36eca56a5d4dd29355fa28dddff010964b8cb5bca3919f4",
+                          why="vector_row is read only as (vector_row + inner)[2:0] and by its own next value "
+                              "vector_row + qb: no bit below 3 depends on bit 3"),
+        ),
     ),
     Block(
         name="cp_reciprocal",
@@ -72,6 +79,19 @@ BLOCKS = (
                         {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0},
                         {"width": 32, "mac": "fp16", "table_bits": 5, "iterations": 1},
                         {"width": 32, "mac": "fp16", "table_bits": 1, "iterations": 3}),
+        mutation_proofs=(
+            MutationProof(block="cp_reciprocal", mutant=2, kind="miter", relax="q",
+                          cases=({"busy": 0}, {"step": 0}),
+                          mutant_sha256="bea8367a19102d376ef0c5ce6e5270fa6e2fa102080d4e1bd6f583b1704bc6af",
+                          why="q's reset value: step 0 (Q = d N) writes q before any step reads it"),
+            MutationProof(block="cp_reciprocal", mutant=7, kind="miter",
+                          mutant_sha256="124695ba15d3faa3b84f996579a6e90472593d5c4f47007cdf3e388ddeb5b8a3",
+                          why="32 added to a length whose only reader is the 5-bit left = (frac - length) mod 32"),
+            MutationProof(block="cp_reciprocal", mutant=12, kind="miter",
+                          mutant_sha256="4045767249784a75cfb89a4683aae18f1488a97b7ca0f8f7ef67083db7a97971",
+                          why="8 added to lengths whose only reader is length > frac: no length crosses 16 but 16, "
+                              "where right = length - frac is 0 either way"),
+        ),
     ),
     Block(
         name="cp_ring",
@@ -95,6 +115,12 @@ BLOCKS = (
             {"cores": 3, "n_r": 4, "sram_depth": 16, "max_blocks": 3, "reduction": "tree"},
             {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
             {"cores": 2, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree", "mac": "fp16"},
+        ),
+        mutation_proofs=(
+            # The mutated core alone, its inputs free (a superset of what the ring drives).
+            MutationProof(block="cp_ring", mutant=16, kind="miter", top="cp_ring.core_1",
+                          mutant_sha256="1548339a1fb7510d37983aa2092e8dc7e1a9bd72706829f113ea097ff371ee01",
+                          why="needs_input contains busy & ~in_gap already: i_data.ready is the same function"),
         ),
     ),
 )

@@ -1,5 +1,5 @@
 """The NeuroTrainer family's registered blocks."""
-from ..registry import Block, MutationSubset
+from ..registry import Block, MutationProof, MutationSubset
 from .comparator import NTComparator
 from .lut import NTLUT
 from .mac import NTMAC
@@ -70,6 +70,13 @@ BLOCKS = (
         ),
         # trainforge mutate --subset: the table and a short random regression (a survivor runs everything).
         mutation_subset=MutationSubset(tests=("scenario_table", "random_regression"), transactions=300),
+        # make mutate's survivor 11, proven equivalent by a script (18, by reading, has none: its script,
+        # neurotrainer/proofs/nt_pe_mutant_18.ys, ran out of 1200 s).
+        mutation_proofs=(
+            MutationProof(block="nt_pe", mutant=11, kind="script", script="neurotrainer/proofs/nt_pe_mutant_11.ys",
+                          mutant_sha256="561f3829e7ccb4f3afa6a06c79e261246d91bfe1ce691449147d2461840ac19a",
+                          why="the address mux's A input (6'hxx) is the address only when the write enable is 0"),
+        ),
     ),
     Block(
         name="nt_mac",
