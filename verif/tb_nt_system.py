@@ -35,6 +35,20 @@ from scenario import Transactions, check_transactions
 from tbutil import start
 
 
+#: The input streams that only the sequenced tests drive (a StreamSource of their own): the iBuffer load and the
+#: program start. Every other test leaves them idle.
+IDLE_INPUTS = ("i_ibuffer", "i_start")
+
+
+async def start_system(dut):
+    """:func:`tbutil.start` with :data:`IDLE_INPUTS`' valid driven to 0 from before the reset: a test that does not
+    drive them left them undriven (``x`` on Icarus) through every cycle. A test that drives them takes them over with
+    its :class:`StreamSource` (which drives valid 0 until it offers a word)."""
+    for name in IDLE_INPUTS:
+        getattr(dut, f"{name}__valid").value = 0
+    return await start(dut)
+
+
 class Harness:
     def __init__(self, bench):
         dut, cycle, rng = bench.dut, bench.cycle, bench.rng
@@ -160,7 +174,7 @@ async def play(harness, scenario):
 async def scenario_table(dut):
     """Every scenario of ``verif/scenarios/nt_system.py``, each from reset (with ``NT_SYSTEM_SCENARIO`` set:
     only those whose name contains it, to iterate on one)."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     only = os.environ.get("NT_SYSTEM_SCENARIO", "")
     for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
@@ -173,7 +187,7 @@ async def scenario_table(dut):
 @cocotb.test()
 async def merged_scenarios(dut):
     """The scenarios with merged result blocks only (``verif/test_nt_merge_order.py`` runs them on 3 PEs)."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
                                      if "merged" in scenario.name):
@@ -185,7 +199,7 @@ async def merged_scenarios(dut):
 @cocotb.test()
 async def stochastic_rounding_state_carried(dut):
     """SR-LO layers back to back: bit-exact against the golden model, the LFSR state carried from layer to layer."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     valid, ready = 0.7, 0.6
     for source in harness.sources():
@@ -219,7 +233,7 @@ async def stochastic_rounding_state_carried(dut):
 @cocotb.test()
 async def reset_mid_layer(dut):
     """A reset in the middle of a layer leaves an idle system; a table scenario after it (fresh state) is exact."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     scenarios = table.scenarios(bench.params, bench.seed + 3)
     busy = scenarios[0]
@@ -251,7 +265,7 @@ async def model_cycles(dut):
 
     Writes ``model_cycles.json`` (kind, dims, RTL and model cycles) in the run folder.
     """
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     params = bench.params
     timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"],
@@ -295,7 +309,7 @@ async def no_combinational_ready_path(dut):
     Random host requests (reads and writes) and random program words; what the system does with
     them does not matter here, only that every input's ``ready`` is settled by the clock edge.
     """
-    bench = await start(dut)
+    bench = await start_system(dut)
     vaults, pes = bench.component.pes + 1, bench.component.pes
     inputs, outputs = stream_ports(bench)
     assert len(inputs) == 3 * vaults + pes + 2 and len(outputs) == vaults, \
@@ -309,7 +323,7 @@ async def sequenced_program(dut):
     starts the program and reads the vaults back when ``busy`` falls; no program word or ``config`` from the
     testbench. Every layer's output equals numpy (integer program) or the reference executor / the golden model's
     carried run (SR-LO), and every vault word the golden model's run (``sim/neurotrainer/layer_chain.py``)."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     component, params = bench.component, bench.params
     ibuffer = StreamSource(dut, "i_ibuffer", bench.cycle, bench.rng, valid_probability=0.8)
@@ -351,7 +365,7 @@ async def sgd_step_mlp(dut):
     the loss gradient from the host, BP (SR-LO), f'(z)·dx (SR-LO), two weight gradients (SR-LO), the update by the
     host. Each layer's inputs are the host's moves of the RTL's own earlier outputs; every layer's output and both
     updated weight matrices must equal the golden step bit for bit."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     params = bench.params
     if not (params["rounding"] == "sr_lo" and params["frac_bits"] == params["lut_frac_bits"]
@@ -458,7 +472,7 @@ async def sequenced_sgd_step_mlp(dut):
     the host loads the weights and inputs once, runs the forward pass (2 layers), reads ``z2``, writes the loss
     gradient, runs the backward pass and the weight gradients (5 layers, SR-LO, the LFSR carried), reads ``dW`` and
     updates. Every vault word after each run, every read output and both updated weights equal the golden step."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     params = bench.params
     if not _step_parameters(dut, params):
@@ -489,7 +503,7 @@ async def sequenced_sgd_step_cnn(dut):
     gradient, FC BP and UP, max-pooling backward, f'(z)·dY, conv UP; SR-LO) run by the sequencer in five runs, the host
     between them only for the loss gradient and the three vault-to-vault moves the system cannot make. Every vault
     word after each run, every output the host reads and both updated weights equal the golden step."""
-    bench = await start(dut)
+    bench = await start_system(dut)
     harness = Harness(bench)
     params = bench.params
     if not _step_parameters(dut, params):
