@@ -67,6 +67,10 @@ formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 # about 85 minutes on the loaded 2-core machine (51 before td_pe, nt_pe and td_tile; cp_core and cp_ring add about 4
 # and 9). --subset runs a block's declared
 # mutation subset first (td_pe, nt_pe; the others have none and run their whole testbench).
+# A survivor the tool's equivalence checks (--equivalence-timeout, 30 s each) leave unproven gets one more proof:
+# the one its block declares for it (Block.mutation_proofs: a Yosys script in hw/<family>/proofs/ or a
+# trainforge.mutant_miter proof, run only on the mutant whose Verilog SHA-256 it names), else the plain miter proof
+# of the mutated module, within --proof-timeout seconds (default 1200; ARGS="... --proof-timeout 600" to shorten).
 # make mutate ARGS="nt_mac --count 40 --jobs 2" mutates other blocks.
 MUTATE_BLOCKS ?= stream_stage td_scheduler nt_pmag nt_vault nt_lut nt_comparator fp_mul fp32_add td_transposer \
                  dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile cp_core cp_ring
