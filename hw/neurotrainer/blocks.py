@@ -70,12 +70,17 @@ BLOCKS = (
         ),
         # trainforge mutate --subset: the table and a short random regression (a survivor runs everything).
         mutation_subset=MutationSubset(tests=("scenario_table", "random_regression"), transactions=300),
-        # make mutate's survivor 11, proven equivalent by a script (18, by reading, has none: its script,
-        # neurotrainer/proofs/nt_pe_mutant_18.ys, ran out of 1200 s).
+        # make mutate's survivors 11 (a script) and 18 (the MAC alone, bit 4 of product16_0_1 relaxed; its equiv_*
+        # script, neurotrainer/proofs/nt_pe_mutant_18.ys, ran out of 1200 s and is not declared).
         mutation_proofs=(
             MutationProof(block="nt_pe", mutant=11, kind="script", script="neurotrainer/proofs/nt_pe_mutant_11.ys",
                           mutant_sha256="561f3829e7ccb4f3afa6a06c79e261246d91bfe1ce691449147d2461840ac19a",
                           why="the address mux's A input (6'hxx) is the address only when the write enable is 0"),
+            MutationProof(block="nt_pe", mutant=18, kind="miter", top="nt_pe.mac", relax="product16_0_1",
+                          cases=({},), bits=(4,),
+                          mutant_sha256="bd6759ddbefee05a9816ef58f711eed722c7f399d8cad332eee698cdf3fb7365",
+                          why="bits 7..0 of product16_0_1 are read only by its own hold mux (the 16-bit path "
+                              "keeps bits 33..8): bit 4 may differ in every state, no other bit or output follows"),
         ),
     ),
     Block(
