@@ -411,7 +411,8 @@ def update_write_back_stages(params):
     the saturation with the SRAM write. ``fp16``: 10, ``P 2**-shift`` from the registered accumulator, then the
     FP32 subtraction in ``UPDATE_SUBTRACT_STAGES_FP16`` (7) stages, then the rounding to FP16 into a register, then
     the SRAM write of that register (``1 + 7 + 1 + 1``: with the rounding in the write's cycle, 9 stages, the path
-    rounding -> the DP16KD's DI was the critical one, 65.3 MHz).
+    rounding -> the DP16KD's DI was the critical one at ``n_r`` 2, P 4, R 4, 65.2 MHz; registered, 66.3 MHz, the
+    rounding stage itself critical: hw/caterpillar/README.md).
     """
     if params["mac"] == "fp16":
         return 1 + UPDATE_SUBTRACT_STAGES_FP16 + 1 + 1
