@@ -417,6 +417,8 @@ def update_write_back_stages(params):
     if params["mac"] == "fp16":
         return 1 + UPDATE_SUBTRACT_STAGES_FP16 + 1 + 1
     return 3
+
+
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
 #: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle
