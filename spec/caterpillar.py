@@ -25,7 +25,8 @@ __all__ = [
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
     "RING_OUTPUT_LATENCY", "RING_READ_LATENCY",
-    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_WRITE_BACK_STAGES", "UPDATE_DRAIN",
+    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_SUBTRACT_STAGES_FP16",
+    "update_write_back_stages",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
     "ERROR_OFFSET", "REJECT_CYCLES", "core_command_limits", "core_command_checks", "core_command_violation",
@@ -331,9 +332,18 @@ def core_reduction_latency(params):
 
 
 def core_update_drain(params):
-    """``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall):
-    ``UPDATE_DRAIN``, plus :func:`core_accumulate_latency` (the write-back reads the accumulator that much later)."""
-    return UPDATE_DRAIN + core_accumulate_latency(params)
+    """``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall).
+
+    The next command's first read comes in the cycle after the last write-back, so it reads the new weights. The
+    reads and the write-backs both come ``READ_STAGE_LATENCY`` after their issue, so that stage cancels out: the
+    last write-back is written ``EXECUTE_LATENCY - READ_STAGE_LATENCY`` cycles after the read stage of the last
+    micro-operation to its accumulate stage, :func:`core_accumulate_latency` later (the write-back reads the
+    accumulator then), and :func:`update_write_back_stages` after that, the first of them the cycle after the
+    issue's: ``EXECUTE_LATENCY - READ_STAGE_LATENCY + update_write_back_stages - 1 + A``. 6 + A with ``fixed``
+    (3 stages: ``5 - 1 + 3 - 1``), 13 + A with ``fp16`` (10 stages: ``5 - 1 + 10 - 1``).
+    """
+    return (EXECUTE_LATENCY - READ_STAGE_LATENCY + update_write_back_stages(params) - 1
+            + core_accumulate_latency(params))
 
 
 def gemv_final_gap(params):
@@ -386,13 +396,29 @@ def gemv_block_gap(steps, overlap, params):
 READ_STAGE_LATENCY = 1
 #: ``cp_core``: cycles from the issue of a micro-operation to its accumulate stage (1 before pipelining).
 EXECUTE_LATENCY = READ_STAGE_LATENCY + PE_READ_LATENCY + PE_MAC_LATENCY
-#: ``cp_core``: stages of the UPDATE write-back after the accumulate stage: ``2 P >> shift`` from the
-#: registered accumulator, then the rounding and the subtraction, then the saturation with the SRAM write.
-UPDATE_WRITE_BACK_STAGES = 3
-#: ``cp_core``: idle issue cycles after the last micro-operation of an UPDATE (the read-after-write stall): the
-#: next command's first read comes in the cycle after the last write-back, so it reads the new weights (the
-#: reads and the write-backs both come ``READ_STAGE_LATENCY`` after their issue, so that stage cancels out).
-UPDATE_DRAIN = EXECUTE_LATENCY - READ_STAGE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1
+#: ``cp_core`` with ``mac="fp16"``: register stages of the UPDATE write-back's FP32 subtraction
+#: ``fp32(W) - P 2**-shift``: the pipelined FP32 adder of the feed-forward adder trees, one adder step per stage
+#: (``FP32_TREE_ADD_STAGES`` of :mod:`trainforge.spec.mac`; the last stage holds the difference). In one stage
+#: it was the critical path of the fp16 core (33.4 MHz, hw/caterpillar/README.md).
+UPDATE_SUBTRACT_STAGES_FP16 = mac_spec.FP32_TREE_ADD_STAGES
+
+
+def update_write_back_stages(params):
+    """``cp_core``: stages of the UPDATE write-back after the accumulate stage (after
+    :func:`core_accumulate_latency`), the last one the cycle whose end writes the SRAM.
+
+    ``fixed``: 3, ``2 P >> shift`` from the registered accumulator, then the rounding and the subtraction, then
+    the saturation with the SRAM write. ``fp16``: 10, ``P 2**-shift`` from the registered accumulator, then the
+    FP32 subtraction in ``UPDATE_SUBTRACT_STAGES_FP16`` (7) stages, then the rounding to FP16 into a register, then
+    the SRAM write of that register (``1 + 7 + 1 + 1``: with the rounding in the write's cycle, 9 stages, the path
+    rounding -> the DP16KD's DI was the critical one at ``n_r`` 2, P 4, R 4, 65.2 MHz; registered, 66.3 MHz, the
+    rounding stage itself critical: hw/caterpillar/README.md).
+    """
+    if params["mac"] == "fp16":
+        return 1 + UPDATE_SUBTRACT_STAGES_FP16 + 1 + 1
+    return 3
+
+
 #: ``cp_core``: cycles from the acceptance of a command to the first issue of its first micro-operation.
 COMMAND_LATENCY = 1
 #: ``cp_core``: cycles from the cycle a result word is written into the output FIFO (the last reduction cycle

@@ -6,7 +6,7 @@ reduction ``R = n_r - 1 = 1``; a GEMV forward is ``Nb`` blocks of ``Mb`` MAC
 cycles, a backward ``Mb`` blocks of ``Nb``; each block is followed by a gap of
 ``R + 1 = 2`` cycles without overlap and ``max(0, 2 - steps)`` with it, and the
 last block always drains (2); UPDATE takes ``b * Mb * (Nb + 1)`` cycles plus its read-after-write drain of
-``EXECUTE_LATENCY - READ_STAGE_LATENCY + UPDATE_WRITE_BACK_STAGES - 1 = 5 - 1 + 3 - 1 = 6``; every
+``EXECUTE_LATENCY - READ_STAGE_LATENCY + update_write_back_stages - 1 = 5 - 1 + 3 - 1 = 6`` (fixed); every
 command adds ``COMMAND_LATENCY = 1``; a ring collective of ``s`` elements over
 ``P`` cores takes ``(P - 2) * max(cw + 1, 3) + cw + 2`` cycles, ``cw = ceil(ceil(s / P) / n_r)``: a word lands
 2 cycles after its read (the hop and the landing register), a step lasts at least 3 cycles (the next step reads

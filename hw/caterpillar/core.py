@@ -3,12 +3,12 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY, UPDATE_DRAIN,
-                                 UPDATE_WRITE_BACK_STAGES, CommandField, CoreOp, MacOp, addr_width,
+from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY, UPDATE_SUBTRACT_STAGES_FP16,
+                                 CommandField, CoreOp, MacOp, addr_width,
                                  core_accumulate_latency, core_cmd_layout, core_command_limits, core_data_layout,
                                  core_error_layout, core_reduction_latency, core_result_layout, core_update_drain,
                                  count_shape, gemv_final_gap, gemv_landing_collisions, reduction_cycles,
-                                 shift_bits)
+                                 shift_bits, update_write_back_stages)
 from ..fp.add import fp32_add
 from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16
 from ..stream_stage import StreamStage
@@ -92,7 +92,7 @@ class CPCore(wiring.Component):
 
     A command is accepted only when the previous one has issued and drained
     (its last block's gap; after an UPDATE the
-    :data:`~trainforge.spec.caterpillar.UPDATE_DRAIN` cycles that let its
+    :func:`~trainforge.spec.caterpillar.core_update_drain` cycles that let its
     last write-back land before the next command's first read: the
     read-after-write stall). The execute pipeline has no enable: it advances
     every cycle. Only the issue stage waits, issuing nothing (a bubble, a NONE
@@ -112,7 +112,10 @@ class CPCore(wiring.Component):
     on bit patterns: the weights and the ``i_data`` operands are FP16, the PEs' sums, the reductions and the
     ``o_data`` results FP32 (every add one FP32 rounding, in the order of
     :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
-    (:meth:`_updated_weight_fp16`).
+    (:meth:`_updated_weight_fp16`), over more stages
+    (:func:`~trainforge.spec.caterpillar.update_write_back_stages`: 10, its FP32 subtraction pipelined and the
+    rounded weight registered), so the UPDATE drains longer (:func:`~trainforge.spec.caterpillar.core_update_drain`:
+    13 instead of 6).
 
     With ``fp16``, ``partial_sums`` above 1 builds every PE with the interleaved accumulator: the PE sums are in
     its order, and every event after the accumulate stage (the handoffs, the reduction, the GEMV outputs, the
@@ -224,7 +227,7 @@ class CPCore(wiring.Component):
         in_gap = Signal()
         counts = count_shape(self.max_blocks)
         step = Signal(range(self.max_blocks * self.max_blocks * n_r + 1))  # micro-operations so far in the block
-        gap_count = Signal(range(reduction_cycles + n_r + UPDATE_DRAIN + 2 + self.accumulate_latency
+        gap_count = Signal(range(reduction_cycles + n_r + core_update_drain(self.params) + 2
                                  + self.reduction_latency + max(self.landing_collisions)))  # idle cycles left after this one
         block_a = Signal(range(self.max_blocks + 1))  # jb (forward, LOAD), ib (backward, GEMM, UPDATE)
         block_b = Signal(range(self.max_blocks + 1))  # qb (GEMM); the phase of an UPDATE (0: take x, 1: MACs)
@@ -599,14 +602,15 @@ class CPCore(wiring.Component):
         red_forward = red_kind == CoreOp.GEMV_FORWARD
 
         # ---- local memory writes: LOAD (the cycle after issue) and the UPDATE write-back ----
-        # The write-back of a word runs UPDATE_WRITE_BACK_STAGES stages after its last MAC's accumulate
-        # stage: 2 P >> shift from the registered accumulator, then the rounding and the subtraction from the
-        # weight (carried from the operand stage), then the saturation, whose result is written in that
-        # cycle. The sequencer idles UPDATE_DRAIN cycles after an UPDATE, so no LOAD write coincides and
-        # the next command reads the new weights.
+        # The write-back of a word runs update_write_back_stages stages after its last MAC's accumulate
+        # stage (fixed: 2 P >> shift from the registered accumulator, then the rounding and the subtraction
+        # from the weight, carried from the operand stage, then the saturation, whose result is written in that
+        # cycle; fp16: the scaling, the 7-stage FP32 subtraction, the rounding to FP16, the write). The
+        # sequencer idles core_update_drain cycles after an UPDATE, so no LOAD write coincides and the next
+        # command reads the new weights.
         write_back_flag, write_back_addr = self._delay(
             m, [operand_write_back, operand_addr], None, "write_back_stage",
-            stages=PE_MAC_LATENCY + self.accumulate_latency + UPDATE_WRITE_BACK_STAGES)
+            stages=PE_MAC_LATENCY + self.accumulate_latency + update_write_back_stages(self.params))
         write_back = Signal()  # in every PE: the write-back's subtraction (an energy event) and SRAM write
         m.d.comb += write_back.eq(write_back_flag)
         # Local reads only where the word is used, in the read stage, from registers: every PE in a GEMV MAC; in
@@ -738,7 +742,8 @@ class CPCore(wiring.Component):
         return delayed
 
     def _updated_weight(self, m, pe, enable, shift, suffix):
-        """The weight an UPDATE writes back, over three stages (``mac="fp16"``: :meth:`_updated_weight_fp16`):
+        """The weight an UPDATE writes back, over three stages (``mac="fp16"``: :meth:`_updated_weight_fp16`, over
+        :func:`~trainforge.spec.caterpillar.update_write_back_stages`):
         ``W - round(P / 2**shift)``, saturated.
 
         ``round(P / 2**s) = floor(P / 2**s + 1/2)`` is ``((2 P >> s) + 1) >> 1`` (arithmetic
@@ -767,22 +772,29 @@ class CPCore(wiring.Component):
 
     def _updated_weight_fp16(self, m, pe, weight, enable, shift, suffix):
         """The ``fp16`` write-back ``round16(W - P * 2**-shift)``
-        (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`), over the same three stages.
+        (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`), over
+        :func:`~trainforge.spec.caterpillar.update_write_back_stages` (10) stages.
 
         Stage 1 scales the registered FP32 accumulator ``P`` by ``2**-shift`` (its exponent minus ``shift``,
-        flushed below FP32's normals) into a register; stage 2 widens the FP16 weight ``W`` to FP32 and adds the
-        negated scaled sum in an FP32 adder (one rounding) into a register; stage 3 rounds that difference to
-        FP16 (nearest even, flushed below ``2**-14``), the SRAM's write data in that cycle.
+        flushed below FP32's normals) into a register; stages 2 to 8 widen the FP16 weight ``W`` to FP32 and add
+        the negated scaled sum in the pipelined FP32 adder of the adder trees
+        (:data:`~trainforge.spec.caterpillar.UPDATE_SUBTRACT_STAGES_FP16` = 7 stages, one adder step each, the
+        last holding the difference; one rounding); stage 9 rounds that difference to FP16 (nearest even, flushed
+        below ``2**-14``) into a register, the SRAM's write data in stage 10 (so no path runs from the rounding to
+        the DP16KD's data input). ``W`` enters the adder in stage 2, as in the fixed write-back's subtraction, so
+        it is delayed as there.
         """
         scaled = Signal(32, name=f"update_scaled_{suffix}")
-        difference = Signal(32, name=f"update_difference_{suffix}")
         updated = Signal(signed(self.width), name=f"update_weight_{suffix}")
         next_scaled = fp32_scale_down(m, pe.acc.as_unsigned(), shift, f"update_scale_{suffix}")
         widened = fp16_to_fp32(m, weight.as_unsigned(), f"update_widened_{suffix}")
-        next_difference = fp32_add(m, widened, scaled ^ (1 << 31), stages=0, name=f"update_subtract_{suffix}")
-        with m.If(1 if enable is None else enable):
-            m.d.sync += [scaled.eq(next_scaled), difference.eq(next_difference)]
-        m.d.comb += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
+        active = 1 if enable is None else enable
+        difference = fp32_add(m, widened, scaled ^ (1 << 31), stages=UPDATE_SUBTRACT_STAGES_FP16, enable=active,
+                              name=f"update_subtract_{suffix}")
+        with m.If(active):
+            m.d.sync += scaled.eq(next_scaled)
+        with m.If(active):
+            m.d.sync += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
         return updated
 
     def _reduction_buses(self, m, pes, red_step):
