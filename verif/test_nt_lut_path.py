@@ -14,7 +14,8 @@ from trainforge.golden.neurotrainer.lut import nt_lut_words
 from trainforge.hw.neurotrainer.word_lut import NTWordLUT
 from trainforge.hw.neurotrainer.word_lut_pipeline import NTWordLUTPipeline
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system
-from trainforge.spec.neurotrainer.integration import LUT_SELECT, LUT_SELECT_SHIFT, PARAMS, lut_alias, lut_functions
+from trainforge.spec.neurotrainer.integration import (LUT_SELECT, LUT_SELECT_SHIFT, PARAMS, WORD_LUT_STAGES, lut_alias,
+                                                      lut_functions)
 
 
 def _run(dut, cases):
@@ -60,7 +61,7 @@ def test_word_lut_equals_the_golden_word_rule_on_every_16_bit_input(activation, 
 
 def _run_pipeline(dut, cases, seed):
     """``o_word`` for every ``(word, wide, select)`` through the pipelined LUT, with random ``valid`` gaps and
-    ``ready`` stalls, and the cycle of each output counted from its input's acceptance when nothing stalls."""
+    ``ready`` stalls (its cycles: ``test_pipelined_word_lut_takes_word_lut_stages_cycles_without_stalls``)."""
     rng = np.random.default_rng(seed)
     got = []
 
@@ -111,6 +112,36 @@ def test_pipelined_word_lut_equals_the_golden_word_rule_with_stalls():
     assert got.size == words.size and bad.size == 0, (
         f"word {int(words[bad[0]]):#x} select {selects[bad[0]]} wide {wides[bad[0]]}: got {int(got[bad[0]]):#x}, "
         f"expected {int(expected[bad[0]]):#x} ({bad.size} wrong)")
+
+
+def test_pipelined_word_lut_takes_word_lut_stages_cycles_without_stalls():
+    """Without stalls each word leaves ``NTWordLUTPipeline`` exactly ``WORD_LUT_STAGES`` cycles after it was accepted
+    (the vault controller builds its vault that many cycles shorter; ``nt_system``'s layer cycle check allows a few
+    cycles either way, so a stage too many or too few would pass it), one word per cycle."""
+    dut = NTWordLUTPipeline(activation="sigmoid", table_bits=6, frac_bits=8, out_frac_bits=8)
+    words = 20
+    accepted, left = [], []
+
+    async def bench(ctx):
+        ctx.set(dut.o_word.ready, 1)
+        ctx.set(dut.i_word.valid, 1)
+        for cycle in range(words + 3 * WORD_LUT_STAGES + 4):
+            ctx.set(dut.i_word.valid, int(len(accepted) < words))
+            ctx.set(dut.i_word.payload, {"word": 12345 + cycle, "select": 1, "wide": 0})
+            _, _, taken, valid = await ctx.tick().sample(dut.i_word.ready, dut.o_word.valid)
+            if taken and len(accepted) < words:
+                accepted.append(cycle)
+            if valid:
+                left.append(cycle)
+
+    simulator = Simulator(dut)
+    simulator.add_clock(1e-8)
+    simulator.add_testbench(bench)
+    simulator.run()
+    assert len(left) == words, f"{len(left)} words left of {words}"
+    delays = [out - into for into, out in zip(accepted, left)]
+    assert delays == [WORD_LUT_STAGES] * words, f"cycles from acceptance to the output: {delays}"
+    assert accepted == list(range(words)), f"accepted in cycles {accepted}"
 
 
 def test_the_compiler_selects_the_table_by_the_read_addresses_of_the_named_input_only():
