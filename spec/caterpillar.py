@@ -25,7 +25,7 @@ __all__ = [
     "COMMAND_LATENCY", "OUTPUT_LATENCY", "HOP_CYCLES", "COLLECTIVE_LANDING_LATENCY", "collective_step_cycles",
     "collective_command_cycles",
     "RING_OUTPUT_LATENCY", "RING_READ_LATENCY",
-    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_SUBTRACT_STAGES_FP16",
+    "PE_READ_LATENCY", "PE_MAC_LATENCY", "READ_STAGE_LATENCY", "EXECUTE_LATENCY", "UPDATE_SUBTRACT_STAGES_FP16", "UPDATE_ROUND_STAGES_FP16",
     "update_write_back_stages",
     "addr_width", "reduction_cycles", "shift_bits", "max_shift", "count_shape",
     "core_cmd_layout", "core_data_layout", "core_result_layout", "core_error_layout",
@@ -340,7 +340,7 @@ def core_update_drain(params):
     micro-operation to its accumulate stage, :func:`core_accumulate_latency` later (the write-back reads the
     accumulator then), and :func:`update_write_back_stages` after that, the first of them the cycle after the
     issue's: ``EXECUTE_LATENCY - READ_STAGE_LATENCY + update_write_back_stages - 1 + A``. 6 + A with ``fixed``
-    (3 stages: ``5 - 1 + 3 - 1``), 13 + A with ``fp16`` (10 stages: ``5 - 1 + 10 - 1``).
+    (3 stages: ``5 - 1 + 3 - 1``), 14 + A with ``fp16`` (11 stages: ``5 - 1 + 11 - 1``).
     """
     return (EXECUTE_LATENCY - READ_STAGE_LATENCY + update_write_back_stages(params) - 1
             + core_accumulate_latency(params))
@@ -401,6 +401,11 @@ EXECUTE_LATENCY = READ_STAGE_LATENCY + PE_READ_LATENCY + PE_MAC_LATENCY
 #: (``FP32_TREE_ADD_STAGES`` of :mod:`trainforge.spec.mac`; the last stage holds the difference). In one stage
 #: it was the critical path of the fp16 core (33.4 MHz, hw/caterpillar/README.md).
 UPDATE_SUBTRACT_STAGES_FP16 = mac_spec.FP32_TREE_ADD_STAGES
+#: ``cp_core`` with ``mac="fp16"``: register stages of the UPDATE write-back's FP32 -> FP16 rounding of that
+#: difference: the fields, the rounded significand and the exponent field and range checks of both outcomes of
+#: the rounding carry, then the carry's selection into the rounded weight's register. In one stage it was the
+#: critical path of the fp16 core (66.3 MHz, hw/caterpillar/README.md).
+UPDATE_ROUND_STAGES_FP16 = 2
 
 
 def update_write_back_stages(params):
@@ -408,14 +413,15 @@ def update_write_back_stages(params):
     :func:`core_accumulate_latency`), the last one the cycle whose end writes the SRAM.
 
     ``fixed``: 3, ``2 P >> shift`` from the registered accumulator, then the rounding and the subtraction, then
-    the saturation with the SRAM write. ``fp16``: 10, ``P 2**-shift`` from the registered accumulator, then the
-    FP32 subtraction in ``UPDATE_SUBTRACT_STAGES_FP16`` (7) stages, then the rounding to FP16 into a register, then
-    the SRAM write of that register (``1 + 7 + 1 + 1``: with the rounding in the write's cycle, 9 stages, the path
-    rounding -> the DP16KD's DI was the critical one at ``n_r`` 2, P 4, R 4, 65.2 MHz; registered, 66.3 MHz, the
-    rounding stage itself critical: hw/caterpillar/README.md).
+    the saturation with the SRAM write. ``fp16``: 11, ``P 2**-shift`` from the registered accumulator, then the
+    FP32 subtraction in ``UPDATE_SUBTRACT_STAGES_FP16`` (7) stages, then the rounding to FP16 in
+    ``UPDATE_ROUND_STAGES_FP16`` (2) stages into a register, then the SRAM write of that register
+    (``1 + 7 + 2 + 1``: with the rounding in the write's cycle, 9 stages, the path rounding -> the DP16KD's DI
+    was the critical one at ``n_r`` 2, P 4, R 4, 65.2 MHz; the rounding in one stage of its own (10 stages),
+    66.3 MHz, that stage itself critical: hw/caterpillar/README.md).
     """
     if params["mac"] == "fp16":
-        return 1 + UPDATE_SUBTRACT_STAGES_FP16 + 1 + 1
+        return 1 + UPDATE_SUBTRACT_STAGES_FP16 + UPDATE_ROUND_STAGES_FP16 + 1
     return 3
 
 

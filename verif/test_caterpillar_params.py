@@ -191,8 +191,8 @@ def test_tree_refuses_the_interleaved_reduction():
 
 def test_core_schedule_latencies_by_hand():
     """The core's schedule with P 4 and R 4 at n_r 2 (A 19, Lr 20, R 1), by hand: a GEMV block's output 19 + 20
-    cycles later than with the one-cycle adds, its drain 1 + 1 + 20, the UPDATE drain 13 + 19 (fp16: 10 write-back
-    stages, 5 - 1 + 10 - 1 = 13, against 5 - 1 + 3 - 1 = 6 fixed); block periods that divide R + Lr = 21 (1, 3,
+    cycles later than with the one-cycle adds, its drain 1 + 1 + 20, the UPDATE drain 14 + 19 (fp16: 11 write-back
+    stages, 5 - 1 + 11 - 1 = 14, against 5 - 1 + 3 - 1 = 6 fixed); block periods that divide R + Lr = 21 (1, 3,
     7, 21) lengthened by one cycle (2 and 4 do not divide it)."""
     one = {"n_r": 2, "mac": "fp16"}
     piped = {**one, "partial_sums": 4, "reduction_partials": 4}
@@ -204,10 +204,11 @@ def test_core_schedule_latencies_by_hand():
     update = (golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **piped).issue_cycles
               - golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **one).issue_cycles)
     assert update == 19
-    # UPDATE b 2, Mb 2, Nb 2: b Mb (Nb + 1) = 12 issue cycles, then the drain (fixed 6; fp16 13, + A 19 with P 4).
+    # UPDATE b 2, Mb 2, Nb 2: b Mb (Nb + 1) = 12 issue cycles, then the drain (fixed 6; fp16 14, + A 19 with P 4).
     assert golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, n_r=2).issue_cycles == 12 + 6
-    assert golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **one).issue_cycles == 12 + 13
-    assert golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **piped).issue_cycles == 12 + 13 + 19
+    assert golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **one).issue_cycles == 12 + 14
+    assert golden_core.schedule(golden_core.OP_UPDATE, 2, 2, 2, **piped).issue_cycles == 12 + 14 + 19
+    assert [spec.update_write_back_stages({"mac": mac}) for mac in ("fixed", "fp16")] == [3, 1 + 7 + 2 + 1]
     # overlap: period max(steps, 2); 3 and 7 divide 21, so they become 4 and 8.
     periods = {steps: int(np.diff(golden_core.schedule(golden_core.OP_GEMV_FORWARD, steps, 3, overlap=True,
                                                        **piped).output_offsets)[0]) for steps in (1, 2, 3, 4, 7, 8)}

@@ -146,3 +146,65 @@ def test_float_unit_multiply_reduce_and_zero_detector(mac, lanes, seed):
     assert sums == fp32_sum_tree(products, axis=1).tolist()
     exponent = (a >> fmt.fraction_bits) & fmt.exponent_max_field
     assert zeros == (exponent == 0).astype(int).tolist()
+
+
+def _narrowing_inputs(rng, count):
+    """FP32 patterns for the FP32 -> FP16 rounding: every exponent field with the fractions that decide the
+    rounding (ties to even and odd, just above and below a tie, all ones: the carry), both signs; then random."""
+    fractions = [0, 1, 0x1000, 0x1001, 0xFFF, 0x3000, 0x2FFF, 0x7FE000, 0x7FF000, 0x7FEFFF, 0x7FFFFF, 0x400000]
+    corners = [(sign << 31) | (exponent << 23) | fraction
+               for sign in (0, 1) for exponent in range(256) for fraction in fractions]
+    return np.concatenate([np.array(corners, dtype=np.uint32),
+                           rng.integers(0, 1 << 32, count, dtype=np.uint64).astype(np.uint32)])
+
+
+def _run_narrowing(values, pipelined):
+    """``values`` through the one-cycle ``fp32_to_fp16`` (registered once) or ``fp32_to_fp16_pipelined``
+    (its two register stages), one a cycle, with the enable low every third cycle; the results in order."""
+    from amaranth import Module
+    from amaranth.sim import Simulator
+
+    from trainforge.hw.fp.convert import fp32_to_fp16, fp32_to_fp16_pipelined
+
+    m = Module()
+    bits, enable, result = Signal(32), Signal(), Signal(16)
+    if pipelined:
+        m.d.comb += result.eq(fp32_to_fp16_pipelined(m, bits, enable=enable, name="narrow"))
+    else:
+        with m.If(enable):
+            m.d.sync += result.eq(fp32_to_fp16(m, bits, "narrow"))
+    latency = 2 if pipelined else 1
+    got = []
+    simulator = Simulator(m)
+    simulator.add_clock(1e-6)
+
+    async def bench(ctx):
+        fed, taken = 0, 0
+        cycle = 0
+        while taken < len(values):
+            on = cycle % 3 != 2
+            ctx.set(enable, on)
+            if fed < len(values):
+                ctx.set(bits, int(values[fed]))
+            await ctx.tick()
+            if on:
+                fed += 1
+                if fed > latency - 1 + taken and fed >= latency:
+                    got.append(ctx.get(result))
+                    taken += 1
+            cycle += 1
+
+    simulator.add_testbench(bench)
+    simulator.run()
+    return got
+
+
+def test_pipelined_narrowing_equals_golden(seed):
+    """``fp32_to_fp16_pipelined`` (two register stages, clock-enabled) gives ``golden.fp.fp32_to_fp16``'s bits,
+    as the one-cycle ``fp32_to_fp16`` does, on every exponent with the rounding corners and on random values."""
+    from trainforge.golden.fp import fp32_to_fp16 as golden_narrow
+
+    values = _narrowing_inputs(np.random.default_rng(seed), 2000)
+    expected = [int(v) for v in golden_narrow(values)]
+    assert _run_narrowing(values, pipelined=True) == expected
+    assert _run_narrowing(values, pipelined=False) == expected

@@ -391,10 +391,10 @@ def schedule(op, mb, nb, qb=1, *, overlap=False, **params):
       vectors into the vector buffer, then ``Mb`` row blocks of ``b * Nb``
       MAC cycles (the errors arrive on ``i_data`` during the first row block);
       each weight word is written back
-      :func:`~trainforge.spec.caterpillar.update_write_back_stages` cycles (3 ``fixed``, 10 ``fp16``) after
+      :func:`~trainforge.spec.caterpillar.update_write_back_stages` cycles (3 ``fixed``, 11 ``fp16``) after
       the accumulate stage of its last MAC. ``b * Mb * (Nb + 1)`` issue cycles, no output, then a drain of
       :func:`~trainforge.spec.caterpillar.core_update_drain` idle cycles (the read-after-write stall: the
-      next command's first read follows the last write-back; 6 ``fixed``, 13 ``fp16``), plus
+      next command's first read follows the last write-back; 6 ``fixed``, 14 ``fp16``), plus
       :func:`~trainforge.spec.caterpillar.core_accumulate_latency` with ``partial_sums`` above 1.
 
     Every micro-operation reaches the PEs' accumulate stage ``EXECUTE_LATENCY`` cycles after its

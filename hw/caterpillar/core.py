@@ -10,7 +10,7 @@ from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY
                                  count_shape, gemv_final_gap, gemv_landing_collisions, reduction_cycles,
                                  shift_bits, update_write_back_stages)
 from ..fp.add import fp32_add
-from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16
+from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16_pipelined
 from ..stream_stage import StreamStage
 from .pe import CPPE
 
@@ -113,9 +113,9 @@ class CPCore(wiring.Component):
     ``o_data`` results FP32 (every add one FP32 rounding, in the order of
     :mod:`trainforge.golden.caterpillar.core_fp16`), and UPDATE writes back ``fp16(W - P * 2**-shift)``
     (:meth:`_updated_weight_fp16`), over more stages
-    (:func:`~trainforge.spec.caterpillar.update_write_back_stages`: 10, its FP32 subtraction pipelined and the
-    rounded weight registered), so the UPDATE drains longer (:func:`~trainforge.spec.caterpillar.core_update_drain`:
-    13 instead of 6).
+    (:func:`~trainforge.spec.caterpillar.update_write_back_stages`: 11, its FP32 subtraction and its rounding to
+    FP16 pipelined and the rounded weight registered), so the UPDATE drains longer
+    (:func:`~trainforge.spec.caterpillar.core_update_drain`: 14 instead of 6).
 
     With ``fp16``, ``partial_sums`` above 1 builds every PE with the interleaved accumulator: the PE sums are in
     its order, and every event after the accumulate stage (the handoffs, the reduction, the GEMV outputs, the
@@ -605,7 +605,7 @@ class CPCore(wiring.Component):
         # The write-back of a word runs update_write_back_stages stages after its last MAC's accumulate
         # stage (fixed: 2 P >> shift from the registered accumulator, then the rounding and the subtraction
         # from the weight, carried from the operand stage, then the saturation, whose result is written in that
-        # cycle; fp16: the scaling, the 7-stage FP32 subtraction, the rounding to FP16, the write). The
+        # cycle; fp16: the scaling, the 7-stage FP32 subtraction, the 2-stage rounding to FP16, the write). The
         # sequencer idles core_update_drain cycles after an UPDATE, so no LOAD write coincides and the next
         # command reads the new weights.
         write_back_flag, write_back_addr = self._delay(
@@ -773,15 +773,18 @@ class CPCore(wiring.Component):
     def _updated_weight_fp16(self, m, pe, weight, enable, shift, suffix):
         """The ``fp16`` write-back ``round16(W - P * 2**-shift)``
         (:func:`trainforge.golden.caterpillar.core_fp16.updated_weight`), over
-        :func:`~trainforge.spec.caterpillar.update_write_back_stages` (10) stages.
+        :func:`~trainforge.spec.caterpillar.update_write_back_stages` (11) stages.
 
         Stage 1 scales the registered FP32 accumulator ``P`` by ``2**-shift`` (its exponent minus ``shift``,
         flushed below FP32's normals) into a register; stages 2 to 8 widen the FP16 weight ``W`` to FP32 and add
         the negated scaled sum in the pipelined FP32 adder of the adder trees
         (:data:`~trainforge.spec.caterpillar.UPDATE_SUBTRACT_STAGES_FP16` = 7 stages, one adder step each, the
-        last holding the difference; one rounding); stage 9 rounds that difference to FP16 (nearest even, flushed
-        below ``2**-14``) into a register, the SRAM's write data in stage 10 (so no path runs from the rounding to
-        the DP16KD's data input). ``W`` enters the adder in stage 2, as in the fixed write-back's subtraction, so
+        last holding the difference; one rounding); stages 9 and 10 round that difference to FP16 (nearest even,
+        flushed below ``2**-14``; :func:`~trainforge.hw.fp.convert.fp32_to_fp16_pipelined`,
+        :data:`~trainforge.spec.caterpillar.UPDATE_ROUND_STAGES_FP16` = 2: stage 9 registers the rounded
+        significand and the exponent field and range checks for both outcomes of its carry, stage 10 selects
+        them by the carry) into a register, the SRAM's write data in stage 11 (so no path runs from the rounding
+        to the DP16KD's data input). ``W`` enters the adder in stage 2, as in the fixed write-back's subtraction, so
         it is delayed as there.
         """
         scaled = Signal(32, name=f"update_scaled_{suffix}")
@@ -793,8 +796,10 @@ class CPCore(wiring.Component):
                               name=f"update_subtract_{suffix}")
         with m.If(active):
             m.d.sync += scaled.eq(next_scaled)
+        rounded = fp32_to_fp16_pipelined(m, difference, enable=active, name=f"update_rounded_{suffix}",
+                                         register_result=False)
         with m.If(active):
-            m.d.sync += updated.eq(fp32_to_fp16(m, difference, f"update_rounded_{suffix}"))
+            m.d.sync += updated.eq(rounded)
         return updated
 
     def _reduction_buses(self, m, pes, red_step):
