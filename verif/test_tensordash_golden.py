@@ -268,7 +268,11 @@ def test_a_source_with_gaps_multiplies_every_pair_once_and_is_never_faster(rows,
     offered = np.concatenate([[True], generator.random(2000) < 0.3])
     gaps = run_cores(effectual, read, clear, pattern, depth, record=True, offered=offered)
     assert np.array_equal(gaps.multiplicity, effectual.astype(np.int64)), f"seed {seed}: multiplicity != effectual"
-    assert (gaps.cycles > full.cycles).all(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
+    # Never faster; slower where the gaps leave the window short, which a 30 % offer rate does to some stream (a
+    # stream whose groups all arrive before its window needs them keeps its full-rate cycles: with rows 2 and
+    # depth 5, 1 seed in 300 has such a stream; 0 of 1200 seeds over the four shapes has none slower).
+    assert (gaps.cycles >= full.cycles).all(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
+    assert (gaps.cycles > full.cycles).any(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
     assert (gaps.read_cycles >= full.read_cycles).all()
     # A cycle whose window is empty schedules nothing.
     assert not gaps.active[~gaps.scheduled].any()
