@@ -32,6 +32,7 @@ from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after,
                                timeout_cycles)
 from scenario import payload_shapes
 from trainforge import bus_bench, stream_bench
+from trainforge.errors import ParameterError
 from trainforge.hw.registry import BLOCKS
 import fast_bus
 
@@ -138,6 +139,11 @@ def plan_batches(block_name, params, bench, seed, target, replay=None, alter_exp
         outs = [[packers.pack[port](item) for item in scenario.expected.get(port, ())] for port in packers.outputs]
         if alter_expected is not None:
             outs = [alter_expected(port, payloads) for port, payloads in zip(packers.outputs, outs)]
+        for port, payloads in zip(packers.inputs + packers.outputs, ins + outs):
+            if len(payloads) > bench.depth:  # no batch can hold it: name the scenario as it is planned
+                raise ParameterError(f"{block_name} scenario {scenario.name!r} (scenario seed {pass_seed}) has "
+                                     f"{len(payloads)} payloads on {port}; allowed: at most the fast testbench's "
+                                     f"{bench.depth} per port")
         if (len(headers) == bench.scenarios or any(len(a) + len(b) > bench.depth for a, b in zip(stimulus, ins))
                 or any(len(a) + len(b) > bench.depth for a, b in zip(expected, outs))):
             yield plan, headers, stimulus, expected

@@ -204,3 +204,18 @@ def test_every_fast_block_has_measured_rates_and_its_shards_add_up():
                 assert max(targets) <= SHARD_TRANSACTIONS or len(targets) == 1
                 assert (projected_cpu_seconds(block_name, simulator, max(targets)) <= SHARD_CPU_SECONDS
                         or len(targets) == 1), (block_name, simulator, targets)
+
+
+@pytest.mark.parametrize("block_name", FAST_BLOCKS)
+def test_every_scenario_fits_the_fast_testbench(block_name):
+    """At the parameters ``make regress`` plays (the block's defaults), every scenario of one pass of the table has
+    at most the fast testbench's payloads per port (:data:`trainforge.stream_bench.DEFAULT_DEPTH`): a larger one
+    fits no batch, and the planner stops the shard on it (``cp_ring``'s stalled-sums scenario loaded 132 352 words
+    at the ring's defaults and stopped every 10^6 shard)."""
+    params = BLOCKS[block_name].resolve(**SIMULATOR_PARAMS.get((block_name, "icarus"), {}))
+    module = __import__(f"scenarios.{block_name}", fromlist=["scenarios"])
+    largest = {}
+    for scenario in module.scenarios(params, scenario_seed(2028, 0)):
+        for port, items in [*scenario.stimulus.items(), *scenario.expected.items()]:
+            largest[port] = max(largest.get(port, 0), len(items))
+    assert largest and max(largest.values()) <= stream_bench.DEFAULT_DEPTH, largest

@@ -315,13 +315,19 @@ def _out_of_range(params, rng):
     return program
 
 
+#: Largest row-panel height (blocks) of the stalled-sums scenario's GEMVs.
+STALLED_SUMS_MAX_MB = 4
+
+
 def _stalled_sums(params, rng):
     """Forward GEMVs of ``max_blocks`` output words each, their sums all negative (every lane's high bits ones),
     then all positive (zeros): under long output stalls the last sum hop holds a sum while the next one arrives
-    behind it (its skid register), so each bit of a held sum is seen in both values."""
+    behind it (its skid register), so each bit of a held sum is seen in both values. ``mb`` is at most
+    ``STALLED_SUMS_MAX_MB``: the stalls, not the panel's height, pile the sums up, and at the ring's defaults
+    ``mb = max_blocks`` would load 132 352 words, more than the fast regression's testbench holds per port."""
     cores, n_r, max_blocks, depth = params["cores"], params["n_r"], params["max_blocks"], params["sram_depth"]
     nb = max_blocks
-    mb = max(1, min(max_blocks, depth // nb))
+    mb = max(1, min(max_blocks, depth // nb, STALLED_SUMS_MAX_MB))
     program = _Program(params)
     for sign in (-1, 1, -1, 1):
         weights = [[sign * rng.randint(1, 100) for _ in range(nb * n_r)] for _ in range(cores * mb * n_r)]
