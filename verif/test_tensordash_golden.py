@@ -257,7 +257,7 @@ def test_input_chain_keeps_the_window_full_at_full_rate(monkeypatch):
 @pytest.mark.parametrize("rows,depth", [(1, 4), (4, 4), (1, 2), (2, 5)])
 def test_a_source_with_gaps_multiplies_every_pair_once_and_is_never_faster(rows, depth, seed):
     """With gaps on ``i_group`` (``offered``) each effectual pair is still multiplied exactly once, the
-    stream takes at least its full-rate cycles (more where the gaps leave the window short), each
+    stream takes at least its full-rate cycles (more where the gaps leave the window short), its last
     ``read`` row drains no earlier, and an always-true ``offered`` is the full-rate model."""
     generator = np.random.default_rng(seed)
     effectual, read, clear = _random_streams(generator, depth, rows, 0.4, count=6)
@@ -273,7 +273,10 @@ def test_a_source_with_gaps_multiplies_every_pair_once_and_is_never_faster(rows,
     # depth 5, 1 seed in 300 has such a stream; 0 of 1200 seeds over the four shapes has none slower).
     assert (gaps.cycles >= full.cycles).all(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
     assert (gaps.cycles > full.cycles).any(), f"seed {seed}: {gaps.cycles} against full rate {full.cycles}"
-    assert (gaps.read_cycles >= full.read_cycles).all()
+    # The last read row of each stream drains no earlier. An earlier row may: with fewer rows in the window the
+    # greedy schedule takes a head row's pairs sooner (base seed 1740687652, rows 2, depth 5: stream 3's read rows
+    # 3-5 drain at cycles 10, 17, 35 with gaps, 11, 18, 36 at full rate; the stream itself ends at 77, not 72).
+    assert (gaps.read_cycles[:, -1] >= full.read_cycles[:, -1]).all()
     # A cycle whose window is empty schedules nothing.
     assert not gaps.active[~gaps.scheduled].any()
 
