@@ -197,6 +197,18 @@ async def merged_scenarios(dut):
 
 
 @cocotb.test()
+async def handwritten_programs(dut):
+    """The scenario of hand-written PMAG programs alone (it is in the table too): the mutation subset's, short."""
+    bench = await start_system(dut)
+    harness = Harness(bench)
+    chosen = [scenario for scenario in table.scenarios(bench.params, bench.seed) if scenario.name == table.HANDWRITTEN]
+    if not chosen:
+        dut._log.info("the hand-written programs do not fit these parameters: not run")
+    for scenario in chosen:
+        await play(harness, scenario)
+
+
+@cocotb.test()
 async def stochastic_rounding_state_carried(dut):
     """SR-LO layers back to back: bit-exact against the golden model, the LFSR state carried from layer to layer."""
     bench = await start_system(dut)

@@ -39,8 +39,9 @@ BLOCKS = (
         # The whole testbench took 107 s on Icarus (build included, load average 9; scenario_table 40 s, model_cycles
         # 17 s). The subset (about 20 s of tests): merged result blocks, a reset mid-layer, SR-LO layers back to back,
         # the sequencer's programs, an MLP SGD step (FF, BP, UP) and the sequenced CNN step (conv, pooling, FC).
-        mutation_subset=MutationSubset(tests=("merged_scenarios", "reset_mid_layer", "stochastic_rounding_state_carried",
-                                              "sequenced_program", "sgd_step_mlp", "sequenced_sgd_step_cnn")),
+        mutation_subset=MutationSubset(tests=("merged_scenarios", "handwritten_programs", "reset_mid_layer",
+                                              "stochastic_rounding_state_carried", "sequenced_program", "sgd_step_mlp",
+                                              "sequenced_sgd_step_cnn")),
         regress_params=(
             {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
             {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "broadcast_credits": 3, "frac_bits": 12,

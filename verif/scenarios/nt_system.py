@@ -27,12 +27,16 @@ Expected, per layer in order:
   first layer of its scenario (the SR-LO state carried from layer to layer is tested against
   the golden model by the testbench's ``stochastic_rounding_state_carried``).
 """
+import dataclasses
 import math
 
 import numpy as np
 
 from trainforge.errors import ProgramError
+from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_program
 from trainforge.sim.neurotrainer import executor
+from trainforge.sim.neurotrainer.compiler import COMMON, Stream
+from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config, run_layers
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
@@ -44,14 +48,168 @@ MERGED = ("conv_up", "fc_ff", "fc_bp")
 
 
 def compile_layer(params, layer):
-    """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied)."""
+    """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied, and its PMAG programs
+    replaced by :func:`handwritten_programs`' when ``layer["programs"] == "handwritten"``)."""
     compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"],
                                   lut=layer.get("lut"), **params)
     if layer["pad_rows"]:
         for job in compiled.pe_jobs:
             for program in job.in2.programs:
                 program.update(window=2, h=3, h_lo=0, h_hi=1, k=0, k_lo=0, k_hi=1)   # outside hk < 1: pad
+    if layer.get("programs") == "handwritten":
+        compiled = handwritten_programs(params, compiled)
     return compiled
+
+
+@dataclasses.dataclass
+class VaultStream(Stream):
+    """A :class:`~trainforge.sim.neurotrainer.compiler.Stream` whose data requests reach the vault as the vault takes
+    them: word ``address mod depth`` (``golden/neurotrainer/vault.py``), a read's table select (address bits
+    31 .. 30, ``spec/neurotrainer/integration.py``) kept. The address bits between the vault's and bit 29 are read by
+    nothing; a program may set them (the executor's images are indexed by the word address)."""
+    depth: int = 0
+
+    def golden(self):
+        streams = super().golden()
+        for stream in streams:
+            data = ~stream["end"]
+            address = stream["address"][data].astype(np.int64)
+            word = address % self.depth
+            if not stream["write"].any():
+                word |= address & ~LUT_ADDRESS_MASK & 0xFFFFFFFF
+            stream["address"][data] = word.astype(np.uint64)
+        return streams
+
+
+def _program(**fields):
+    program = default_pmag_program()
+    program.update(fields)
+    return program
+
+
+#: The address bit (above every vault's decoded bits with the schema's depths up to 2**12) whose carry each
+#: hand-written read program sends into the table select, by system vault: the common vault's and PE 1's through
+#: level 4's register (its start value, then its steps), PE 0's through a stride read by ``d`` (level 6).
+_CARRY_BIT = {0: 13, 1: 24, 2: 19}
+
+
+def _walk(count, words):
+    """``(inner, outer)``: ``count = inner * outer`` requests as ``r7 + r5`` (each from 0), whose largest address
+    ``inner + outer - 2`` is the smallest such one; it must stay below ``words``."""
+    inner = min((m for m in range(1, count + 1) if count % m == 0), key=lambda m: m + count // m)
+    assert inner + count // inner - 2 < words, (count, words)
+    return inner, count // inner
+
+
+def handwritten_programs(params, layer):
+    """``layer`` (a compiled conv FF: the common vault broadcast to BUF Input 1, each PE's vault to BUF Input 2, the
+    results to the PE vaults) with hand-written PMAG programs of the same request counts, each in a
+    :class:`VaultStream`. The PEs then work on other words than the compiler's; the expected values are the golden
+    models' on these programs. Reads stay below the words the layer writes (the vault does not order a read after
+    a write of another stream).
+
+    - reads: each program walks ``r7 + r5`` (words ``0 ..``) twice, the second time from word ``off`` by a step
+      of level 4 (``b = r4``: the common vault, PE 1's first program) or level 6 (``d = r6``: PE 0's). The
+      addresses hold ones in every bit from above the carry bit (:data:`_CARRY_BIT`) to bit 29 and, in the
+      second walk, the carry bit too: the vault reads ``address mod depth``, and a wrong carry in the address
+      arithmetic reaches bit 30, the table select, and reads the words through f(x). ``r7`` and ``r5`` enter by
+      ``a`` and ``c`` (common vault), by ``p = r5`` and ``q = r7`` through ``a`` and ``c`` (PE 0), by ``c`` and
+      ``d`` (PE 1);
+    - PE 1's second read program: ``window = pad`` with ``k = r7`` (``1 <= k < 3``, so the bound's bit 2 is clear
+      and steps with ``r7 >= 3`` read as pads) and ``h = const`` (inside), ``r7`` and ``r6`` by ``a`` and ``b``;
+      under the sequencer it waits in its queue's output stage while the PMAG runs the first;
+    - writes: PE 0's vault with ``b = const`` (the address function's const term), PE 1's with ``p = r7`` and
+      ``q = r6 + const`` through ``a`` and ``c``; bits 16 .. 28 set in the base.
+    """
+    jobs = layer.pe_jobs
+    depth = {COMMON: params["vault_depth"], **{job.pe: params["pe_vault_depth"] for job in jobs}}
+    wide = int(layer.bits == 32)
+    writes_from = {job.pe: int(job.out.requests()[0].min()) for job in jobs}
+
+    def read_twice(vault, count, words, level, selects):
+        """``count`` requests: ``r7 + r5`` twice, the second time ``off`` further by a step of ``r<level>``."""
+        inner, outer = _walk(count // 2, words)
+        carry = _CARRY_BIT[0 if vault == COMMON else 1 if level == 6 else 2]
+        off = min(words - (inner + outer - 1), 31)
+        assert count % 2 == 0 and off >= 0 and (1 << carry) > depth[vault], (vault, count, words)
+        ones = ((1 << 30) - 1) & ~((1 << (carry + 1)) - 1)        # bits carry + 1 .. 29
+        maxima = [0, 0, 0, 0, outer - 1, 0, inner - 1]
+        maxima[level - 1] = 1
+        program = _program(max=maxima, stride=[0, 0, 0, 0], wide=wide, **selects)
+        stride = program["stride"]
+        for select, source in (("r7", 7), ("r5", 5)):
+            name = selects[select] if isinstance(selects[select], str) else None
+            if name is None:       # through p (s = r5) or q (u = r7)
+                name = selects[select][0]
+                program.update({"s": 5} if source == 5 else {"u": 7})
+                program[name] = 9 if source == 5 else 10
+            else:
+                program[name] = source
+            stride["abcd".index(name)] = 1
+        index = "abcd".index(selects["level"])
+        program[selects["level"]] = level
+        if level == 4:        # the carry bit comes with the step: clear in the start value, set in the sum
+            program["base"], stride[index] = ones, (1 << carry) + off
+        else:                 # the carry bit is in the base; the step has it clear (and bit 5)
+            program["base"], stride[index] = ones | (1 << carry), off & ~32
+        for name in ("r7", "r5", "level"):
+            program.pop(name, None)
+        return program
+
+    def write_program(job, form):
+        count = len(job.out.requests()[0])
+        low = writes_from[job.pe]
+        assert count % 2 == 0 and low + count <= layer.vault_words[job.pe], (job.pe, count)
+        half, const = count // 2, 3
+        program = _program(max=[0, 0, 0, 0, 0, 1, half - 1], write=1, wide=wide, const=const)
+        if form == "b":
+            program.update(a=7, c=6, b=8, stride=[1, 5, half, 0], base=low - const * 5)
+        else:
+            program.update(s=7, u=6, v=8, a=9, c=10, stride=[1, 0, half, 0], base=low - const * half)
+        program["base"] = (program["base"] + 0x1FFF0000) & 0xFFFFFFFF
+        return program
+
+    def stream(old, programs):
+        return VaultStream(old.vault, programs, broadcast=old.broadcast, lut=old.lut, depth=depth[old.vault])
+
+    assert layer.kind == "conv_ff" and len(jobs) >= 2 and all(job.in1.broadcast for job in jobs), layer.kind
+    broadcast = jobs[0].in1
+    common = stream(broadcast, [read_twice(COMMON, len(broadcast.requests()[0]), layer.vault_words[COMMON], 4,
+                                           {"r7": "a", "r5": "c", "level": "b"})])
+    for job in jobs:
+        count, words = len(job.in2.requests()[0]), writes_from[job.pe]
+        if job.pe == 1:
+            assert count % 4 == 0, count
+            first = read_twice(job.pe, count // 2, words, 4, {"r7": "c", "r5": "d", "level": "b"})
+            inner, outer = _walk(count // 2, words)
+            assert inner >= 4, inner
+            second = _program(max=[0, 0, 0, 0, 0, outer - 1, inner - 1], a=7, b=6, stride=[1, 1, 0, 0],
+                              base=0x2AAAAA00 & ~(depth[job.pe] - 1), window=2, h=8, const=5, h_lo=5, h_hi=6,
+                              k=7, k_lo=1, k_hi=3, wide=wide)
+            programs = [first, second]
+        else:
+            programs = [read_twice(job.pe, count, words, 6, {"r7": ("c",), "r5": ("a",), "level": "d"})]
+        job.in1 = common
+        job.in2 = stream(job.in2, programs)
+        job.out = stream(job.out, [write_program(job, "b" if job.pe == 0 else "pq")])
+    return layer
+
+
+def handwritten_layer(params, generator):
+    """The conv FF layer of :func:`handwritten_programs` (integer inputs), or None when its programs do not fit
+    these parameters."""
+    dims = dict(n=2 * params["lanes"] * params["pes"], d=2, h=4, w=4, o=2, hk=3, wk=3)
+    layer = _layer("conv_ff", dims, None, programs="handwritten")
+    try:
+        compiled = compile_layer(params, layer)
+        layer_config(compiled)
+    except (AssertionError, ProgramError, ValueError):
+        return None
+    if compiled.vault_words[-1] > params["vault_depth"] or \
+            max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
+        return None
+    layer["inputs"], _ = make_inputs("conv_ff", dims, generator, params["frac_bits"])
+    return layer
 
 
 def result_blocks(layer):
@@ -219,9 +377,9 @@ def random_dims(kind, generator, params, several=False):
     raise AssertionError(f"no {kind} dimensions fit {params}")
 
 
-def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False, lut=None):
+def _layer(kind, dims, inputs, sr=False, bits=None, pad_rows=False, lut=None, programs=None):
     return {"kind": kind, "dims": dict(dims), "inputs": inputs, "sr": sr, "bits": bits, "pad_rows": pad_rows,
-            "lut": lut}
+            "lut": lut, "programs": programs}
 
 
 _FUNCTIONS = {
@@ -388,6 +546,11 @@ def tiled_dims(params):
     return fitting
 
 
+#: The name of the scenario of hand-written PMAG programs (``tb_nt_system.handwritten_programs`` plays it alone).
+HANDWRITTEN = "hand-written PMAG programs: address bits above the vaults' up to 29, const and p/q selects, a pad " \
+              "window behind another program, with backpressure"
+
+
 def scenarios(params, seed):
     pes, lanes = params["pes"], params["lanes"]
     table = []
@@ -438,6 +601,12 @@ def scenarios(params, seed):
     if tiled:
         table.append(_scenario(params, "tiled layers: stride 4 with padding, input- and output-channel tiles, "
                                        "with backpressure", tiled, _handshake(rng, params, 0.6, 0.6)))
+    rng = rng_for(seed, "nt_system", "hand-written")
+    generator = np.random.default_rng(rng.randrange(1 << 32))
+    layer = handwritten_layer(params, generator)
+    if layer is not None:
+        output = executor.execute(compile_layer(params, layer), layer["inputs"])["output"].tolist()
+        table.append(_scenario(params, HANDWRITTEN, [(layer, output)], _handshake(rng, params, 0.7, 0.6)))
     if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
         for kind, dims in sr_dims(params):
             rng = rng_for(seed, "nt_system", "sr", kind)
@@ -518,6 +687,15 @@ def sequenced_programs(params, seed):
     programs.append({"name": "FC FF -> FC FF (16-bit), y = W2 (W1 x)", "layers": layers, "links": ["x"],
                      "tensors": tensors, "outputs": [w1 @ x, w2 @ (w1 @ x)], "sr": False,
                      "images": host_images(layers, ["x"], tensors, **params)})
+    rng = rng_for(seed, "nt_system", "sequenced", "hand-written")
+    layer = handwritten_layer(params, np.random.default_rng(rng.randrange(1 << 32)))
+    if layer is not None:
+        layers, tensors = [compile_layer(params, layer)], [layer["inputs"]]
+        images = host_images(layers, [], tensors, **params)
+        programs.append({"name": "hand-written PMAG programs (conv FF), PE 1's pad-window read program queued "
+                                 "behind its first", "layers": layers, "links": [], "tensors": tensors,
+                         "outputs": [run_program(layers, images, **params)[0]["output"]], "sr": False,
+                         "images": images})
     if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
         rng = rng_for(seed, "nt_system", "sequenced", "sr")
         generator = np.random.default_rng(rng.randrange(1 << 32))
