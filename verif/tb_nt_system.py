@@ -171,6 +171,23 @@ async def play(harness, scenario):
 
 
 @cocotb.test()
+async def power_on_pe_buffers_read_zero(dut):
+    """Before any write, the PEs' BUF Input 1 words and BUF Input 2 rows read 0: a pass per PE reads a half of
+    BUF Input 1 after a block of one word, the next a half of BUF Input 2 after a block of one row
+    (``scenarios.nt_system.power_on_scenario``; expected: the golden system model's).
+
+    It must be the module's first test: the buffers keep what later tests write, even across resets.
+    """
+    bench = await start_system(dut)
+    harness = Harness(bench)
+    scenario = table.power_on_scenario(bench.params, bench.seed)
+    if scenario is None:
+        dut._log.info("the power-on layers do not fit these parameters: not run")
+        return
+    await play(harness, scenario)
+
+
+@cocotb.test()
 async def scenario_table(dut):
     """Every scenario of ``verif/scenarios/nt_system.py``, each from reset (with ``NT_SYSTEM_SCENARIO`` set:
     only those whose name contains it, to iterate on one)."""

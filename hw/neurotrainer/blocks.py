@@ -37,9 +37,12 @@ BLOCKS = (
         summary="NeuroTrainer integration: common vault + per-PE vaults with PMAGs, bus, PEs running compiled conv/FC FF, BP, UP and max-pooling programs",
         test_params=({},),
         # The whole testbench took 107 s on Icarus (build included, load average 9; scenario_table 40 s, model_cycles
-        # 17 s). The subset (about 20 s of tests): merged result blocks, a reset mid-layer, SR-LO layers back to back,
-        # the sequencer's programs, an MLP SGD step (FF, BP, UP) and the sequenced CNN step (conv, pooling, FC).
-        mutation_subset=MutationSubset(tests=("merged_scenarios", "handwritten_programs", "reset_mid_layer",
+        # 17 s). The subset (about 20 s of tests): the PE buffers' power-on reads (first: the buffers keep their words
+        # across resets), merged result blocks, the hand-written PMAG programs, a reset mid-layer, SR-LO layers back
+        # to back, the sequencer's programs (a hand-written one among them), an MLP SGD step (FF, BP, UP) and the
+        # sequenced CNN step (conv, pooling, FC).
+        mutation_subset=MutationSubset(tests=("power_on_pe_buffers_read_zero", "merged_scenarios",
+                                              "handwritten_programs", "reset_mid_layer",
                                               "stochastic_rounding_state_carried", "sequenced_program", "sgd_step_mlp",
                                               "sequenced_sgd_step_cnn")),
         regress_params=(

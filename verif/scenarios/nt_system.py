@@ -37,6 +37,7 @@ from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.compiler import COMMON, Stream
 from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK
+from trainforge.spec.neurotrainer.pe_program import OP_MAC, RANGE_LIMIT, encode_pe_program
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config, run_layers
 
 from scenario import Scenario, Transactions, random_pattern, rng_for
@@ -58,6 +59,8 @@ def compile_layer(params, layer):
                 program.update(window=2, h=3, h_lo=0, h_hi=1, k=0, k_lo=0, k_hi=1)   # outside hk < 1: pad
     if layer.get("programs") == "handwritten":
         compiled = handwritten_programs(params, compiled)
+    elif layer.get("programs") in POWER_ON:
+        compiled = power_on_programs(params, compiled, layer["programs"])
     return compiled
 
 
@@ -193,6 +196,67 @@ def handwritten_programs(params, layer):
         job.in2 = stream(job.in2, programs)
         job.out = stream(job.out, [write_program(job, "b" if job.pe == 0 else "pq")])
     return layer
+
+
+#: The two layers of :func:`power_on_scenario`: which buffer the pass reads (mostly) before any write.
+POWER_ON = ("power-on BUF Input 1", "power-on BUF Input 2")
+
+
+def power_on_programs(params, layer, which):
+    """``layer`` (a compiled 32-bit conv FF) as one MAC pass per PE of ``2 * half1`` ... of ``half1`` steps (every
+    word of a BUF Input 1 half), ``half2`` steps per output row (every row of a BUF Input 2 half: rows are read
+    ``step mod half2``), 2 output rows.
+
+    - ``"power-on BUF Input 1"``: its BUF Input 1 block is one word (word 0 of half 0 written, words 1 .. are read
+      as the power-on contents), its BUF Input 2 block every row of the half;
+    - ``"power-on BUF Input 2"``: a whole BUF Input 1 block (half 1), a BUF Input 2 block of one row (half 1; rows
+      1 .. read as the power-on contents).
+
+    The words come from the compiled layer's images (nonzero integers); the results go to the first words of each
+    PE's result region. The golden PE model reads an unwritten word as 0, as ``nt_pe``'s power-on test checks.
+    """
+    jobs, lanes = layer.pe_jobs, params["lanes"]
+    half1, half2 = params["in1_depth"] // 2, params["in2_depth"] // 2
+    per_output = min(half2, RANGE_LIMIT)
+    assert layer.kind == "conv_ff" and layer.bits == 32 and half1 <= RANGE_LIMIT and half1 % per_output == 0
+    words1, rows2 = (1, half2) if which == POWER_ON[0] else (half1, 1)
+    outputs = half1 // per_output
+    broadcast = jobs[0].in1
+    assert broadcast.broadcast and layer.vault_words[COMMON] >= words1, layer.vault_words
+    one = lambda count, base=0, write=0: _program(max=[0] * 6 + [count - 1], a=7, stride=[1, 0, 0, 0],  # noqa: E731
+                                                  base=base, write=write, wide=1)
+    common = Stream(COMMON, [one(words1)], broadcast=True)
+    for job in jobs:
+        low = int(job.out.requests()[0].min())
+        assert low >= rows2 * lanes, (low, rows2, lanes)
+        job.passes = [encode_pe_program(op=OP_MAC, wide=1, cnt2_outer=0, cnt2_inner=half1 - 1, cnt1=per_output - 1)]
+        job.in1, job.in1_blocks = common, [words1]
+        job.in2, job.in2_blocks = Stream(job.pe, [one(rows2 * lanes)]), [rows2]
+        job.out = Stream(job.pe, [one(outputs * lanes, base=low, write=1)])
+    return layer
+
+
+def power_on_scenario(params, seed):
+    """The two layers of :data:`POWER_ON` from power-on (``tb_nt_system.power_on_pe_buffers_read_zero``, the module's
+    first test: the PE buffers keep their words across resets), with the golden system model's results (its PEs
+    carried from the first layer to the second), or None when the layers do not fit these parameters."""
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "power-on").randrange(1 << 32))
+    dims = dict(n=params["lanes"] * params["pes"], d=4, h=4, w=4, o=4, hk=2, wk=2)
+    layers = []
+    for which in POWER_ON:
+        layer = _layer("conv_ff", dims, None, bits=32, programs=which)
+        try:
+            compiled = compile_layer(params, layer)
+            layer_config(compiled)
+        except (AssertionError, ProgramError, ValueError):
+            return None
+        # The PE reads every word as the images place it; Q.F x and integer w keep each product exact and large.
+        shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
+        layer["inputs"] = {"x": generator.integers(-1000, 1000, size=shapes["x"]) << params["frac_bits"],
+                           "w": generator.integers(-1000, 1000, size=shapes["w"])}
+        layers.append(layer)
+    name = "PE buffers read before any write (power-on contents)"
+    return Scenario(name, {"layers": layers}, golden(params, Scenario(name, {"layers": layers}, {})).items)
 
 
 def handwritten_layer(params, generator):
