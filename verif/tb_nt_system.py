@@ -189,13 +189,14 @@ async def power_on_pe_buffers_read_zero(dut):
 
 @cocotb.test()
 async def scenario_table(dut):
-    """Every scenario of ``verif/scenarios/nt_system.py``, each from reset (with ``NT_SYSTEM_SCENARIO`` set:
-    only those whose name contains it, to iterate on one)."""
+    """Every scenario of ``verif/scenarios/nt_system.py`` but the hand-written programs (``handwritten_programs``
+    plays them), each from reset (with ``NT_SYSTEM_SCENARIO`` set: only those whose name contains it, to iterate on
+    one)."""
     bench = await start_system(dut)
     harness = Harness(bench)
     only = os.environ.get("NT_SYSTEM_SCENARIO", "")
     for index, scenario in enumerate(scenario for scenario in table.scenarios(bench.params, bench.seed)
-                                     if only in scenario.name):
+                                     if only in scenario.name and scenario.name != table.HANDWRITTEN):
         if index:
             await bench.reset()
         await play(harness, scenario)
@@ -215,7 +216,8 @@ async def merged_scenarios(dut):
 
 @cocotb.test()
 async def handwritten_programs(dut):
-    """The scenario of hand-written PMAG programs alone (it is in the table too): the mutation subset's, short."""
+    """The table's scenario of hand-written PMAG programs (``scenarios.nt_system.handwritten_programs`` and
+    ``select_programs``; ``scenario_table`` leaves it to this test, which the mutation subset runs)."""
     bench = await start_system(dut)
     harness = Harness(bench)
     chosen = [scenario for scenario in table.scenarios(bench.params, bench.seed) if scenario.name == table.HANDWRITTEN]

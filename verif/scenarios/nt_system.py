@@ -34,6 +34,7 @@ import numpy as np
 
 from trainforge.errors import ProgramError
 from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_program
+from trainforge.spec.neurotrainer.pmag import WINDOW_MODES
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.compiler import COMMON, Stream
 from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK
@@ -59,6 +60,8 @@ def compile_layer(params, layer):
                 program.update(window=2, h=3, h_lo=0, h_hi=1, k=0, k_lo=0, k_hi=1)   # outside hk < 1: pad
     if layer.get("programs") == "handwritten":
         compiled = handwritten_programs(params, compiled)
+    elif layer.get("programs") == "selects":
+        compiled = select_programs(compiled, params)
     elif layer.get("programs") in POWER_ON:
         compiled = power_on_programs(params, compiled, layer["programs"])
     return compiled
@@ -198,6 +201,120 @@ def handwritten_programs(params, layer):
     return layer
 
 
+#: The selects a hand-written select program tests, with the codes it tests each with: every code of the
+#: address terms ``a .. d`` and the window values ``h``, ``k``; ``s .. v`` (which read 0 for 9 and up) 0 .. 11.
+SELECT_CODES = tuple((select, code) for select in "abcd" for code in range(16)) + \
+    tuple((select, code) for select in "stuv" for code in range(12)) + \
+    tuple((select, code) for select in "hk" for code in range(16))
+
+#: The ``const`` of a select program.
+SELECT_CONST = 5
+
+
+def select_program(select, code, base, *, write, wide):
+    """A PMAG program of exactly two data requests, to words ``base`` and ``base + 1``, in which ``select`` reads
+    source ``code`` (0 zero, 1 .. 7 ``r1 .. r7``, 8 ``const``, 9 ``p``, 10 ``q``, others zero) and decides them:
+
+    - ``a .. d``: the address term ``src(code) * stride`` (a counter stepping 0, 1 with stride 1; ``const`` or
+      ``p = r7 + const`` / ``q = r6 + const`` with the base taking the const part off; a zero source with stride
+      64 beside ``r7``, so that reading anything else moves the words);
+    - ``s .. v``: the same through ``p`` (``a = p``) or ``q`` (``a = q``);
+    - ``h``, ``k``: the window (``window = skip``) of three steps of which the first is outside (a counter or
+      ``p``/``q`` stepping 0 .. 2 against ``[1, 3)``, ``[const + 1, const + 3)``), or, for ``const`` and zero
+      sources, two steps inside a window of that one value; the other comparator reads zero, inside ``[0, 1)``.
+    """
+    const, other = SELECT_CONST, "b" if select == "a" else "a"
+    program = _program(write=write, wide=wide, const=const, stride=[0, 0, 0, 0])
+    maxima, stride = program["max"], program["stride"]
+
+    def source(level, steps):        # a counter stepping 0 .. steps - 1
+        maxima[level - 1] = steps - 1
+
+    def term(name, code, factor=1):
+        program[name] = code
+        stride["abcd".index(name)] = factor
+
+    offset = 0
+    if select in "abcd":
+        if 1 <= code <= 7:
+            source(code, 2)
+            term(select, code)
+        elif code == 8:
+            source(7, 2)
+            term(other, 7)
+            term(select, 8, 2)
+            offset = 2 * const
+        elif code in (9, 10):
+            level = 7 if code == 9 else 6
+            source(level, 2)
+            program.update({"s": 7, "t": 8} if code == 9 else {"u": 6, "v": 8})
+            term(select, code)
+            offset = const
+        else:
+            source(7, 2)
+            term(other, 7)
+            term(select, code, 64)
+    elif select in "stuv":
+        through = 9 if select in "st" else 10
+        if 1 <= code <= 7:
+            source(code, 2)
+            program[select] = code
+            term("a", through)
+        else:
+            source(7, 2)
+            term("b", 7)
+            program[select] = code
+            term("a", through, 1 if code == 8 else 64)
+            offset = const if code == 8 else 0
+    else:
+        program["window"] = WINDOW_MODES["skip"]
+        rest = "k" if select == "h" else "h"
+        program.update({rest: 0, f"{rest}_lo": 0, f"{rest}_hi": 1, select: code})
+        if 1 <= code <= 7 or code in (9, 10):
+            level = code if code <= 7 else 7 if code == 9 else 6
+            source(level, 3)
+            term("a", level)
+            if code in (9, 10):
+                program.update({"s": 7, "t": 8} if code == 9 else {"u": 6, "v": 8})
+            low = 1 + (const if code in (9, 10) else 0)
+            program.update({f"{select}_lo": low, f"{select}_hi": low + 2})
+            offset = 1
+        else:
+            source(7, 2)
+            term("a", 7)
+            value = const if code == 8 else 0
+            program.update({f"{select}_lo": value, f"{select}_hi": value + 1})
+    program["base"] = (base - offset) & 0xFFFFFFFF
+    return program
+
+
+def select_programs(layer, params):
+    """``layer`` (a compiled conv FF) with its PE vaults' reads and writes and the common vault's read made of
+    :func:`select_program` programs, :data:`SELECT_CODES` in turn (from the start again when a stream needs more):
+    the reads from words below the PE's results (two words each, at ``2 i`` modulo the region), the writes to
+    the words the compiler's program wrote (two each, in order)."""
+    jobs, wide = layer.pe_jobs, int(layer.bits == 32)
+
+    def programs(count, region, write):
+        assert count % 2 == 0 and region[1] - region[0] >= 2, (count, region)
+        span = region[1] - region[0] - 1
+        return [select_program(*SELECT_CODES[number % len(SELECT_CODES)],
+                               region[0] + (2 * number if write else (2 * number) % span), write=write, wide=wide)
+                for number in range(count // 2)]
+
+    assert layer.kind == "conv_ff" and all(job.in1.broadcast for job in jobs), layer.kind
+    broadcast = jobs[0].in1
+    common = Stream(COMMON, programs(len(broadcast.requests()[0]), (0, layer.vault_words[COMMON]), 0), broadcast=True)
+    for job in jobs:
+        address = job.out.requests()[0]
+        low = int(address.min())
+        assert np.array_equal(np.sort(address), np.arange(low, low + address.size)), "the results are not one region"
+        job.in1 = common
+        job.in2 = Stream(job.pe, programs(len(job.in2.requests()[0]), (0, low), 0))
+        job.out = Stream(job.pe, programs(address.size, (low, low + address.size), 1))
+    return layer
+
+
 #: The two layers of :func:`power_on_scenario`: which buffer the pass reads (mostly) before any write.
 POWER_ON = ("power-on BUF Input 1", "power-on BUF Input 2")
 
@@ -257,6 +374,23 @@ def power_on_scenario(params, seed):
         layers.append(layer)
     name = "PE buffers read before any write (power-on contents)"
     return Scenario(name, {"layers": layers}, golden(params, Scenario(name, {"layers": layers}, {})).items)
+
+
+def select_layer(params, generator):
+    """The conv FF layer of :func:`select_programs` (integer inputs), or None when its programs do not fit these
+    parameters (a write program of two words must be whole result rows)."""
+    dims = dict(n=2 * params["lanes"] * params["pes"], d=1, h=6, w=6, o=4, hk=3, wk=3)
+    layer = _layer("conv_ff", dims, None, programs="selects")
+    try:
+        compiled = compile_layer(params, layer)
+        layer_config(compiled)
+    except (AssertionError, ProgramError, ValueError):
+        return None
+    if compiled.copy_jobs or compiled.vault_words[-1] > params["vault_depth"] or \
+            max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
+        return None
+    layer["inputs"], _ = make_inputs("conv_ff", dims, generator, params["frac_bits"])
+    return layer
 
 
 def handwritten_layer(params, generator):
@@ -611,8 +745,8 @@ def tiled_dims(params):
 
 
 #: The name of the scenario of hand-written PMAG programs (``tb_nt_system.handwritten_programs`` plays it alone).
-HANDWRITTEN = "hand-written PMAG programs: address bits above the vaults' up to 29, const and p/q selects, a pad " \
-              "window behind another program, with backpressure"
+HANDWRITTEN = "hand-written PMAG programs: address bits above the vaults' up to 29, a pad window behind another " \
+              "program, then every select code of every PE vault PMAG, with backpressure"
 
 
 def scenarios(params, seed):
@@ -667,10 +801,11 @@ def scenarios(params, seed):
                                        "with backpressure", tiled, _handshake(rng, params, 0.6, 0.6)))
     rng = rng_for(seed, "nt_system", "hand-written")
     generator = np.random.default_rng(rng.randrange(1 << 32))
-    layer = handwritten_layer(params, generator)
-    if layer is not None:
-        output = executor.execute(compile_layer(params, layer), layer["inputs"])["output"].tolist()
-        table.append(_scenario(params, HANDWRITTEN, [(layer, output)], _handshake(rng, params, 0.7, 0.6)))
+    layers = [layer for layer in (handwritten_layer(params, generator), select_layer(params, generator)) if layer]
+    if layers:
+        outputs = [executor.execute(compile_layer(params, layer), layer["inputs"])["output"].tolist()
+                   for layer in layers]
+        table.append(_scenario(params, HANDWRITTEN, list(zip(layers, outputs)), _handshake(rng, params, 0.7, 0.6)))
     if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
         for kind, dims in sr_dims(params):
             rng = rng_for(seed, "nt_system", "sr", kind)
