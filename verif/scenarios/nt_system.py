@@ -26,6 +26,12 @@ Expected, per layer in order:
   executor's too. The executor starts every layer from reset, so an SR layer is always the
   first layer of its scenario (the SR-LO state carried from layer to layer is tested against
   the golden model by the testbench's ``stochastic_rounding_state_carried``).
+
+A layer's ``programs`` replaces the compiler's programs: ``"handwritten"`` (:func:`handwritten_programs`) and
+``"selects"`` (:func:`select_programs`), the scenario :data:`HANDWRITTEN`, whose outputs are the reference
+executor's too (the PEs work on the words the hand-written programs read); the two layers of
+:data:`POWER_ON` (:func:`power_on_scenario`, not in the table: the testbench's first test), expected from the
+golden system model.
 """
 import dataclasses
 import math
