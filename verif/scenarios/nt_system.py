@@ -43,7 +43,7 @@ from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_
 from trainforge.spec.neurotrainer.pmag import WINDOW_MODES
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.compiler import COMMON, Stream
-from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK
+from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK, PARAMS, lut_functions
 from trainforge.spec.neurotrainer.pe_program import OP_MAC, RANGE_LIMIT, encode_pe_program
 from trainforge.sim.neurotrainer.integration_layers import compile_for_system, layer_config, run_layers
 
@@ -184,23 +184,47 @@ def handwritten_programs(params, layer):
     def stream(old, programs):
         return VaultStream(old.vault, programs, broadcast=old.broadcast, lut=old.lut, depth=depth[old.vault])
 
+    def crossing(vault, levels, word):
+        """A program whose counters ``levels`` (each 0, 1) each add ``depth`` (above the vault's bits): word
+        ``word`` read first at ``2**30 - depth + word`` (every bit from the vault's up to 29 set, no table), then,
+        from the first step of any level on, through f(x) (bit 30). A bit of a level's register cleared by a fault
+        keeps that step below bit 30 (read without the table)."""
+        program = _program(base=(1 << 30) - depth[vault] + word, wide=wide, stride=[depth[vault]] * 4)
+        routes = iter([("a", 9, ("s", "t")), ("b", 10, ("u", "v")), ("c", None, ()), ("d", None, ())])
+        chosen = list(levels)
+        for level in chosen:
+            program["max"][level - 1] = 1
+        while chosen:
+            select, sum_code, inputs = next(routes)
+            if sum_code is not None and len(chosen) > 4 - "abcd".index(select) - 1:
+                program[select] = sum_code
+                program.update({name: chosen.pop(0) for name in inputs})
+            else:
+                program[select] = chosen.pop(0)
+        return program
+
     assert layer.kind == "conv_ff" and len(jobs) >= 2 and all(job.in1.broadcast for job in jobs), layer.kind
+    layer.lut = lut_functions(PARAMS.resolve(**{key: params[key] for key in PARAMS.names}))
     broadcast = jobs[0].in1
-    common = stream(broadcast, [read_twice(COMMON, len(broadcast.requests()[0]), layer.vault_words[COMMON], 4,
-                                           {"r7": "a", "r5": "c", "level": "b"})])
+    count = len(broadcast.requests()[0])
+    common = stream(broadcast, [crossing(COMMON, (4, 5, 6, 7), 3),
+                                read_twice(COMMON, count - 16, layer.vault_words[COMMON], 4, {"r7": "a", "r5": "c",
+                                                                                              "level": "b"})])
     for job in jobs:
         count, words = len(job.in2.requests()[0]), writes_from[job.pe]
+        crossings = [crossing(job.pe, (1, 2, 3, 4), 5), crossing(job.pe, (5, 6, 7), 9)]
         if job.pe == 1:
             assert count % 4 == 0, count
-            first = read_twice(job.pe, count // 2, words, 4, {"r7": "c", "r5": "d", "level": "b"})
+            first = read_twice(job.pe, count // 2 - 24, words, 4, {"r7": "c", "r5": "d", "level": "b"})
             inner, outer = _walk(count // 2, words)
             assert inner >= 4, inner
             second = _program(max=[0, 0, 0, 0, 0, outer - 1, inner - 1], a=7, b=6, stride=[1, 1, 0, 0],
                               base=0x2AAAAA00 & ~(depth[job.pe] - 1), window=2, h=8, const=5, h_lo=5, h_hi=6,
                               k=7, k_lo=1, k_hi=3, wide=wide)
-            programs = [first, second]
+            programs = [*crossings, first, second]
         else:
-            programs = [read_twice(job.pe, count, words, 6, {"r7": ("c",), "r5": ("a",), "level": "d"})]
+            programs = [*crossings,
+                        read_twice(job.pe, count - 24, words, 6, {"r7": ("c",), "r5": ("a",), "level": "d"})]
         job.in1 = common
         job.in2 = stream(job.in2, programs)
         job.out = stream(job.out, [write_program(job, "b" if job.pe == 0 else "pq")])
@@ -400,10 +424,11 @@ def select_layer(params, generator):
 
 
 def handwritten_layer(params, generator):
-    """The conv FF layer of :func:`handwritten_programs` (integer inputs), or None when its programs do not fit
-    these parameters."""
+    """The 32-bit conv FF layer of :func:`handwritten_programs` (Q.F ``x`` and integer ``w`` below 100: the sums
+    of raw words and of f(x) stay far from saturation, so one word read through f(x) or not shows), or None when
+    its programs do not fit these parameters."""
     dims = dict(n=2 * params["lanes"] * params["pes"], d=2, h=4, w=4, o=2, hk=3, wk=3)
-    layer = _layer("conv_ff", dims, None, programs="handwritten")
+    layer = _layer("conv_ff", dims, None, bits=32, programs="handwritten")
     try:
         compiled = compile_layer(params, layer)
         layer_config(compiled)
@@ -412,7 +437,9 @@ def handwritten_layer(params, generator):
     if compiled.vault_words[-1] > params["vault_depth"] or \
             max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
         return None
-    layer["inputs"], _ = make_inputs("conv_ff", dims, generator, params["frac_bits"])
+    shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
+    layer["inputs"] = {"x": generator.integers(-100, 100, size=shapes["x"]) << params["frac_bits"],
+                       "w": generator.integers(-100, 100, size=shapes["w"])}
     return layer
 
 
