@@ -120,16 +120,19 @@ def handwritten_programs(params, layer):
     models' on these programs. Reads stay below the words the layer writes (the vault does not order a read after
     a write of another stream).
 
-    - reads: each program walks ``r7 + r5`` (words ``0 ..``) twice, the second time from word ``off`` by a step
+    - reads, first (the common vault, each PE's): :func:`crossing` programs, every counter of them stepping by the
+      vault's depth from ``2**30 - depth + word`` (no table) into bit 30 (f(x)): a level register's bit cleared by
+      a fault keeps a step below bit 30 (the levels 4 .. 7 on the common vault, 1 .. 4 and 5 .. 7 on a PE's);
+    - reads, then: each program walks ``r7 + r5`` (words ``0 ..``) twice, the second time from word ``off`` by a step
       of level 4 (``b = r4``: the common vault, PE 1's first program) or level 6 (``d = r6``: PE 0's). The
       addresses hold ones in every bit from above the carry bit (:data:`_CARRY_BIT`) to bit 29 and, in the
       second walk, the carry bit too: the vault reads ``address mod depth``, and a wrong carry in the address
       arithmetic reaches bit 30, the table select, and reads the words through f(x). ``r7`` and ``r5`` enter by
       ``a`` and ``c`` (common vault), by ``p = r5`` and ``q = r7`` through ``a`` and ``c`` (PE 0), by ``c`` and
       ``d`` (PE 1);
-    - PE 1's second read program: ``window = pad`` with ``k = r7`` (``1 <= k < 3``, so the bound's bit 2 is clear
+    - PE 1's last read program: ``window = pad`` with ``k = r7`` (``1 <= k < 3``, so the bound's bit 2 is clear
       and steps with ``r7 >= 3`` read as pads) and ``h = const`` (inside), ``r7`` and ``r6`` by ``a`` and ``b``;
-      under the sequencer it waits in its queue's output stage while the PMAG runs the first;
+      under the sequencer it waits in its queue's output stage while the PMAG runs the others;
     - writes: PE 0's vault with ``b = const`` (the address function's const term), PE 1's with ``p = r7`` and
       ``q = r6 + const`` through ``a`` and ``c``; bits 16 .. 28 set in the base.
     """
@@ -924,7 +927,7 @@ def sequenced_programs(params, seed):
     if layer is not None:
         layers, tensors = [compile_layer(params, layer)], [layer["inputs"]]
         images = host_images(layers, [], tensors, **params)
-        programs.append({"name": "hand-written PMAG programs (conv FF), PE 1's pad-window read program queued "
+        programs.append({"name": "hand-written PMAG programs (32-bit conv FF), PE 1's pad-window read program queued "
                                  "behind its first", "layers": layers, "links": [], "tensors": tensors,
                          "outputs": [run_program(layers, images, **params)[0]["output"]], "sr": False,
                          "images": images})
