@@ -37,7 +37,7 @@ BLOCKS = (
         summary="NeuroTrainer integration: common vault + per-PE vaults with PMAGs, bus, PEs running compiled conv/FC FF, BP, UP and max-pooling programs",
         test_params=({},),
         # The whole testbench took 107 s on Icarus (build included, load average 9; scenario_table 40 s, model_cycles
-        # 17 s). The subset (about 20 s of tests): the PE buffers' power-on reads (first: the buffers keep their words
+        # 17 s). The subset (36 s with its build on the RTL of 889f917, load average 5): the PE buffers' power-on reads (first: the buffers keep their words
         # across resets), merged result blocks, the hand-written PMAG programs, a reset mid-layer, SR-LO layers back
         # to back, the sequencer's programs (a hand-written one among them), an MLP SGD step (FF, BP, UP) and the
         # sequenced CNN step (conv, pooling, FC).
