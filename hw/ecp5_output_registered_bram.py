@@ -5,12 +5,14 @@ Yosys 0.70 maps an Amaranth memory onto DP16KDs with ``REGMODE NOREG`` only (its
 pass of ``synth_ecp5`` moves a fabric register into the block), so a register behind a read port stays a fabric
 flip-flop, 5.83 ns of clock-to-out and the routing away from the BRAM ahead of it. Instantiated with
 ``REGMODE_B "OUTREG"``, the DP16KD's output register takes the word (nextpnr-ecp5 0.11: 0.96 ns clock-to-out), so
-the routing from the BRAM to its readers has a whole cycle.
+the routing from the BRAM to its readers has a whole cycle. Writes reach the blocks from registers one cycle
+late, with a bypass for a read of the address being written (see :func:`build_output_registered_bram`), so the
+reads are those of the Amaranth memory.
 
 Only the FPGA flow elaborates this form (a platform of the ``ecp5`` family); simulation and generic synthesis use
 the Amaranth memory and a fabric register with the same cycles (Yosys has no simulation model of the DP16KD).
 """
-from amaranth import Cat, ClockSignal, Const, Instance, ResetSignal, Signal
+from amaranth import Cat, ClockSignal, Const, Instance, Mux, ResetSignal, Signal
 
 __all__ = ["DP16KD_CONFIGURATIONS", "dp16kd_configuration", "uses_output_registered_bram",
            "build_output_registered_bram"]
@@ -48,12 +50,21 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
                                  read_addr, output_enable, output):
     """Add the DP16KDs of a ``depth`` x ``width`` memory to ``m``: port A writes, port B reads into its output register.
 
-    Cycles (those of an Amaranth memory's synchronous read port followed by a register enabled by
-    ``output_enable``): with ``write_enable``, ``write_data`` is written at ``write_addr``; with ``read_enable``
-    the word at ``read_addr`` enters the read latch (``CEB``), which otherwise holds its word; in a cycle with
-    ``output_enable`` the output register (``OCEB``) takes the latch's word, visible on ``output`` in the next
-    cycle. A reset clears the output register (``RSTB``, synchronous). A read of the address written in the same
-    cycle returns an undefined word (two ports of one block); the Amaranth memory returns the old word.
+    Cycles and values are those of an Amaranth memory with one write port and one synchronous,
+    non-transparent read port, followed by a register enabled by ``output_enable`` and cleared by a reset:
+    with ``write_enable``, ``write_data`` is written at ``write_addr``; with ``read_enable`` the word at
+    ``read_addr`` (written before this cycle, not in it) enters the read latch (``CEB``), which otherwise holds
+    its word; in a cycle with ``output_enable`` the output register (``OCEB``) takes the latch's word, visible on
+    ``output`` in the next cycle. After a reset the word is 0 until the output register takes a word; that word
+    may be 0 instead of a word read before the reset (``RSTB`` may clear the latch too).
+
+    A DP16KD's read of the address its other port writes in the same cycle is undefined, so the blocks are not
+    written in the write's cycle: the write enters registers (a whole cycle of routing from the writer's logic to
+    the blocks, as with the registers Yosys adds when it maps the Amaranth memory) and the blocks take it in the
+    next cycle, so a read never sees a write of its own cycle. A read of the address the registered write lands
+    at in its cycle takes the registered word instead of the block's: a flag and the word, carried through a
+    copy of the latch (enabled by ``read_enable``) and of the output register (``output_enable``), select it
+    behind the output register (one multiplexer after about 1 ns of clock-to-out).
 
     Parameters
     ----------
@@ -69,7 +80,7 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
     write_data : Value
         ``width`` bits.
     output : Signal
-        ``width`` bits, driven (combinationally) by the blocks' output registers.
+        ``width`` bits, driven (combinationally) from the blocks' output registers and the bypass registers.
     """
     block_bits, words, lowest_pin = dp16kd_configuration(depth)
     address_bits = max(1, (depth - 1).bit_length())
@@ -87,14 +98,28 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
                 pins[f"i_AD{port}{pin}"] = Const(int(block_bits == 18 and port == "A" and pin < 2))
         return pins
 
+    # The registered write (no reset, as the memory's write port ignores it) and the bypass of its word.
+    late_enable = Signal(name=f"{name}_late_write_enable", reset_less=True)
+    late_addr = Signal(len(write_addr), name=f"{name}_late_write_addr", reset_less=True)
+    late_data = Signal(width, name=f"{name}_late_write_data", reset_less=True)
+    m.d.sync += [late_enable.eq(write_enable), late_addr.eq(write_addr), late_data.eq(write_data)]
+    latch_bypass = Signal(name=f"{name}_latch_bypass", reset_less=True)
+    latch_word = Signal(width, name=f"{name}_latch_bypass_word", reset_less=True)
+    output_bypass = Signal(name=f"{name}_output_bypass")  # cleared by a reset, as the output register
+    output_word = Signal(width, name=f"{name}_output_bypass_word", reset_less=True)
+    with m.If(read_enable):
+        m.d.sync += [latch_bypass.eq(late_enable & (late_addr == read_addr)), latch_word.eq(late_data)]
+    with m.If(output_enable):
+        m.d.sync += [output_bypass.eq(latch_bypass), output_word.eq(latch_word)]
+
     read_words = []
     for block in range((width + block_bits - 1) // block_bits):
         bits = range(block * block_bits, min(width, (block + 1) * block_bits))
         data_out = Signal(18, name=f"{name}_{block}_dob")
-        ports = {f"i_DIA{k}": write_data[bits[k]] if k < len(bits) else Const(0) for k in range(18)}
+        ports = {f"i_DIA{k}": late_data[bits[k]] if k < len(bits) else Const(0) for k in range(18)}
         ports.update({f"i_DIB{k}": Const(0) for k in range(18)})
         ports.update({f"o_DOB{k}": data_out[k] for k in range(18)})
-        ports.update(address_pins("A", write_addr))
+        ports.update(address_pins("A", late_addr))
         ports.update(address_pins("B", read_addr))
         m.submodules[f"{name}_{block}"] = Instance(
             "DP16KD",
@@ -104,7 +129,7 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
             p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
             p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
             p_GSR="DISABLED",
-            i_CLKA=ClockSignal(), i_CEA=Const(1), i_OCEA=Const(1), i_WEA=write_enable, i_RSTA=Const(0),
+            i_CLKA=ClockSignal(), i_CEA=Const(1), i_OCEA=Const(1), i_WEA=late_enable, i_RSTA=Const(0),
             i_CSA0=Const(0), i_CSA1=Const(0), i_CSA2=Const(0),
             i_CLKB=ClockSignal(), i_CEB=read_enable, i_OCEB=output_enable, i_WEB=Const(0),
             i_RSTB=ResetSignal(allow_reset_less=True),
@@ -112,4 +137,4 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
             **ports,
         )
         read_words.append(data_out[:len(bits)])
-    m.d.comb += output.eq(Cat(*read_words))
+    m.d.comb += output.eq(Mux(output_bypass, output_word, Cat(*read_words)))

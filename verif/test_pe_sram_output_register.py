@@ -44,17 +44,35 @@ def _ecp5_netlist(tmp_path, text):
     return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
 
 
-def _brams_and_mem_data_drivers(netlist):
-    """The DP16KD cells' (DATA_WIDTH_B, REGMODE_B), and per bit of the ``mem_data`` port its driver (type, port)."""
+def _brams_and_mem_data_sources(netlist):
+    """The DP16KD cells' (DATA_WIDTH_B, REGMODE_B); per bit of the ``mem_data`` port, the cells found walking
+    back from it through combinational cells: the set of (type, port) of the flip-flops, BRAM outputs and ports
+    reached, and the number of combinational cells on the longest walk."""
     drivers = {}
     for cell in netlist["cells"].values():
         for port, bits in cell["connections"].items():
             if cell["port_directions"][port] == "output":
-                drivers.update({bit: (cell["type"], port) for bit in bits})
+                drivers.update({bit: (cell, port) for bit in bits})
     brams = [(int(cell["parameters"]["DATA_WIDTH_B"], 2), cell["parameters"]["REGMODE_B"])
              for cell in netlist["cells"].values() if cell["type"] == "DP16KD"]
-    mem_data = [drivers.get(bit, ("constant", None)) for bit in netlist["ports"]["mem_data"]["bits"]]
-    return brams, mem_data
+
+    def sources(bit, depth=0):
+        if bit not in drivers:
+            return {("port or constant", None)}, depth
+        cell, port = drivers[bit]
+        if cell["type"] in ("TRELLIS_FF", "DP16KD"):
+            return {(cell["type"], port)}, depth
+        found, longest = set(), depth + 1
+        for input_port, bits in cell["connections"].items():
+            if cell["port_directions"][input_port] == "input":
+                for input_bit in bits:
+                    if isinstance(input_bit, int):
+                        more, reached = sources(input_bit, depth + 1)
+                        found |= more
+                        longest = max(longest, reached)
+        return found, longest
+
+    return brams, [sources(bit) for bit in netlist["ports"]["mem_data"]["bits"]]
 
 
 @pytest.mark.parametrize("sram_depth,blocks,block_width", [(8192, 8, 2), (1024, 1, 18)])
@@ -73,16 +91,18 @@ def test_generic_elaboration_has_no_bram_instance():
 
 def test_generic_form_reads_the_bram_through_a_fabric_register(tmp_path):
     """The check can see a fabric register: the generic form (what is simulated), synthesized for the ECP5,
-    has DP16KDs without their output register, and every bit of ``mem_data`` comes from a flip-flop."""
-    brams, mem_data = _brams_and_mem_data_drivers(_ecp5_netlist(tmp_path, _pe_rtlil(8192)))
+    has DP16KDs without their output register, and every bit of ``mem_data`` is a flip-flop's."""
+    brams, mem_data = _brams_and_mem_data_sources(_ecp5_netlist(tmp_path, _pe_rtlil(8192)))
     assert brams == [(2, "NOREG")] * 8
-    assert mem_data == [("TRELLIS_FF", "Q")] * WIDTH
+    assert mem_data == [({("TRELLIS_FF", "Q")}, 0)] * WIDTH
 
 
 def test_ecp5_form_reads_the_bram_output_register(tmp_path):
-    """Every bit of ``mem_data`` is a DP16KD's ``DOB`` output (its output register): no fabric flip-flop."""
-    brams, mem_data = _brams_and_mem_data_drivers(_ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s())))
+    """Every bit of ``mem_data`` is one combinational cell (the bypass multiplexer) away from a DP16KD's ``DOB``
+    output (its output register) and the bypass flip-flops, with no fabric flip-flop between the BRAM and it."""
+    brams, mem_data = _brams_and_mem_data_sources(_ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s())))
     assert brams == [(2, "OUTREG")] * 8
-    assert [cell for cell, _ in mem_data] == ["DP16KD"] * WIDTH, mem_data
-    # Eight blocks of two bits: DOB0 and DOB1 of each.
-    assert sorted(port for _, port in mem_data) == sorted(["DOB0", "DOB1"] * 8)
+    for bit, (found, cells) in enumerate(mem_data):
+        assert {cell for cell, _ in found} == {"DP16KD", "TRELLIS_FF"}, (bit, found)
+        assert [port for cell, port in found if cell == "DP16KD"] == [f"DOB{bit % 2}"], (bit, found)
+        assert cells == 1, (bit, cells)

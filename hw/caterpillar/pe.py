@@ -160,10 +160,10 @@ class CPPE(wiring.Component):
         Elaborated for an ECP5 platform (the FPGA flow), the SRAM and its output register are DP16KDs with
         their own output register (:func:`~trainforge.hw.ecp5_output_registered_bram.build_output_registered_bram`,
         ``REGMODE_B "OUTREG"``, the output register's enable ``OCEB`` is ``en``): no fabric flip-flop sits
-        behind the BRAM, whose clock-to-out is then about 1 ns instead of 5.8 ns. Same cycles; only the other
-        form (an Amaranth memory and a fabric register) is simulated. The DP16KD form returns an undefined word
-        for a read of the address written in the same cycle (the Amaranth memory: the old word); the core never
-        reads and writes one address in one cycle.
+        behind the BRAM, whose clock-to-out is then about 1 ns instead of 5.8 ns (the word of a write landing
+        at the read address passes one multiplexer behind it). Same cycles and words (the first word after a
+        reset may be 0 instead of one read before it); the other form (an Amaranth memory and a fabric register)
+        is the one simulated by the testbenches; ``verif/test_pe_sram_ecp5_equivalence.py`` runs both side by side.
 
         Parameters
         ----------
