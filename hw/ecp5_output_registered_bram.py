@@ -124,7 +124,7 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
         m.submodules[f"{name}_{block}"] = Instance(
             "DP16KD",
             p_DATA_WIDTH_A=block_bits, p_DATA_WIDTH_B=block_bits,
-            p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
+            p_REGMODE_A="NOREG", p_REGMODE_B="NOREG",
             p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
             p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
             p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
@@ -132,9 +132,13 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
             i_CLKA=ClockSignal(), i_CEA=Const(1), i_OCEA=Const(1), i_WEA=late_enable, i_RSTA=Const(0),
             i_CSA0=Const(0), i_CSA1=Const(0), i_CSA2=Const(0),
             i_CLKB=ClockSignal(), i_CEB=read_enable, i_OCEB=output_enable, i_WEB=Const(0),
-            i_RSTB=ResetSignal(allow_reset_less=True),
+            i_RSTB=Const(0),
             i_CSB0=Const(0), i_CSB1=Const(0), i_CSB2=Const(0),
             **ports,
         )
         read_words.append(data_out[:len(bits)])
-    m.d.comb += output.eq(Mux(output_bypass, output_word, Cat(*read_words)))
+    # EXPERIMENT: NOREG blocks and a fabric output register with nothing between the block and it.
+    fabric_word = Signal(width, name=f"{name}_fabric_word")
+    with m.If(output_enable):
+        m.d.sync += fabric_word.eq(Cat(*read_words))
+    m.d.comb += output.eq(Mux(output_bypass, output_word, fabric_word))
