@@ -1,13 +1,15 @@
-"""On the ECP5: a memory read through the DP16KD's own output register (``REGMODE OUTREG``), built from instances.
+"""On the ECP5: a memory with a registered read, built from DP16KD instances, with nothing between block and register.
 
-Yosys 0.70 maps an Amaranth memory onto DP16KDs with ``REGMODE NOREG`` only (its ``brams_map_16kd.v`` sets
-``REGMODE_A`` and ``REGMODE_B`` to ``"NOREG"``; its memory library format has no output register, and no later
-pass of ``synth_ecp5`` moves a fabric register into the block), so a register behind a read port stays a fabric
-flip-flop, 5.83 ns of clock-to-out and the routing away from the BRAM ahead of it. Instantiated with
-``REGMODE_B "OUTREG"``, the DP16KD's output register takes the word (nextpnr-ecp5 0.11: 0.96 ns clock-to-out), so
-the routing from the BRAM to its readers has a whole cycle. Writes reach the blocks from registers one cycle
-late, with a bypass for a read of the address being written (see :func:`build_output_registered_bram`), so the
-reads are those of the Amaranth memory.
+Yosys 0.70 maps an Amaranth memory with a non-transparent read port onto DP16KDs by emulating the read-first
+behaviour the two ports of a block do not give: the write reaches the block one cycle late from registers, and an
+address compare with a multiplexer in front of the read's register supplies the word of a late write to the read
+address. With a register behind the read port (the PE's SRAM output register) that multiplexer sits between the
+BRAM (5.83 ns clock-to-out, ``REGMODE NOREG``: Yosys 0.70 has no other) and the register. Built here, the same
+emulation puts the multiplexer behind the output register, so the route from the block to the register has no
+logic; the register is either a fabric flip-flop straight behind the block or the block's own output register
+(``REGMODE_B "OUTREG"``, 0.96 ns clock-to-out in nextpnr-ecp5 0.11.1), which takes the placer's freedom to put
+the register between the block and the register's readers (``hw/caterpillar/README.md``, section "`cp_core`:
+the PE SRAMs' own DP16KD output register", measured both).
 
 Only the FPGA flow elaborates this form (a platform of the ``ecp5`` family); simulation and generic synthesis use
 the Amaranth memory and a fabric register with the same cycles (Yosys has no simulation model of the DP16KD).
@@ -47,16 +49,17 @@ def uses_output_registered_bram(platform, depth):
 
 
 def build_output_registered_bram(m, name, *, width, depth, write_enable, write_addr, write_data, read_enable,
-                                 read_addr, output_enable, output):
-    """Add the DP16KDs of a ``depth`` x ``width`` memory to ``m``: port A writes, port B reads into its output register.
+                                 read_addr, output_enable, output, register_in_block):
+    """Add the DP16KDs of a ``depth`` x ``width`` memory and its output register to ``m``: port A writes, port B reads.
 
     Cycles and values are those of an Amaranth memory with one write port and one synchronous,
     non-transparent read port, followed by a register enabled by ``output_enable`` and cleared by a reset:
     with ``write_enable``, ``write_data`` is written at ``write_addr``; with ``read_enable`` the word at
     ``read_addr`` (written before this cycle, not in it) enters the read latch (``CEB``), which otherwise holds
     its word; in a cycle with ``output_enable`` the output register (``OCEB``) takes the latch's word, visible on
-    ``output`` in the next cycle. After a reset the word is 0 until the output register takes a word; that word
-    may be 0 instead of a word read before the reset (``RSTB`` may clear the latch too).
+    ``output`` in the next cycle. After a reset the word is 0 until the output register takes a word; with the
+    register in the block that word may be 0 instead of a word read before the reset (``RSTB`` may clear the
+    latch too).
 
     A DP16KD's read of the address its other port writes in the same cycle is undefined, so the blocks are not
     written in the write's cycle: the write enters registers (a whole cycle of routing from the writer's logic to
@@ -64,7 +67,7 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
     next cycle, so a read never sees a write of its own cycle. A read of the address the registered write lands
     at in its cycle takes the registered word instead of the block's: a flag and the word, carried through a
     copy of the latch (enabled by ``read_enable``) and of the output register (``output_enable``), select it
-    behind the output register (one multiplexer after about 1 ns of clock-to-out).
+    behind the output register.
 
     Parameters
     ----------
@@ -80,7 +83,10 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
     write_data : Value
         ``width`` bits.
     output : Signal
-        ``width`` bits, driven (combinationally) from the blocks' output registers and the bypass registers.
+        ``width`` bits, driven (combinationally) from the output register and the bypass registers.
+    register_in_block : bool
+        The output register is the blocks' own (``REGMODE_B "OUTREG"``, ``OCEB`` = ``output_enable``, ``RSTB`` =
+        the reset); else a fabric register loaded straight from the blocks' read ports (``REGMODE_B "NOREG"``).
     """
     block_bits, words, lowest_pin = dp16kd_configuration(depth)
     address_bits = max(1, (depth - 1).bit_length())
@@ -124,21 +130,23 @@ def build_output_registered_bram(m, name, *, width, depth, write_enable, write_a
         m.submodules[f"{name}_{block}"] = Instance(
             "DP16KD",
             p_DATA_WIDTH_A=block_bits, p_DATA_WIDTH_B=block_bits,
-            p_REGMODE_A="NOREG", p_REGMODE_B="NOREG",
+            p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG" if register_in_block else "NOREG",
             p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
             p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
             p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
             p_GSR="DISABLED",
             i_CLKA=ClockSignal(), i_CEA=Const(1), i_OCEA=Const(1), i_WEA=late_enable, i_RSTA=Const(0),
             i_CSA0=Const(0), i_CSA1=Const(0), i_CSA2=Const(0),
-            i_CLKB=ClockSignal(), i_CEB=read_enable, i_OCEB=output_enable, i_WEB=Const(0),
-            i_RSTB=Const(0),
+            i_CLKB=ClockSignal(), i_CEB=read_enable, i_OCEB=output_enable if register_in_block else Const(1),
+            i_WEB=Const(0), i_RSTB=ResetSignal(allow_reset_less=True) if register_in_block else Const(0),
             i_CSB0=Const(0), i_CSB1=Const(0), i_CSB2=Const(0),
             **ports,
         )
         read_words.append(data_out[:len(bits)])
-    # EXPERIMENT: NOREG blocks and a fabric output register with nothing between the block and it.
-    fabric_word = Signal(width, name=f"{name}_fabric_word")
-    with m.If(output_enable):
-        m.d.sync += fabric_word.eq(Cat(*read_words))
-    m.d.comb += output.eq(Mux(output_bypass, output_word, fabric_word))
+    if register_in_block:
+        registered = Cat(*read_words)
+    else:
+        registered = Signal(width, name=f"{name}_fabric_word")  # the fabric output register, cleared by a reset
+        with m.If(output_enable):
+            m.d.sync += registered.eq(Cat(*read_words))
+    m.d.comb += output.eq(Mux(output_bypass, output_word, registered))

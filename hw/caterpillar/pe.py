@@ -127,6 +127,12 @@ class CPPE(wiring.Component):
 
     PARAMS = PE_PARAMS
 
+    #: On the ECP5, whether the SRAM output register is the DP16KD's own (``REGMODE OUTREG``) instead of a fabric
+    #: register straight behind the block. Measured on ``cp_core`` (hw/caterpillar/README.md, section
+    #: "`cp_core`: the PE SRAMs' own DP16KD output register"): the block's own register made the route from the
+    #: BRAM to the row bus one hop (94.5 / 86.4 MHz on two placer seeds), the fabric register 104.5 MHz.
+    SRAM_REGISTER_IN_BLOCK = False
+
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)
         self.addr_width = addr_width(self.sram_depth)
@@ -157,13 +163,13 @@ class CPPE(wiring.Component):
     def build_into(self, m, prefix, platform=None):
         """Add this PE's logic to module ``m`` (no submodule: a core stays one flat Verilog module).
 
-        Elaborated for an ECP5 platform (the FPGA flow), the SRAM and its output register are DP16KDs with
-        their own output register (:func:`~trainforge.hw.ecp5_output_registered_bram.build_output_registered_bram`,
-        ``REGMODE_B "OUTREG"``, the output register's enable ``OCEB`` is ``en``): no fabric flip-flop sits
-        behind the BRAM, whose clock-to-out is then about 1 ns instead of 5.8 ns (the word of a write landing
-        at the read address passes one multiplexer behind it). Same cycles and words (the first word after a
-        reset may be 0 instead of one read before it); the other form (an Amaranth memory and a fabric register)
-        is the one simulated by the testbenches; ``verif/test_pe_sram_ecp5_equivalence.py`` runs both side by side.
+        Elaborated for an ECP5 platform (the FPGA flow), the SRAM is DP16KD instances and its output register
+        is loaded straight from their read ports
+        (:func:`~trainforge.hw.ecp5_output_registered_bram.build_output_registered_bram`; a fabric register, or
+        with :attr:`SRAM_REGISTER_IN_BLOCK` the block's own): Yosys's mapping of the Amaranth memory puts its
+        read-first emulation's multiplexer between the BRAM and the register, this form puts it behind the
+        register. Same cycles and words; the Amaranth form is the one the testbenches simulate, and
+        ``verif/test_pe_sram_ecp5_equivalence.py`` runs both side by side.
 
         Parameters
         ----------
@@ -185,7 +191,7 @@ class CPPE(wiring.Component):
             build_output_registered_bram(
                 m, f"{prefix}_sram", width=self.width, depth=self.sram_depth, write_enable=write_enable,
                 write_addr=self.wr_addr, write_data=self.wr_data, read_enable=read_enable, read_addr=self.rd_addr,
-                output_enable=self.en, output=sram_output)
+                output_enable=self.en, output=sram_output, register_in_block=self.SRAM_REGISTER_IN_BLOCK)
             m.d.comb += self.mem_data.eq(sram_output)
         else:
             m.submodules[f"{prefix}_sram"] = sram = memory.Memory(
