@@ -1,6 +1,7 @@
-"""The PE's DP16KD form (elaborated for the ECP5) reads what its simulated form reads, cycle for cycle.
+"""The PE's DP16KD forms (elaborated for the ECP5) read what its simulated form reads, cycle for cycle.
 
-Icarus runs both forms of a :class:`~trainforge.hw.caterpillar.pe.CPPE` side by side on the same random
+Icarus runs the simulated form and a DP16KD form (the output register in the fabric, the default, or in the
+block) of a :class:`~trainforge.hw.caterpillar.pe.CPPE` side by side on the same random
 stimulus and compares ``mem_data`` (the SRAM output register's word) in every cycle. The addresses come from a
 few words, so reads of the address written in the same cycle (the simulated memory returns the old word) and
 in the cycle before (the new word) happen often; the testbench counts both and the test requires each.
@@ -121,14 +122,20 @@ def _ports(pe):
     return [pe.en, pe.rd_en, pe.rd_addr, pe.wr_en, pe.wr_addr, pe.wr_data, pe.mem_data]
 
 
+class BlockRegisteredPE(CPPE):
+    """The PE with the SRAM output register in the DP16KD (``REGMODE_B "OUTREG"``)."""
+    SRAM_REGISTER_IN_BLOCK = True
+
+
+@pytest.mark.parametrize("pe_class", [CPPE, BlockRegisteredPE], ids=["fabric_register", "block_register"])
 @pytest.mark.parametrize("sram_depth", [32, 2048, 8192])
-def test_dp16kd_form_reads_the_simulated_words(tmp_path, sram_depth, seed):
+def test_dp16kd_form_reads_the_simulated_words(tmp_path, sram_depth, pe_class, seed):
     iverilog, vvp = shutil.which("iverilog"), shutil.which("vvp")
     if not (iverilog and vvp):
         pytest.skip("needs Icarus Verilog")
     pe = CPPE(sram_depth=sram_depth)
     generic = verilog.convert(pe, name="pe_generic", emit_src=False)
-    pe = CPPE(sram_depth=sram_depth)
+    pe = pe_class(sram_depth=sram_depth)
     ecp5 = verilog.convert(pe, name="pe_ecp5", emit_src=False, platform=_ulx3s())
     assert "DP16KD" in ecp5 and "DP16KD" not in generic
     abits = (sram_depth - 1).bit_length()
