@@ -207,7 +207,7 @@ class CPCore(wiring.Component):
                 for _ in range(n_r)] for _ in range(n_r)]
         for r in range(n_r):
             for c in range(n_r):
-                pes[r][c].build_into(m, f"pe_{r}_{c}")
+                pes[r][c].build_into(m, f"pe_{r}_{c}", platform)
 
         # ---- command registers and the issue-stage sequencer ----
         # Every combinational selection below is a ``Mux`` or a ``word_select``, never an

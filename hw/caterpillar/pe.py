@@ -4,6 +4,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...spec.caterpillar import PE_MAC_LATENCY, PE_PARAMS, PE_READ_LATENCY, MacOp, addr_width, pe_accumulate_latency
+from ..ecp5_output_registered_bram import build_output_registered_bram, uses_output_registered_bram
 from ..fp.stages import register_values
 from ..mac import FloatMAC
 from .mac import MAC_UNITS
@@ -126,6 +127,12 @@ class CPPE(wiring.Component):
 
     PARAMS = PE_PARAMS
 
+    #: On the ECP5, whether the SRAM output register is the DP16KD's own (``REGMODE OUTREG``) instead of a fabric
+    #: register straight behind the block. Measured on ``cp_core`` (hw/caterpillar/README.md, section
+    #: "`cp_core`: the PE SRAMs' own DP16KD output register"): the block's own register made the route from the
+    #: BRAM to the row bus one hop (94.5 / 86.4 MHz on two placer seeds), the fabric register 104.5 MHz.
+    SRAM_REGISTER_IN_BLOCK = False
+
     def __init__(self, **params):
         self.PARAMS.apply(self, **params)
         self.addr_width = addr_width(self.sram_depth)
@@ -150,37 +157,56 @@ class CPPE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        self.build_into(m, "pe")
+        self.build_into(m, "pe", platform)
         return m
 
-    def build_into(self, m, prefix):
+    def build_into(self, m, prefix, platform=None):
         """Add this PE's logic to module ``m`` (no submodule: a core stays one flat Verilog module).
+
+        Elaborated for an ECP5 platform (the FPGA flow), the SRAM is DP16KD instances and its output register
+        is loaded straight from their read ports
+        (:func:`~trainforge.hw.ecp5_output_registered_bram.build_output_registered_bram`; a fabric register, or
+        with :attr:`SRAM_REGISTER_IN_BLOCK` the block's own): Yosys's mapping of the Amaranth memory puts its
+        read-first emulation's multiplexer between the BRAM and the register, this form puts it behind the
+        register. Same cycles and words; the Amaranth form is the one the testbenches simulate, and
+        ``verif/test_pe_sram_ecp5_equivalence.py`` runs both side by side.
 
         Parameters
         ----------
         m : Module
         prefix : str
             Name prefix of the PE's memory and internal signals, unique within ``m``.
+        platform : Platform or None
+            The elaboration's platform.
         """
         # The component is used for its ports only, never elaborated as a submodule: tell
         # Amaranth's unused-elaboratable check.
         self._MustUse__silence = True
-        m.submodules[f"{prefix}_sram"] = sram = memory.Memory(
-            shape=signed(self.width), depth=self.sram_depth, init=[])
-        write = sram.write_port()
-        read = sram.read_port()
-        sram_output = Signal(signed(self.width), name=f"{prefix}_sram_output")
+        output_registered_bram = uses_output_registered_bram(platform, self.sram_depth)
         read_enable = Signal(name=f"{prefix}_read_enable")
         write_enable = Signal(name=f"{prefix}_write_enable")
-        m.d.comb += [read_enable.eq(self.en & self.rd_en), write_enable.eq(self.wr_en)]
-        m.d.comb += [
-            write.en.eq(write_enable),
-            write.addr.eq(self.wr_addr),
-            write.data.eq(self.wr_data),
-            read.en.eq(read_enable),
-            read.addr.eq(self.rd_addr),
-            self.mem_data.eq(sram_output),
-        ]
+        sram_output = Signal(signed(self.width), name=f"{prefix}_sram_output")
+        if output_registered_bram:
+            m.d.comb += [read_enable.eq(self.en & self.rd_en), write_enable.eq(self.wr_en)]
+            build_output_registered_bram(
+                m, f"{prefix}_sram", width=self.width, depth=self.sram_depth, write_enable=write_enable,
+                write_addr=self.wr_addr, write_data=self.wr_data, read_enable=read_enable, read_addr=self.rd_addr,
+                output_enable=self.en, output=sram_output, register_in_block=self.SRAM_REGISTER_IN_BLOCK)
+            m.d.comb += self.mem_data.eq(sram_output)
+        else:
+            m.submodules[f"{prefix}_sram"] = sram = memory.Memory(
+                shape=signed(self.width), depth=self.sram_depth, init=[])
+            write = sram.write_port()
+            read = sram.read_port()
+            m.d.comb += [read_enable.eq(self.en & self.rd_en), write_enable.eq(self.wr_en)]
+            m.d.comb += [
+                write.en.eq(write_enable),
+                write.addr.eq(self.wr_addr),
+                write.data.eq(self.wr_data),
+                read.en.eq(read_enable),
+                read.addr.eq(self.rd_addr),
+                self.mem_data.eq(sram_output),
+            ]
 
         mac_unit = MAC_UNITS[self.mac](self.width, self.acc_width, m, f"{prefix}_fpu")
         row_operand = self.row_bus[:self.width].as_signed()
@@ -215,8 +241,9 @@ class CPPE(wiring.Component):
         else:
             m.d.comb += [mac_enable.eq(self.en & active), self.acc.eq(accumulator), self.red.eq(reduction)]
         with m.If(self.en):
+            if not output_registered_bram:  # else the DP16KD's output register
+                m.d.sync += sram_output.eq(read.data)
             m.d.sync += [
-                sram_output.eq(read.data),
                 multiplicand.eq(Mux(first_is_row, row_operand, col_operand)),
                 multiplier.eq(Mux(second_is_col, col_operand, sram_output)),
                 multiply_controls.eq(Cat(self.mac_op != MacOp.NONE, self.mac_clear, self.handoff)),
