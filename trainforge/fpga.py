@@ -4,7 +4,6 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 
 from .errors import ParameterError
 from .hw.registered_io import RegisteredIO
@@ -118,6 +117,36 @@ def _platform():
     return type("ULX3S_85F_TimingTarget", (base,), {"resources": resources})()
 
 
+#: Files of the Amaranth build plan that decide the result (the others are the same commands for other shells, or
+#: a readable copy of the netlist).
+STAMPED_PLAN_FILES = ("top.il", "top.ys", "top.lpf", "build_top.sh")
+
+
+def build_stamp(plan_files):
+    """SHA-256 of what the FPGA build is given: the ECP5 netlist, the Yosys script, the constraints, the commands.
+
+    The netlist's ``src`` attributes (source file and line of each signal) are left out: they change with any edit
+    of a source file, and with the clone's path, but never the result.
+    """
+    digest = hashlib.sha256()
+    for name in STAMPED_PLAN_FILES:
+        text = plan_files[name]
+        text = text.decode() if isinstance(text, bytes) else text
+        if name.endswith(".il"):
+            text = re.sub(r'(?m)^[ \t]*attribute \\src "[^"\n]*"\n', "", text)
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def ecp5_plan(top, build_dir, options=NEXTPNR_OPTIONS):
+    """The Amaranth build plan (netlist, scripts, constraints) of ``top`` for the ULX3S 85F; nothing is run.
+
+    Register replicas stay one per consumer (trainforge.hw.synthesis); then :data:`YOSYS_AFTER_READ`'s purge.
+    """
+    return _platform().build(top, name="top", build_dir=str(build_dir), do_build=False, nextpnr_opts=options,
+                             script_after_read=YOSYS_AFTER_READ)
+
+
 def place_and_route(emitted, work_root, seed=None):
     """Build the block inside :class:`RegisteredIO` for the ULX3S 85F and return its QoR figures.
 
@@ -132,20 +161,17 @@ def place_and_route(emitted, work_root, seed=None):
                                       + ("" if seed is None else f"-seed{seed}"))
     # The wrapper's flip-flops: one per port bit of the block (clock and reset excluded), and the LED's.
     wrapper_flip_flops = sum(port["width"] for port in emitted.ports if port["name"] not in ("clk", "rst")) + 1
-    # A build is reused when the block's Verilog, the wrapper and the nextpnr options are unchanged.
-    wrapper = pathlib.Path(sys.modules[RegisteredIO.__module__].__file__)
-    stamp = hashlib.sha256("\0".join((emitted.text, wrapper.read_text(), options, YOSYS_AFTER_READ,
-                                      str(TARGET_CLOCK_MHZ))).encode()).hexdigest()
-    # (The Yosys launcher changes no result, so a build made before it is still reused.)
+    # A build is reused when what Yosys and nextpnr are given is unchanged: the netlist elaborated for the ECP5
+    # (not the simulated Verilog: a block may elaborate differently for the FPGA, as the DP16KD instances of
+    # hw/ecp5_output_registered_bram.py do), the scripts, the constraints and the options.
+    top = RegisteredIO(emitted.block.component(**emitted.params))
+    assert top.wrapper_flip_flops == wrapper_flip_flops, (top.wrapper_flip_flops, wrapper_flip_flops)
+    plan = ecp5_plan(top, work, options)
+    stamp = build_stamp(plan.files)
     stamp_file, log_file = work / "source.sha256", work / "top.tim"
     if not (log_file.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
         stamp_file.unlink(missing_ok=True)
         log_file.unlink(missing_ok=True)
-        top = RegisteredIO(emitted.block.component(**emitted.params))
-        assert top.wrapper_flip_flops == wrapper_flip_flops, (top.wrapper_flip_flops, wrapper_flip_flops)
-        # Register replicas stay one per consumer (trainforge.hw.synthesis); then YOSYS_AFTER_READ's purge.
-        plan = _platform().build(top, name="top", build_dir=str(work), do_build=False,
-                                 nextpnr_opts=options, script_after_read=YOSYS_AFTER_READ)
         plan.extract(str(work))
         output = work / "build.log"
         try:

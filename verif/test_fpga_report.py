@@ -61,3 +61,37 @@ def test_a_bad_seed_is_refused_before_any_work(tmp_path, capsys):
     out = tmp_path / "qor.json"
     assert main(["fpga", "td_pe", "--seed", "0", "--out", str(out)]) == 2
     assert "--seed" in capsys.readouterr().err and not out.exists()
+
+
+def _stamp(component, build_dir):
+    from trainforge.fpga import build_stamp, ecp5_plan
+    from trainforge.hw.registered_io import RegisteredIO
+
+    return build_stamp(ecp5_plan(RegisteredIO(component), build_dir).files)
+
+
+def test_a_build_is_stamped_with_its_ecp5_form_not_its_simulated_verilog(tmp_path, monkeypatch):
+    # cp_pe elaborates its SRAM as DP16KD instances for the ECP5 only: where the output register sits changes the
+    # FPGA build and not the simulated Verilog. A stamp of the Verilog (the flow's before) reused the other build.
+    from trainforge.emit import emit
+    from trainforge.hw.caterpillar.pe import CPPE
+    from trainforge.hw.registry import BLOCKS
+
+    block = BLOCKS["cp_pe"]
+    fabric = _stamp(block.component(), tmp_path / "a")
+    assert _stamp(block.component(), tmp_path / "b") == fabric, "the same design in another folder is another build"
+    verilog = emit("cp_pe").text
+    monkeypatch.setattr(CPPE, "SRAM_REGISTER_IN_BLOCK", True)
+    assert emit("cp_pe").text == verilog
+    assert _stamp(block.component(), tmp_path / "a") != fabric, "an ECP5-only change reuses the old build"
+
+
+def test_the_stamp_ignores_source_lines_and_sees_the_rest():
+    from trainforge.fpga import STAMPED_PLAN_FILES, build_stamp
+
+    files = {name: f"{name} text\n" for name in STAMPED_PLAN_FILES}
+    files["top.il"] = 'attribute \\src "/a/hw/x.py:10"\nmodule \\top\n  attribute \\src "/a/hw/x.py:12"\n  wire \\w\nend\n'
+    moved = dict(files, **{"top.il": files["top.il"].replace("/a/hw/x.py:1", "/b/hw/x.py:3")})
+    assert build_stamp(moved) == build_stamp(files)
+    for name in STAMPED_PLAN_FILES:
+        assert build_stamp(dict(files, **{name: files[name] + "x"})) != build_stamp(files), name
