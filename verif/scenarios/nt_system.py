@@ -27,8 +27,9 @@ Expected, per layer in order:
   first layer of its scenario (the SR-LO state carried from layer to layer is tested against
   the golden model by the testbench's ``stochastic_rounding_state_carried``).
 
-A layer's ``programs`` replaces the compiler's programs: ``"handwritten"`` (:func:`handwritten_programs`) and
-``"selects"`` (:func:`select_programs`), the scenario :data:`HANDWRITTEN`, whose outputs are the reference
+A layer's ``programs`` replaces the compiler's programs: ``"handwritten"`` (:func:`handwritten_programs`),
+``"selects"`` (:func:`select_programs`) and ``"common"`` (:func:`common_vault_programs`: the common vault's read and
+merged write programs), the scenario :data:`HANDWRITTEN`, whose outputs are the reference
 executor's too (the PEs work on the words the hand-written programs read); the two layers of
 :data:`POWER_ON` (:func:`power_on_scenario`, not in the table: the testbench's first test), expected from the
 golden system model.
@@ -57,7 +58,8 @@ MERGED = ("conv_up", "fc_ff", "fc_bp")
 
 def compile_layer(params, layer):
     """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied, and its PMAG programs
-    replaced by :func:`handwritten_programs`' when ``layer["programs"] == "handwritten"``)."""
+    replaced by :func:`handwritten_programs`', :func:`select_programs`', :func:`common_vault_programs`' or
+    :func:`power_on_programs`' as ``layer["programs"]`` says)."""
     compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"],
                                   lut=layer.get("lut"), **params)
     if layer["pad_rows"]:
@@ -898,7 +900,8 @@ def tiled_dims(params):
 
 #: The name of the scenario of hand-written PMAG programs (``tb_nt_system.handwritten_programs`` plays it alone).
 HANDWRITTEN = "hand-written PMAG programs: address bits above the vaults' up to 29, a pad window behind another " \
-              "program, then every select code of every PE vault PMAG, with backpressure"
+              "program, every select code of every PE vault PMAG, then the common vault's p/q sums, select codes " \
+              "and merged writes, with backpressure"
 
 
 def scenarios(params, seed):
