@@ -216,8 +216,9 @@ async def merged_scenarios(dut):
 
 @cocotb.test()
 async def handwritten_programs(dut):
-    """The table's scenario of hand-written PMAG programs (``scenarios.nt_system.handwritten_programs`` and
-    ``select_programs``; ``scenario_table`` leaves it to this test, which the mutation subset runs)."""
+    """The table's scenario of hand-written PMAG programs (``scenarios.nt_system.handwritten_programs``,
+    ``select_programs`` and ``common_vault_programs``; ``scenario_table`` leaves it to this test, which the mutation
+    subset runs)."""
     bench = await start_system(dut)
     harness = Harness(bench)
     chosen = [scenario for scenario in table.scenarios(bench.params, bench.seed) if scenario.name == table.HANDWRITTEN]

@@ -27,8 +27,9 @@ Expected, per layer in order:
   first layer of its scenario (the SR-LO state carried from layer to layer is tested against
   the golden model by the testbench's ``stochastic_rounding_state_carried``).
 
-A layer's ``programs`` replaces the compiler's programs: ``"handwritten"`` (:func:`handwritten_programs`) and
-``"selects"`` (:func:`select_programs`), the scenario :data:`HANDWRITTEN`, whose outputs are the reference
+A layer's ``programs`` replaces the compiler's programs: ``"handwritten"`` (:func:`handwritten_programs`),
+``"selects"`` (:func:`select_programs`) and ``"common"`` (:func:`common_vault_programs`: the common vault's read and
+merged write programs), the scenario :data:`HANDWRITTEN`, whose outputs are the reference
 executor's too (the PEs work on the words the hand-written programs read); the two layers of
 :data:`POWER_ON` (:func:`power_on_scenario`, not in the table: the testbench's first test), expected from the
 golden system model.
@@ -39,8 +40,8 @@ import math
 import numpy as np
 
 from trainforge.errors import ProgramError
-from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_program
-from trainforge.spec.neurotrainer.pmag import WINDOW_MODES
+from trainforge.golden.neurotrainer.pmag import default_program as default_pmag_program, nt_pmag
+from trainforge.spec.neurotrainer.pmag import SOURCE_NAMES, WINDOW_MODES
 from trainforge.sim.neurotrainer import executor
 from trainforge.sim.neurotrainer.compiler import COMMON, Stream
 from trainforge.spec.neurotrainer.integration import LUT_ADDRESS_MASK, PARAMS, lut_functions
@@ -57,7 +58,8 @@ MERGED = ("conv_up", "fc_ff", "fc_bp")
 
 def compile_layer(params, layer):
     """The compiled layer of a stimulus layer (with the pad reads of ``pad_rows`` applied, and its PMAG programs
-    replaced by :func:`handwritten_programs`' when ``layer["programs"] == "handwritten"``)."""
+    replaced by :func:`handwritten_programs`', :func:`select_programs`', :func:`common_vault_programs`' or
+    :func:`power_on_programs`' as ``layer["programs"]`` says)."""
     compiled = compile_for_system(layer["kind"], layer["dims"], sr=layer["sr"], bits=layer["bits"],
                                   lut=layer.get("lut"), **params)
     if layer["pad_rows"]:
@@ -68,6 +70,8 @@ def compile_layer(params, layer):
         compiled = handwritten_programs(params, compiled)
     elif layer.get("programs") == "selects":
         compiled = select_programs(compiled, params)
+    elif layer.get("programs") == "common":
+        compiled = common_vault_programs(compiled, params)
     elif layer.get("programs") in POWER_ON:
         compiled = power_on_programs(params, compiled, layer["programs"])
     return compiled
@@ -348,6 +352,97 @@ def select_programs(layer, params):
     return layer
 
 
+#: The selects of a program, the address terms and the window values.
+_SELECTS = "abcdhk"
+
+
+def through_program(via, first, second, base, *, wide):
+    """A read program in which every select (``a .. d``, ``h``, ``k``) reads ``via`` (``"p"``: ``p = src(s) +
+    src(t)`` with ``s = first``, ``t = second``; ``"q"``: ``q = src(u) + src(v)``), counter ``first`` and counter
+    ``second`` each stepping 0, 1 (one counter when they are equal: a doubled sum such as ``q = r2 + r2``).
+
+    The address is ``base + 15 via`` (strides 1, 2, 4, 8 of ``a .. d``: a select that counts a source once too
+    often or too rarely moves the address by its stride); the window (``window = pad``) lets in ``via == 1``
+    (two sources) or ``via == 2`` (doubled) through ``h`` and ``k``, so the other steps are pads (read as 0) and
+    a wrong count in ``h`` or ``k`` pads a step that reads a word. Two sources: 4 requests, ``via`` 0, 1, 1, 2;
+    doubled: 2 requests, ``via`` 0, 2. The largest address is ``base + 30``.
+    """
+    program = _program(wide=wide, stride=[1, 2, 4, 8], base=base, window=WINDOW_MODES["pad"])
+    inputs = ("s", "t") if via == "p" else ("u", "v")
+    program.update({inputs[0]: first, inputs[1]: second})
+    program.update({select: SOURCE_NAMES[via] for select in _SELECTS})
+    for level in (first, second):
+        program["max"][level - 1] = 1
+    inside = 2 if first == second else 1
+    program.update(h_lo=inside, h_hi=inside + 1, k_lo=inside, k_hi=inside + 1)
+    return program
+
+
+def merged_write_program(index, base, *, wide):
+    """A merged write program of 4 requests, to ``base .. base + 3``: counters ``L = 1 + index mod 7`` and ``M = L
+    mod 7 + 1`` each step 0, 1; select ``X`` reads a doubled sum ``2 rL`` (``p = rL + rL`` for an even ``index``,
+    else ``q``) and ``Y`` the other sum, ``rM + const``, both with stride 1; ``Z`` and ``W`` read zero (code 0 and
+    one of 11 .. 15) with strides 64 and 128, so that a select that counts a walking counter where it should not
+    moves a write far away. ``X, Y, Z, W`` are ``a, b, c, d`` rotated by ``index``."""
+    const = SELECT_CONST
+    level = 1 + index % 7
+    other = level % 7 + 1
+    x, y, z, w = ("abcd" * 2)[index % 4:index % 4 + 4]
+    doubled, single = ("p", "q") if index % 2 == 0 else ("q", "p")
+    program = _program(write=1, wide=wide, const=const, stride=[0, 0, 0, 0], base=(base - const) & 0xFFFFFFFF)
+    for via, pair in ((doubled, (level, level)), (single, (other, SOURCE_NAMES["const"]))):
+        program.update(dict(zip(("s", "t") if via == "p" else ("u", "v"), pair)))
+    for select, code, stride in ((x, SOURCE_NAMES[doubled], 1), (y, SOURCE_NAMES[single], 1), (z, 0, 64),
+                                 (w, 11 + index % 5, 128)):
+        program[select] = code
+        program["stride"]["abcd".index(select)] = stride
+    program["max"][level - 1] = program["max"][other - 1] = 1
+    return program
+
+
+def common_vault_programs(layer, params):
+    """``layer`` (a compiled merged 32-bit FC FF: the common vault broadcasts the samples to BUF Input 2 and takes
+    the merged results, in blocks of 4 words) with the common vault's PMAG programs written by hand:
+
+    - its read: first :func:`through_program` for ``p`` and ``q``, every counter ``L``, once doubled (``L + L``) and
+      once beside the next counter (``L + L mod 7 + 1``), then :func:`select_program` of every select code
+      (:data:`SELECT_CODES`, from the start again to fill the stream), all within the samples' words;
+    - its merged writes: :func:`merged_write_program`, one per result block in the bus's merge order, program
+      ``j`` to the ``j``-th four words of the result region (the compiler's region).
+
+    The PE vaults' reads are the compiler's.
+    """
+    jobs, wide = layer.pe_jobs, int(layer.bits == 32)
+    assert layer.kind == "fc_ff" and wide and all(job.in2.broadcast and job.out.vault == COMMON for job in jobs), \
+        layer.kind
+    broadcast = jobs[0].in2
+    count = len(broadcast.requests()[0])
+    results = np.concatenate([job.out.requests()[0] for job in jobs])
+    low = int(results.min())
+    assert np.array_equal(np.sort(results), np.arange(low, low + results.size)), "the results are not one region"
+    span = low - 31
+    reads = [through_program(via, level, second, 0, wide=wide) for via in "pq" for level in range(1, 8)
+             for second in (level, level % 7 + 1)]
+    for number, program in enumerate(reads):
+        program["base"] = (7 * number) % span
+    used = sum(len(nt_pmag(program)["address"]) - 1 for program in reads)
+    assert used < count and (count - used) % 2 == 0, (used, count)
+    reads += [select_program(*SELECT_CODES[number % len(SELECT_CODES)], (2 * number) % (low - 1), write=0,
+                             wide=wide) for number in range((count - used) // 2)]
+    common = VaultStream(COMMON, reads, broadcast=True, depth=params["vault_depth"])
+    blocks = {job.pe: len(job.out.programs) for job in jobs}
+    assert len(set(blocks.values())) == 1, blocks
+    assert all(len(run["address"]) == 5 and not run["pad"].any() for job in jobs for run in job.out.golden()), \
+        "merged result blocks of 4 words"
+    order = [(block, job.pe) for block in range(blocks[jobs[0].pe]) for job in jobs]     # the bus's merge order
+    for job in jobs:
+        job.in2 = common
+        job.out = VaultStream(COMMON, [merged_write_program(order.index((block, job.pe)),
+                                                            low + 4 * order.index((block, job.pe)), wide=wide)
+                                       for block in range(blocks[job.pe])], depth=params["vault_depth"])
+    return layer
+
+
 #: The two layers of :func:`power_on_scenario`: which buffer the pass reads (mostly) before any write.
 POWER_ON = ("power-on BUF Input 1", "power-on BUF Input 2")
 
@@ -443,6 +538,29 @@ def handwritten_layer(params, generator):
     shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
     layer["inputs"] = {"x": generator.integers(-100, 100, size=shapes["x"]) << params["frac_bits"],
                        "w": generator.integers(-100, 100, size=shapes["w"])}
+    return layer
+
+
+def common_vault_layer(params, generator):
+    """The merged 32-bit FC FF layer of :func:`common_vault_programs` (Q.F samples and integer weights, both nonzero
+    and below 100 in magnitude: no saturation, and a word read where another should be changes a sum), or None when
+    its programs do not fit these parameters (merged result blocks of 4 words: ``lanes = 2``, two rows per PE)."""
+    dims = dict(h=2 * params["pes"], k=24, n=8 * params["lanes"])
+    layer = _layer("fc_ff", dims, None, bits=32, programs="common")
+    try:
+        compiled = compile_layer(params, layer)
+        layer_config(compiled)
+    except (AssertionError, ProgramError, ValueError):
+        return None
+    if compiled.vault_words[-1] > params["vault_depth"] or \
+            max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
+        return None
+    shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
+
+    def nonzero(shape):
+        return generator.integers(1, 100, size=shape) * generator.choice([-1, 1], size=shape)
+
+    layer["inputs"] = {"x": nonzero(shapes["x"]) << params["frac_bits"], "w": nonzero(shapes["w"])}
     return layer
 
 
@@ -782,7 +900,8 @@ def tiled_dims(params):
 
 #: The name of the scenario of hand-written PMAG programs (``tb_nt_system.handwritten_programs`` plays it alone).
 HANDWRITTEN = "hand-written PMAG programs: address bits above the vaults' up to 29, a pad window behind another " \
-              "program, then every select code of every PE vault PMAG, with backpressure"
+              "program, every select code of every PE vault PMAG, then the common vault's p/q sums, select codes " \
+              "and merged writes, with backpressure"
 
 
 def scenarios(params, seed):
@@ -837,7 +956,8 @@ def scenarios(params, seed):
                                        "with backpressure", tiled, _handshake(rng, params, 0.6, 0.6)))
     rng = rng_for(seed, "nt_system", "hand-written")
     generator = np.random.default_rng(rng.randrange(1 << 32))
-    layers = [layer for layer in (handwritten_layer(params, generator), select_layer(params, generator)) if layer]
+    layers = [layer for layer in (handwritten_layer(params, generator), select_layer(params, generator),
+                                  common_vault_layer(params, generator)) if layer]
     if layers:
         outputs = [executor.execute(compile_layer(params, layer), layer["inputs"])["output"].tolist()
                    for layer in layers]
