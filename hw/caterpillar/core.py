@@ -527,8 +527,8 @@ class CPCore(wiring.Component):
         # Which PEs read their SRAM in the read stage: every PE in a GEMV MAC and once per word in an UPDATE, the PE
         # column that broadcasts W[:, p] (column `lane`) in a GEMM step. One register per PE, its SRAM's read
         # enable: a replica (trainforge.hw.synthesis), kept apart by the FPGA flow so that each can sit beside its
-        # PE's DP16KDs (a shared enable was a LUT and 7.95 ns of routing to a far PE's blocks: hw/caterpillar/
-        # README.md, section "`cp_core`: the PE SRAMs' own DP16KD output register").
+        # PE's DP16KDs (a shared enable was a LUT and 7.95 ns of routing to a far PE's blocks; the README's
+        # section "`cp_core`: the PE SRAMs' own DP16KD output register").
         exec_read = [[Signal(name=f"exec_read_{r}_{c}", attrs=replica_attrs()) for c in range(n_r)]
                      for r in range(n_r)]
         read_all = issue_mac & (is_gemv | (is_update & inner_wraps))
