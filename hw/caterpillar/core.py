@@ -12,6 +12,7 @@ from ...spec.caterpillar import (CORE_PARAMS, PE_MAC_LATENCY, READ_STAGE_LATENCY
 from ..fp.add import fp32_add
 from ..fp.convert import fp16_to_fp32, fp32_scale_down, fp32_to_fp16_pipelined
 from ..stream_stage import StreamStage
+from ..synthesis import replica_attrs
 from .pe import CPPE
 
 __all__ = ["CoreOp", "CPCore"]
@@ -523,8 +524,15 @@ class CPCore(wiring.Component):
         exec_update = Signal()  # an UPDATE MAC: x (vector buffer) on the row buses, e on the column buses
         exec_write_back = Signal()  # the last sample of an UPDATE word: write the updated weight back
         exec_addr = Signal(self.addr_width)  # the local address, read in the read stage
-        exec_read_all = Signal()  # every PE reads
-        exec_read_owner = Signal()  # the PEs of PE column exec_owner read
+        # Which PEs read their SRAM in the read stage: every PE in a GEMV MAC and once per word in an UPDATE, the PE
+        # column that broadcasts W[:, p] (column `lane`) in a GEMM step. One register per PE, its SRAM's read
+        # enable: a replica (trainforge.hw.synthesis), kept apart by the FPGA flow so that each can sit beside its
+        # PE's DP16KDs (a shared enable was a LUT and 7.95 ns of routing to a far PE's blocks; the README's
+        # section "`cp_core`: the PE SRAMs' own DP16KD output register").
+        exec_read = [[Signal(name=f"exec_read_{r}_{c}", attrs=replica_attrs()) for c in range(n_r)]
+                     for r in range(n_r)]
+        read_all = issue_mac & (is_gemv | (is_update & inner_wraps))
+        read_owner = issue & is_gemm
         write_back_shift = Signal(self.shift_bits)  # the UPDATE's shift, kept for its write-backs
         m.d.sync += [
             exec_op.eq(Mux(~issue_mac, MacOp.NONE,
@@ -537,8 +545,7 @@ class CPCore(wiring.Component):
             exec_update.eq(issue_mac & is_update),
             exec_write_back.eq(issue_mac & is_update & inner_wraps),
             exec_addr.eq(read_addr),
-            exec_read_all.eq(issue_mac & (is_gemv | (is_update & inner_wraps))),
-            exec_read_owner.eq(issue & is_gemm),
+            *(exec_read[r][c].eq(read_all | (read_owner & (lane == c))) for r in range(n_r) for c in range(n_r)),
         ]
         with m.If(issue_mac & is_update):
             m.d.sync += write_back_shift.eq(cmd.shift)
@@ -621,7 +628,7 @@ class CPCore(wiring.Component):
                 pe = pes[r][c]
                 m.d.comb += [
                     pe.en.eq(1),
-                    pe.rd_en.eq(exec_read_all | (exec_read_owner & (exec_owner == c))),
+                    pe.rd_en.eq(exec_read[r][c]),
                     pe.rd_addr.eq(exec_addr),
                     pe.wr_en.eq(load_rows[r] | write_back),
                     pe.wr_addr.eq(Mux(write_back_flag, write_back_addr, load_addr)),
