@@ -565,6 +565,36 @@ def _out_of_range(params, rng):
     return program
 
 
+def _error_bursts(params, rng):
+    """Runs of rejected commands back to back, in random order: every ``op`` code (0 .. 7, odd and even, so
+    every bit of the error word's ``op`` is 1 and 0 across the run), each with a field out of range
+    (``mb = 0`` for a :class:`CoreOp`, the op itself for 5 .. 7; GEMM also ``nb = 0`` and ``qb = 0``). Meant for
+    an ``o_error`` that is seldom ready (``_error_stalls``): error words wait in the error stream's stage
+    (both its registers) while the next rejected commands arrive. A LOAD and a GEMV after the runs show the core
+    still runs commands."""
+    n_r = params["n_r"]
+    low, high = _operand_range(params)
+    program = _Program(params)
+    rejects = [(CommandField.MB, op, {"mb": 0}) for op in CoreOp]
+    rejects += [(CommandField.NB, CoreOp.GEMV_BACKWARD, {"nb": 0}), (CommandField.QB, CoreOp.GEMM, {"qb": 0})]
+    rejects += [(CommandField.OP, op, {"mb": rng.randint(0, 1), "qb": rng.randint(0, 1)}) for op in (5, 6, 7)]
+    for _ in range(3):
+        for field, op, fields in rng.sample(rejects, len(rejects)):
+            program.reject(field, op, **fields)
+    weights = _matrix(rng, n_r, n_r, low, high)
+    mb, nb, padded = program.load(weights, 0)
+    program.gemv(padded, mb, nb, _random_vector(rng, params, n_r), 0, True, 0)
+    return program
+
+
+def _error_stalls(rng):
+    """An ``o_error`` ready pattern that is low for runs of 2 .. 6 cycles between single ready cycles."""
+    pattern = []
+    while len(pattern) < 61:
+        pattern += [0] * rng.randint(2, 6) + [1]
+    return tuple(pattern)
+
+
 def _scenario(name, program, rng=None, valid=None, ready=None):
     handshake = {}
     if valid is not None:
@@ -673,6 +703,11 @@ def scenarios(params, seed):
         rng = rng_for(seed, "cp_core", name)
         program = build(params, rng)
         table.append(_scenario(name, program, rng, valid, ready))
+    name = "rejected commands back to back while o_error stalls"
+    rng = rng_for(seed, "cp_core", name)
+    program = _error_bursts(params, rng)
+    table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                          {"o_data": program.outputs, "o_error": program.errors}, ready={"o_error": _error_stalls(rng)}))
     for name, valid, ready, extreme in (("full rate, cycle exact", None, None, False),
                                         ("operand gaps, result stalls", 0.6, 0.5, False),
                                         ("most negative operands", 0.8, 0.8, True)):
