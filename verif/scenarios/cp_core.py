@@ -707,7 +707,8 @@ def scenarios(params, seed):
     rng = rng_for(seed, "cp_core", name)
     program = _error_bursts(params, rng)
     table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
-                          {"o_data": program.outputs, "o_error": program.errors}, ready={"o_error": _error_stalls(rng)}))
+                          {"o_data": program.outputs, "o_error": program.errors},
+                          ready={"o_error": _error_stalls(rng)}))
     for name, valid, ready, extreme in (("full rate, cycle exact", None, None, False),
                                         ("operand gaps, result stalls", 0.6, 0.5, False),
                                         ("most negative operands", 0.8, 0.8, True)):
