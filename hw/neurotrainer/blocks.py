@@ -46,6 +46,15 @@ BLOCKS = (
                                               "handwritten_programs", "reset_mid_layer",
                                               "stochastic_rounding_state_carried", "sequenced_program", "sgd_step_mlp",
                                               "sequenced_sgd_step_cnn")),
+        # make mutate's survivor 6 of the RTL of nt_system.v 70746f9e...: the word-LUT pipeline never fills the
+        # breakpoint stage's skid register, whose payload bit 65 the mutant loads with 0.
+        mutation_proofs=(
+            MutationProof(block="nt_system", mutant=6, kind="script",
+                          script="neurotrainer/proofs/nt_system_mutant_6.ys",
+                          mutant_sha256="a701e42fc1dbf9e3758ab2ceabb8d28fa358eeec7c84a749518728f1899a61ec",
+                          why="vault_1.lut's breakpoint and product stages move on one enable, so neither fills its "
+                              "skid register (skid_valid 0 proven inductive) and the skid payload is never read"),
+        ),
         regress_params=(
             {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
             {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "broadcast_credits": 3, "frac_bits": 12,
