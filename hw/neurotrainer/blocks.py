@@ -39,12 +39,22 @@ BLOCKS = (
         # The whole testbench took 107 s on Icarus (build included, load average 9; scenario_table 40 s, model_cycles
         # 17 s). The subset (36 s with its build on the RTL of 889f917, load average 5): the PE buffers' power-on reads (first: the buffers keep their words
         # across resets), merged result blocks, the hand-written PMAG programs, a reset mid-layer, SR-LO layers back
-        # to back, the sequencer's programs (a hand-written one among them), an MLP SGD step (FF, BP, UP) and the
+        # to back, the sequencer's programs (a hand-written one among them, whose write programs queue up to the
+        # write queues' skid registers), an MLP SGD step (FF, BP, UP) and the
         # sequenced CNN step (conv, pooling, FC).
         mutation_subset=MutationSubset(tests=("power_on_pe_buffers_read_zero", "merged_scenarios",
                                               "handwritten_programs", "reset_mid_layer",
                                               "stochastic_rounding_state_carried", "sequenced_program", "sgd_step_mlp",
                                               "sequenced_sgd_step_cnn")),
+        # make mutate's survivor 6 of the RTL of nt_system.v 70746f9e...: the word-LUT pipeline never fills the
+        # breakpoint stage's skid register, whose payload bit 65 the mutant loads with 0.
+        mutation_proofs=(
+            MutationProof(block="nt_system", mutant=6, kind="script",
+                          script="neurotrainer/proofs/nt_system_mutant_6.ys",
+                          mutant_sha256="a701e42fc1dbf9e3758ab2ceabb8d28fa358eeec7c84a749518728f1899a61ec",
+                          why="vault_1.lut's breakpoint and product stages move on one enable, so neither fills its "
+                              "skid register (skid_valid 0 proven inductive) and the skid payload is never read"),
+        ),
         regress_params=(
             {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
             {"pes": 4, "lanes": 3, "pe_vault_depth": 512, "vault_latency": 1, "broadcast_credits": 3, "frac_bits": 12,

@@ -117,6 +117,12 @@ def _walk(count, words):
     return inner, count // inner
 
 
+#: The write programs of each PE's vault in :func:`handwritten_programs`: at least 3, so that under the sequencer
+#: one waits in the skid register of the write queue's output stage (the PMAG busy with one, the stage's output
+#: holding the next).
+WRITE_PARTS = 4
+
+
 def handwritten_programs(params, layer):
     """``layer`` (a compiled conv FF: the common vault broadcast to BUF Input 1, each PE's vault to BUF Input 2, the
     results to the PE vaults) with hand-written PMAG programs of the same request counts, each in a
@@ -137,13 +143,22 @@ def handwritten_programs(params, layer):
     - PE 1's last read program: ``window = pad`` with ``k = r7`` (``1 <= k < 3``, so the bound's bit 2 is clear
       and steps with ``r7 >= 3`` read as pads) and ``h = const`` (inside), ``r7`` and ``r6`` by ``a`` and ``b``;
       under the sequencer it waits in its queue's output stage while the PMAG runs the others;
-    - writes: PE 0's vault with ``b = const`` (the address function's const term), PE 1's with ``p = r7`` and
-      ``q = r6 + const`` through ``a`` and ``c``; bits 16 .. 28 set in the base.
+    - writes: each PE's in :data:`WRITE_PARTS` programs (fewer where the words do not split into as many
+      programs of whole rows), program ``i`` writing the ``i``-th run of the PE's words: under the sequencer the
+      PMAG runs the first while it waits for the PE's results, the second waits in the output register of its
+      queue's output stage and the third in that stage's skid register; PE 0's with ``b = const`` (the address
+      function's const term), PE 1's with ``p = r7`` and ``q = r6 + const`` through ``a`` and ``c``; bits
+      16 .. 28 set in the base.
     """
     jobs = layer.pe_jobs
     depth = {COMMON: params["vault_depth"], **{job.pe: params["pe_vault_depth"] for job in jobs}}
     wide = int(layer.bits == 32)
     writes_from = {job.pe: int(job.out.requests()[0].min()) for job in jobs}
+    counts = {len(job.out.requests()[0]) for job in jobs}
+    # The most parts up to WRITE_PARTS that split every PE's writes into programs of whole rows (one write program
+    # length per layer) of an even number of words.
+    parts = max(parts for parts in range(1, WRITE_PARTS + 1)
+                if all(count % (2 * parts) == 0 and (count // parts) % params["lanes"] == 0 for count in counts))
 
     def read_twice(vault, count, words, level, selects):
         """``count`` requests: ``r7 + r5`` twice, the second time ``off`` further by a step of ``r<level>``."""
@@ -175,18 +190,23 @@ def handwritten_programs(params, layer):
             program.pop(name, None)
         return program
 
-    def write_program(job, form):
+    def write_programs(job, form, parts):
+        """``parts`` programs, program ``i`` writing the ``i``-th of ``parts`` equal runs of the job's words."""
         count = len(job.out.requests()[0])
         low = writes_from[job.pe]
-        assert count % 2 == 0 and low + count <= layer.vault_words[job.pe], (job.pe, count)
-        half, const = count // 2, 3
-        program = _program(max=[0, 0, 0, 0, 0, 1, half - 1], write=1, wide=wide, const=const)
-        if form == "b":
-            program.update(a=7, c=6, b=8, stride=[1, 5, half, 0], base=low - const * 5)
-        else:
-            program.update(s=7, u=6, v=8, a=9, c=10, stride=[1, 0, half, 0], base=low - const * half)
-        program["base"] = (program["base"] + 0x1FFF0000) & 0xFFFFFFFF
-        return program
+        assert count % (2 * parts) == 0 and low + count <= layer.vault_words[job.pe], (job.pe, count, parts)
+        half, const = count // parts // 2, 3
+        programs = []
+        for part in range(parts):
+            start = low + 2 * half * part
+            program = _program(max=[0, 0, 0, 0, 0, 1, half - 1], write=1, wide=wide, const=const)
+            if form == "b":
+                program.update(a=7, c=6, b=8, stride=[1, 5, half, 0], base=start - const * 5)
+            else:
+                program.update(s=7, u=6, v=8, a=9, c=10, stride=[1, 0, half, 0], base=start - const * half)
+            program["base"] = (program["base"] + 0x1FFF0000) & 0xFFFFFFFF
+            programs.append(program)
+        return programs
 
     def stream(old, programs):
         return VaultStream(old.vault, programs, broadcast=old.broadcast, lut=old.lut, depth=depth[old.vault])
@@ -234,7 +254,7 @@ def handwritten_programs(params, layer):
                         read_twice(job.pe, count - 24, words, 6, {"r7": ("c",), "r5": ("a",), "level": "d"})]
         job.in1 = common
         job.in2 = stream(job.in2, programs)
-        job.out = stream(job.out, [write_program(job, "b" if job.pe == 0 else "pq")])
+        job.out = stream(job.out, write_programs(job, "b" if job.pe == 0 else "pq", parts))
     return layer
 
 
@@ -1048,7 +1068,8 @@ def sequenced_programs(params, seed):
         layers, tensors = [compile_layer(params, layer)], [layer["inputs"]]
         images = host_images(layers, [], tensors, **params)
         programs.append({"name": "hand-written PMAG programs (32-bit conv FF), PE 1's pad-window read program queued "
-                                 "behind its first", "layers": layers, "links": [], "tensors": tensors,
+                                 "behind its first, each PE's write programs behind a busy write PMAG",
+                         "layers": layers, "links": [], "tensors": tensors,
                          "outputs": [run_program(layers, images, **params)[0]["output"]], "sr": False,
                          "images": images})
     if params["rounding"] == "sr_lo" and params["frac_bits"] > 0:
