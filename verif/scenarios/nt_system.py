@@ -541,12 +541,9 @@ def select_layer(params, generator):
     return layer
 
 
-def handwritten_layer(params, generator):
-    """The 32-bit conv FF layer of :func:`handwritten_programs` (Q.F ``x`` and integer ``w`` below 100: the sums
-    of raw words and of f(x) stay far from saturation, so one word read through f(x) or not shows), or None when
-    its programs do not fit these parameters."""
-    dims = dict(n=2 * params["lanes"] * params["pes"], d=2, h=4, w=4, o=2, hk=3, wk=3)
-    layer = _layer("conv_ff", dims, None, bits=32, programs="handwritten")
+def _input_shapes_if_it_fits(params, layer):
+    """The shapes of the compiled ``layer``'s inputs, or None when it does not compile for these parameters or its
+    tensors do not fit the vaults."""
     try:
         compiled = compile_layer(params, layer)
         layer_config(compiled)
@@ -555,7 +552,18 @@ def handwritten_layer(params, generator):
     if compiled.vault_words[-1] > params["vault_depth"] or \
             max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
         return None
-    shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
+    return {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
+
+
+def handwritten_layer(params, generator):
+    """The 32-bit conv FF layer of :func:`handwritten_programs` (Q.F ``x`` and integer ``w`` below 100: the sums
+    of raw words and of f(x) stay far from saturation, so one word read through f(x) or not shows), or None when
+    its programs do not fit these parameters."""
+    dims = dict(n=2 * params["lanes"] * params["pes"], d=2, h=4, w=4, o=2, hk=3, wk=3)
+    layer = _layer("conv_ff", dims, None, bits=32, programs="handwritten")
+    shapes = _input_shapes_if_it_fits(params, layer)
+    if shapes is None:
+        return None
     layer["inputs"] = {"x": generator.integers(-100, 100, size=shapes["x"]) << params["frac_bits"],
                        "w": generator.integers(-100, 100, size=shapes["w"])}
     return layer
@@ -567,15 +575,9 @@ def common_vault_layer(params, generator):
     its programs do not fit these parameters (merged result blocks of 4 words: ``lanes = 2``, two rows per PE)."""
     dims = dict(h=2 * params["pes"], k=24, n=8 * params["lanes"])
     layer = _layer("fc_ff", dims, None, bits=32, programs="common")
-    try:
-        compiled = compile_layer(params, layer)
-        layer_config(compiled)
-    except (AssertionError, ProgramError, ValueError):
+    shapes = _input_shapes_if_it_fits(params, layer)
+    if shapes is None:
         return None
-    if compiled.vault_words[-1] > params["vault_depth"] or \
-            max(compiled.vault_words[pe] for pe in range(params["pes"])) > params["pe_vault_depth"]:
-        return None
-    shapes = {name: shape for name, (shape, _) in compiled.tensors.items() if name in compiled.inputs}
 
     def nonzero(shape):
         return generator.integers(1, 100, size=shape) * generator.choice([-1, 1], size=shape)
