@@ -57,6 +57,10 @@ BLOCKS = (
             # and the tree with the interleaved accumulator (the tree keeps the one-cycle reduction add)
             {"n_r": 4, "sram_depth": 64, "max_blocks": 8, "mac": "fp16", "partial_sums": 4, "reduction_partials": 4},
             {"n_r": 3, "sram_depth": 64, "max_blocks": 8, "reduction": "tree", "mac": "fp16", "partial_sums": 4},
+            # fp16 with 8 partials each: the accumulator and reduction adders with one step per stage (the
+            # registered addend, 7 adder stages; 30 and 31 cycles), the setting measured for Fmax
+            {"n_r": 2, "sram_depth": 48, "max_blocks": 8, "mac": "fp16", "partial_sums": 8,
+             "reduction_partials": 8},
         ),
         # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
         probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),
