@@ -29,6 +29,7 @@ from trainforge.sim.neurotrainer.program_time import ModuleTiming, layer_time
 from trainforge.cocotb_streams import StreamSink, StreamSource, check_no_ready_path, pack, stream_ports
 
 from trainforge.errors import ProgramError
+from trainforge.golden.neurotrainer.vault import nt_vault as golden_vault
 
 import scenarios.nt_system as table
 from scenario import Transactions, check_transactions
@@ -171,12 +172,34 @@ async def play(harness, scenario):
 
 
 @cocotb.test()
+async def power_on_vaults_read_zero(dut):
+    """Before any write, every word of every vault (the common vault and each PE's) read by the host is what the
+    golden vault model (``golden/neurotrainer/vault.py``) returns for a read of a word never written: its initial
+    contents, zeros.
+
+    It must be the module's first test: the vaults keep what later tests write, even across resets.
+    """
+    bench = await start_system(dut)
+    harness = Harness(bench)
+    depths = {0: bench.params["vault_depth"], **{1 + pe: bench.params["pe_vault_depth"]
+                                                   for pe in range(bench.component.pes)}}
+    read = await host_read(harness, depths, "power-on vault contents")
+    for vault, depth in depths.items():
+        addresses = np.arange(depth)
+        expected = golden_vault(addresses, np.zeros(depth, dtype=bool), np.zeros(depth), depth=depth)["data"]
+        wrong = np.flatnonzero(read[vault] != expected)
+        assert not len(wrong), (f"vault {vault}: power-on word {wrong[0]} reads {read[vault][wrong[0]]:#x}, expected "
+                                f"{int(expected[wrong[0]]):#x} ({len(wrong)} words differ) {bench.where()}")
+
+
+@cocotb.test()
 async def power_on_pe_buffers_read_zero(dut):
     """Before any write, the PEs' BUF Input 1 words and BUF Input 2 rows read 0: a pass per PE reads a half of
     BUF Input 1 after a block of one word, the next a half of BUF Input 2 after a block of one row
     (``scenarios.nt_system.power_on_scenario``; expected: the golden system model's).
 
-    It must be the module's first test: the buffers keep what later tests write, even across resets.
+    It must run before any other test that runs a layer: the buffers keep what later tests write, even across
+    resets.
     """
     bench = await start_system(dut)
     harness = Harness(bench)

@@ -64,13 +64,8 @@ BLOCKS = (
         ),
         # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
         probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),
-        # make mutate's survivors proven equivalent (hw/caterpillar/README.md, README.md "Mutation score").
-        mutation_proofs=(
-            MutationProof(block="cp_core", mutant=13, kind="miter", relax="vector_row", cases=({},), bits=(3,),
-                          mutant_sha256="ddab637dae4f40b5a36eca56a5d4dd29355fa28dddff010964b8cb5bca3919f4",
-                          why="vector_row is read only as (vector_row + inner)[2:0] and by its own next value "
-                              "vector_row + qb: no bit below 3 depends on bit 3"),
-        ),
+        # No declared proof: the one of mutant 13 (vector_row bit 3) was written for the list before the per-PE
+        # read-enable registers; today's mutant 13 is another mutation, which the testbench kills (README.md).
     ),
     Block(
         name="cp_reciprocal",
@@ -120,11 +115,16 @@ BLOCKS = (
             {"cores": 2, "n_r": 4, "sram_depth": 64, "max_blocks": 8, "width": 8, "acc_width": 20},
             {"cores": 2, "n_r": 3, "sram_depth": 24, "max_blocks": 3, "reduction": "tree", "mac": "fp16"},
         ),
-        mutation_proofs=(
-            # The mutated core alone, its inputs free (a superset of what the ring drives).
-            MutationProof(block="cp_ring", mutant=16, kind="miter", top="cp_ring.core_1",
-                          mutant_sha256="1548339a1fb7510d37983aa2092e8dc7e1a9bd72706829f113ea097ff371ee01",
-                          why="needs_input contains busy & ~in_gap already: i_data.ready is the same function"),
-        ),
+        # make mutate's survivors 6, 7 and 8 of the RTL of cp_ring.v 30703262... (the list after the per-PE read-enable
+        # registers): the UPDATE write-back datapath of a core, which the ring never selects.
+        mutation_proofs=tuple(
+            MutationProof(block="cp_ring", mutant=mutant, kind="script",
+                          script=f"caterpillar/proofs/cp_ring_mutant_{mutant}.ys", mutant_sha256=sha256,
+                          why="the ring sends its cores GEMV and LOAD commands only (no core's op register ever holds "
+                              "UPDATE, proven inductive), so the write-back flag that selects the update datapath is "
+                              "0 and the datapath is unread")
+            for mutant, sha256 in ((6, "4f5fb7d9bcb3f38d8e1351fe1ad8476cb3c5e7f1dd1c0fa9f70b16c6cc80cfa0"),
+                                   (7, "e00bb1d752da67f89e817e1458753c3a781ac686008a97f6eda5fb5d0a865e83"),
+                                   (8, "f5ffabd9388ba4f2ab92e466f2316e03ac04042de329cc20a2b519efbf3add10"))),
     ),
 )

@@ -113,10 +113,10 @@ class _Program:
             for ib in range(mb):
                 self.inputs += [[panel[ib * n_r + r][jb * n_r + c] for c in range(n_r)] for r in range(n_r)]
 
-    def ring_gemv(self, weights, base, x, e, overlap):
+    def ring_gemv(self, weights, base, x, e, overlap, forwards=1):
         """LOAD the ``P`` row panels (one per core), put ``x`` in the ring buffers by a WRITE of each core's part
-        and an all-gather, then the GEMV forward (``overlap``) and backward (the other ``overlap``), then a
-        read-back of the buffers (core ``k``'s part of ``d`` in its chunk ``k``)."""
+        and an all-gather, then the GEMV forward (``overlap``; ``forwards`` times, back to back) and backward (the
+        other ``overlap``), then a read-back of the buffers (core ``k``'s part of ``d`` in its chunk ``k``)."""
         n_r, acc, width, cores = self.n_r, self.acc_width, self.width, self.cores
         rows, cols = len(weights), len(weights[0])
         mb, nb = -(-_blocks(rows, n_r) // cores), _blocks(cols, n_r)
@@ -136,7 +136,6 @@ class _Program:
         for core in range(cores):
             for word in self.buffers[core][core * mb:(core + 1) * mb]:
                 operands += [_signed(lane, width) for lane in word]
-        self.commands.append(_command(RingOp.GEMV_FORWARD, overlap=overlap, mb=mb, nb=nb, base=base))
         if self.fp16:  # each core's partial output, then the chain of FP32 adds from core 0 to core P - 1
             rows = mb * n_r
             partials = [fp16_gemv(padded[k * rows:(k + 1) * rows], mb, nb, operands[k * rows:(k + 1) * rows], True,
@@ -147,7 +146,9 @@ class _Program:
         else:
             y = [_signed(sum(operands[i] * padded[i][j] for i in range(cores * mb * n_r)), acc)
                  for j in range(nb * n_r)]
-        self.outputs += [y[b * n_r:(b + 1) * n_r] for b in range(nb)]
+        for _ in range(forwards):
+            self.commands.append(_command(RingOp.GEMV_FORWARD, overlap=overlap, mb=mb, nb=nb, base=base))
+            self.outputs += [y[b * n_r:(b + 1) * n_r] for b in range(nb)]
         # Backward: e on i_data, d = W e; word b of core 0, 1, ..., P - 1, then word b + 1; core k's words
         # also stay in its buffer words k * mb ...
         e = [e[j] if j < cols else 0 for j in range(nb * n_r)]
@@ -336,6 +337,31 @@ def _stalled_sums(params, rng):
     return program
 
 
+def _back_to_back_forwards(params, rng):
+    """Forward GEMVs three times back to back (``max_blocks`` output words each), once with positive and once with
+    negative weights. A forward GEMV ends when its last sum enters the output stage, so under long output stalls
+    the next one starts with two words still there: its sums fill sum hop 2, then sum hop 1, whose skid register
+    holds core 0's partial of the last word (the first GEMV of a run never gets that far: the output stage and
+    hop 2 hold ``4 >= max_blocks`` words). Every lane 1 of core 0's partials has bit 8 set (``x_0 = 1`` and
+    ``W[0, j]`` chosen for it) and lane 2 is all positive, then all negative (its high bits zeros, then ones), so a
+    held bit and a bit the skid register could mix into it are both seen set and clear."""
+    cores, n_r, max_blocks, depth = params["cores"], params["n_r"], params["max_blocks"], params["sram_depth"]
+    nb = max_blocks
+    mb = max(1, min(max_blocks, depth // nb, STALLED_SUMS_MAX_MB))
+    rows = cores * mb * n_r
+    program = _Program(params)
+    for sign in (1, -1):
+        x = [1] + [rng.randint(1, 100) for _ in range(rows - 1)]
+        weights = [[sign * rng.randint(1, 100) for _ in range(nb * n_r)] for _ in range(rows)]
+        for column in range(min(1, n_r - 1), nb * n_r, n_r):  # lane 1 of every output word (lane 0 if n_r = 1)
+            rest = sum(x[i] * weights[i][column] for i in range(1, mb * n_r))  # core 0's partial without row 0
+            weights[0][column] = next(w for w in (sign * v for v in rng.sample(range(1, 1024), 1023))
+                                      if (rest + w) >> 8 & 1)
+        program.ring_gemv(weights, 0, x, [rng.randint(-100, 100) for _ in range(nb * n_r)], rng.randrange(2),
+                          forwards=3)
+    return program
+
+
 def power_on_scenario(params, seed):
     """Forward GEMVs over every word of every PE's local memory before any LOAD, with ``x`` lanes of 1: the
     memories start at zero (``cp_core``'s golden image), so every ``y`` word is 0. Not in :func:`scenarios`: it
@@ -399,6 +425,13 @@ def scenarios(params, seed):
     table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
                           {"o_data": program.outputs, "o_error": program.errors},
                           ready={"o_data": (0,) * 47 + (1,)}))
+    # o_data ready after 29 and 30 idle cycles in turn: sum hop 1's skid register holds a word for an odd and for
+    # an even number of cycles.
+    name = "forward GEMVs back to back under output stalls (sums held in hop 1)"
+    program = _back_to_back_forwards(params, rng_for(seed, "cp_ring", name))
+    table.append(Scenario(name, {"i_cmd": program.commands, "i_data": program.inputs},
+                          {"o_data": program.outputs, "o_error": program.errors},
+                          ready={"o_data": (0,) * 29 + (1,) + (0,) * 30 + (1,)}))
     return table
 
 

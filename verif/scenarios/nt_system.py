@@ -123,6 +123,10 @@ def _walk(count, words):
 WRITE_PARTS = 4
 
 
+#: The reads of PE 0's program in :func:`handwritten_programs` that walks ``r3`` past 255 (``max[2]`` bit 8 set).
+LATE_WINDOW_WORDS = 4
+
+
 def handwritten_programs(params, layer):
     """``layer`` (a compiled conv FF: the common vault broadcast to BUF Input 1, each PE's vault to BUF Input 2, the
     results to the PE vaults) with hand-written PMAG programs of the same request counts, each in a
@@ -140,6 +144,9 @@ def handwritten_programs(params, layer):
       arithmetic reaches bit 30, the table select, and reads the words through f(x). ``r7`` and ``r5`` enter by
       ``a`` and ``c`` (common vault), by ``p = r5`` and ``q = r7`` through ``a`` and ``c`` (PE 0), by ``c`` and
       ``d`` (PE 1);
+    - PE 0's third read program (:data:`LATE_WINDOW_WORDS` words): ``r3`` walks 0 .. 259 (``max[2]`` bit 8 set) and
+      a skip window lets only its last steps read; a maximum that lost bit 8 (the program queue of the
+      sequencer, a PMAG) would end the walk before the window and the stream short;
     - PE 1's last read program: ``window = pad`` with ``k = r7`` (``1 <= k < 3``, so the bound's bit 2 is clear
       and steps with ``r7 >= 3`` read as pads) and ``h = const`` (inside), ``r7`` and ``r6`` by ``a`` and ``b``;
       under the sequencer it waits in its queue's output stage while the PMAG runs the others;
@@ -208,6 +215,14 @@ def handwritten_programs(params, layer):
             programs.append(program)
         return programs
 
+    def late_window(vault, words):
+        """``words`` reads issued only at the last steps of a walk of ``r3`` over ``256 + words`` steps
+        (``max[2] = 255 + words``: bit 8 set): ``window = skip`` with ``h = r3`` in ``[256, 256 + words)``,
+        ``k = const`` inside. They read words ``0 ..`` (``base + 256`` is a multiple of the vault's depth)."""
+        return _program(max=[0, 0, 255 + words, 0, 0, 0, 0], a=3, stride=[1, 0, 0, 0],
+                        base=-256 % depth[vault], window=WINDOW_MODES["skip"], h=3, h_lo=256, h_hi=256 + words,
+                        k=8, const=0, k_lo=0, k_hi=1, wide=wide)
+
     def stream(old, programs):
         return VaultStream(old.vault, programs, broadcast=old.broadcast, lut=old.lut, depth=depth[old.vault])
 
@@ -250,8 +265,9 @@ def handwritten_programs(params, layer):
                               k=7, k_lo=1, k_hi=3, wide=wide)
             programs = [*crossings, first, second]
         else:
-            programs = [*crossings,
-                        read_twice(job.pe, count - 24, words, 6, {"r7": ("c",), "r5": ("a",), "level": "d"})]
+            programs = [*crossings, late_window(job.pe, LATE_WINDOW_WORDS),
+                        read_twice(job.pe, count - 24 - LATE_WINDOW_WORDS, words, 6,
+                                   {"r7": ("c",), "r5": ("a",), "level": "d"})]
         job.in1 = common
         job.in2 = stream(job.in2, programs)
         job.out = stream(job.out, write_programs(job, "b" if job.pe == 0 else "pq", parts))
