@@ -26,3 +26,21 @@ def test_a_conv_bp_that_falls_back_to_the_tiled_lowering_gets_its_inputs_and_num
     assert set(layer["inputs"]) == set(compiled.inputs)
     output = executor.execute(compiled, layer["inputs"])["output"]
     np.testing.assert_array_equal(np.asarray(output), np.asarray(reference))
+
+
+def test_every_hand_written_layer_is_built_at_the_make_test_parameters():
+    """The hand-written layers return None when their programs do not fit, and the tables then leave them out
+    without a word: a builder whose own assertion broke (``compile_layer`` raises ``AssertionError``) would make the
+    hand-written scenario, the sequencer's hand-written program and the power-on test vanish while ``make test``
+    stays green. At every ``make test`` parameter set of ``nt_system`` each of them must exist."""
+    for overrides in BLOCKS["nt_system"].test_params:
+        params = BLOCKS["nt_system"].resolve(**overrides)
+        generator = np.random.default_rng(11)
+        for build in (table.handwritten_layer, table.select_layer, table.common_vault_layer):
+            assert build(params, generator) is not None, f"{build.__name__} gave no layer at {overrides}"
+        assert table.power_on_scenario(params, 11) is not None, f"no power-on scenario at {overrides}"
+        names = [scenario.name for scenario in table.scenarios(params, 11)]
+        assert table.HANDWRITTEN in names, f"no hand-written scenario row at {overrides}"
+        sequenced = [program["name"] for program in table.sequenced_programs(params, 11)]
+        assert any(name.startswith("hand-written PMAG programs") for name in sequenced), \
+            f"no hand-written sequenced program at {overrides}"
