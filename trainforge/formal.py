@@ -183,6 +183,34 @@ def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts")
         depth=depth, fast=False)
 
 
+#: The tile counts proof's parameters: the smallest tile that keeps what the tile adds over the PE (2 x 2 PEs: two
+#: scheduler rows synchronized on the AND of their drained codes, two columns sharing each row's selections, the
+#: rotating operand stage), 2 lanes x 2 rows deep like the PE's, narrow operands (its properties look at B's
+#: zeros only). Its ghost counters: dot products modulo 32 (16 read rows can be in flight: one more operand stage
+#: than the PE), pairs modulo 4.
+TILE_DOT_PRODUCT_COUNT_PARAMS = {"rows": 2, "cols": 2, "lanes": 2, "depth": 2, "width": 2, "acc_width": 4}
+TILE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 5, "pair_bits": 2}
+
+#: Its induction length.
+TILE_DOT_PRODUCT_COUNT_DEPTH = 4
+
+
+def _tile_dot_product_count_proof(depth, name="td_tile.dot_product_counts"):
+    def make(**overrides):
+        from .hw.tensordash.tile_formal import TileDotProductProperties
+
+        wrapper = TileDotProductProperties(**{**TILE_DOT_PRODUCT_COUNT_PARAMS, **TILE_DOT_PRODUCT_COUNT_GHOSTS,
+                                              **overrides})
+        return wrapper, wrapper.ports
+    shape = "x".join(str(TILE_DOT_PRODUCT_COUNT_PARAMS[key]) for key in ("rows", "cols"))
+    return Proof(
+        name, "td_tile",
+        f"td_tile {shape} PEs, 2 lanes x 2 rows, k-induction (depth {depth}) with the PE's lemmas per PE row and "
+        f"the tile's (both operand stages, each row's copy of the visible rows), any dot product: in every PE row "
+        f"its effectual pairs are as many as the products multiplied for it (modulo 4); no result before its read "
+        f"row and its products", make, mode="prove", depth=depth, fast=False)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -226,6 +254,7 @@ def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
               _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
               _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
+              _tile_dot_product_count_proof(TILE_DOT_PRODUCT_COUNT_DEPTH),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
