@@ -199,7 +199,8 @@ def _tile_dot_product_count_proof(depth, name="td_tile.dot_product_counts"):
     def make(**overrides):
         from .hw.tensordash.tile_formal import TileDotProductProperties
 
-        wrapper = TileDotProductProperties(**{**TILE_DOT_PRODUCT_COUNT_PARAMS, **TILE_DOT_PRODUCT_COUNT_GHOSTS,
+        wrapper = TileDotProductProperties(**{"properties": ("counts", "order", "lemmas"),
+                                              **TILE_DOT_PRODUCT_COUNT_PARAMS, **TILE_DOT_PRODUCT_COUNT_GHOSTS,
                                               **overrides})
         return wrapper, wrapper.ports
     shape = "x".join(str(TILE_DOT_PRODUCT_COUNT_PARAMS[key]) for key in ("rows", "cols"))

@@ -394,8 +394,12 @@ def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_i
 
 TILE_COUNTS_PROOF = "td_tile.dot_product_counts"
 
+#: The bound of the counts property alone on a broken tile: the first read row reaches the multipliers at step 5.
+TILE_COUNTS_BOUND = 12
+
 # The proof itself takes minutes (``make formal`` only); a broken tile fails it from reset in a few seconds
 # (``make test``).
+
 
 class TileWithBrokenZeroDetector(TDTile):
     """A ``td_tile`` whose zero detector of PE row ``row``, lane 0, calls every pair ineffectual (the row's pairs of
@@ -440,3 +444,28 @@ def test_tile_dot_product_counts_fail_by_induction_on_a_row_advancing_alone(tmp_
     monkeypatch.setattr(td_core, "schedule_logic", scheduler_row_always_drained(0))
     result = formal.run_proof(formal.PROOFS[TILE_COUNTS_PROOF], root=tmp_path)
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", f"{PE_COUNTS_LEMMA} (PE row 0)")
+
+
+def test_tile_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_in_flight():
+    """The tile's second operand stage holds one more read row than the PE's pipeline: 16 at 2 rows deep."""
+    from trainforge.errors import ParameterError
+    from trainforge.hw.tensordash.tile_formal import TileDotProductProperties
+
+    with pytest.raises(ParameterError, match=r"'count_bits' = 4 .* 16 read rows .* allowed: 5 or more"):
+        TileDotProductProperties(**formal.TILE_DOT_PRODUCT_COUNT_PARAMS, count_bits=4)
+
+
+@pytest.mark.parametrize("fault", ["dropped_pair", "row_advancing_alone"])
+def test_tile_dot_product_counts_property_itself_fails_on_a_broken_tile(fault, tmp_path, monkeypatch):
+    """The counts property alone (no lemma), bounded from reset, fails on both broken tiles when the tagged read row
+    reaches the multipliers: not only the lemmas see the faults."""
+    bounded = dataclasses.replace(formal.PROOFS[TILE_COUNTS_PROOF], mode="bmc", depth=TILE_COUNTS_BOUND)
+    if fault == "dropped_pair":
+        overrides = {"tile": TileWithBrokenZeroDetector(1, **formal.TILE_DOT_PRODUCT_COUNT_PARAMS)}
+        row = 1
+    else:
+        monkeypatch.setattr(td_core, "schedule_logic", scheduler_row_always_drained(0))
+        overrides, row = {}, 0
+    result = formal.run_proof(bounded, root=tmp_path, properties=("counts",), **overrides)
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            f"products multiplied for a dot product are not its effectual pairs (PE row {row})")

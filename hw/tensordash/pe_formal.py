@@ -122,6 +122,12 @@ class PEDotProductProperties(Elaboratable):
     ----------
     ports : list of Value
         The free inputs of the wrapper.
+    core : TDSparseCore
+        The design under proof: the PE; a tile in
+        :class:`~trainforge.hw.tensordash.tile_formal.TileDotProductProperties`, which follows each PE row's pairs
+        with the same ghost state and lemmas.
+    operand_stages : int
+        Registered operand stages between the schedule stage and the multipliers (1 in the PE).
     """
 
     def __init__(self, pe=None, properties=PROPERTIES, count_bits=6, pair_bits=None, **params):
@@ -154,6 +160,10 @@ class PEDotProductProperties(Elaboratable):
         self.o_ready = Signal()
         self.tag = Signal(count_bits)
         self.ports = [self.i_valid, self.i_payload, self.o_ready, self.tag]
+
+    def operands(self, view, row, col):
+        """The A and B lanes of PE ``(row, col)`` in stream row ``view``."""
+        return view.a, view.b
 
     def effectual(self, view, row, lane):
         """Whether the pair of ``lane`` of scheduler row ``row`` in stream row ``view`` is effectual, from the
@@ -221,38 +231,48 @@ class PEDotProductProperties(Elaboratable):
         reads_in = Signal(bits)           # read rows entered: the index of the dot product the next row is in
         entered = [Signal(pair_bits, name=per_row("entered").format(r)) for r in range(rows)]
         entered_all = Signal()            # its read row has entered
-        model = Signal(result_shape)      # the dense PE's accumulator after the rows entered (the PE only)
-        expected = Signal(result_shape)   # the tagged dot product's result (the PE only)
+        # The dense PE's accumulator after the rows entered, and the tagged dot product's result, per PE.
+        pes = [(r, c) for r in range(rows) for c in range(pe.cols)]
+        element_shape = result_shape if rows == 1 else pe.element_shape
+        model = {}
+        expected = {}
+        for r, c in pes:
+            model[r, c] = Signal(element_shape, name="model" if rows == 1 else f"model_r{r}_c{c}")
+            expected[r, c] = Signal(element_shape, name="expected" if rows == 1 else f"expected_r{r}_c{c}")
         take = self.i_valid & pe.i_group.ready
-        index, count, accumulator, closed, result = reads_in, list(entered), model, entered_all, expected
+        index, count, accumulator, closed, result = reads_in, list(entered), dict(model), entered_all, dict(expected)
         for row in range(depth):
             view = pe.i_group.payload[row]
             ours = index == self.tag
             count_after = []
             for r in range(rows):
                 effectual = [self.effectual(view, r, lane) for lane in range(lanes)]
-                after = Signal(pair_bits, name=f"entered_after_row{row}" if rows == 1 else f"entered_r{r}_after_row{row}")
+                after = Signal(pair_bits, name=f"{per_row('entered').format(r)}_after_row{row}")
                 m.d.comb += after.eq(count[r] + (ours * _count_bits(effectual, pair_bits)))
                 count_after.append(after)
             closed_after = Signal(name=f"entered_all_after_row{row}")
             m.d.comb += closed_after.eq(closed | (ours & view.read))
-            if rows == 1:
-                products = sum(view.a[lane] * view.b[lane] for lane in range(lanes))
-                accumulator_after = Signal(result_shape, name=f"model_after_row{row}")
-                m.d.comb += accumulator_after.eq(Mux(view.clear, 0, accumulator) + products)
-                result_after = Signal(result_shape, name=f"expected_after_row{row}")
-                m.d.comb += result_after.eq(result)
-                with m.If(ours & view.read):
-                    m.d.comb += result_after.eq(accumulator_after)
-                accumulator, result = accumulator_after, result_after
+            if "sums" in self.properties:
+                for r, c in pes:
+                    a, b = self.operands(view, r, c)
+                    products = sum(a[lane] * b[lane] for lane in range(lanes))
+                    where = "" if rows == 1 else f"_r{r}_c{c}"
+                    accumulator_after = Signal(element_shape, name=f"model{where}_after_row{row}")
+                    m.d.comb += accumulator_after.eq(Mux(view.clear, 0, accumulator[r, c]) + products)
+                    result_after = Signal(element_shape, name=f"expected{where}_after_row{row}")
+                    m.d.comb += result_after.eq(result[r, c])
+                    with m.If(ours & view.read):
+                        m.d.comb += result_after.eq(accumulator_after)
+                    accumulator[r, c], result[r, c] = accumulator_after, result_after
             index_after = Signal(bits, name=f"reads_after_row{row}")
             m.d.comb += index_after.eq(index + view.read)
             index, count, closed = index_after, count_after, closed_after
         with m.If(take):
             m.d.sync += [reads_in.eq(index), entered_all.eq(closed),
                          *(entered[r].eq(count[r]) for r in range(rows))]
-            if rows == 1:
-                m.d.sync += [model.eq(accumulator), expected.eq(result)]
+            if "sums" in self.properties:
+                m.d.sync += [*(model[key].eq(accumulator[key]) for key in pes),
+                             *(expected[key].eq(result[key]) for key in pes)]
 
         # Multiplier side: the lanes selected for each dot product, as they enter the multipliers (per scheduler
         # row: the columns of a tile's row multiply the lanes its scheduler selected).
@@ -297,9 +317,10 @@ class PEDotProductProperties(Elaboratable):
             check("order", reads_not_out != 0, "a result left without its read row")
             with m.If(results_out == self.tag):
                 check("order", multiplied_all, "a result left before its products were multiplied")
-                if rows == 1:
-                    check("sums", pe.o_sum.payload == expected, "a result is not the accumulation of its dot "
-                                                                "product's pairs")
+                for r, c in pes:
+                    check("sums", pe.result(pe.o_sum.payload, r, c) == expected[r, c],
+                          "a result is not the accumulation of its dot product's pairs"
+                          + ("" if rows == 1 else f" (PE {r}, {c})"))
         m.d.comb += Cover(leave & (results_out == self.tag) & (self.tag == 1) & (entered[-1] > 1))
         if "lemmas" in self.properties:
             self._lemmas(m, fragment, internal, reads_in=reads_in, entered=entered, entered_all=entered_all,

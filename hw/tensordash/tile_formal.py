@@ -5,9 +5,10 @@ from .tile import TDTile
 
 __all__ = ["PROPERTIES", "TileDotProductProperties"]
 
-#: The groups of properties of the tile, as those of :data:`trainforge.hw.tensordash.pe_formal.PROPERTIES`
-#: without ``sums`` (the tile's sums are not proved).
-PROPERTIES = ("counts", "order", "lemmas")
+#: The groups of properties of the tile, as those of :data:`trainforge.hw.tensordash.pe_formal.PROPERTIES`:
+#: ``counts`` and ``order`` per PE row, ``sums`` per PE (the A operand of its column with the B operand of its row:
+#: what shows a column's A operands broadcast wrongly), ``lemmas`` (of ``counts`` and ``order`` only).
+PROPERTIES = ("counts", "sums", "order", "lemmas")
 
 
 class TileDotProductProperties(PEDotProductProperties):
@@ -23,7 +24,10 @@ class TileDotProductProperties(PEDotProductProperties):
 
     Asserted (``counts``): when the tagged ``read`` row reaches the multipliers, in every PE row the products
     counted equal the effectual pairs that entered, all of which have entered. Asserted (``order``): no result
-    leaves before its ``read`` row entered and its products were multiplied. Asserted (``lemmas``): the PE's
+    leaves before its ``read`` row entered and its products were multiplied. Asserted (``sums``, bounded only):
+    the tagged result of each PE ``(r, c)`` is the dense accumulation of ``a[c] * b[r]`` over its rows, from free
+    operand values (a column's A operands sent to the wrong PEs, or met with the wrong B lanes, show there; the
+    counts do not look at A). Asserted (``lemmas``): the PE's
     lemmas, per PE row, through both operand stages (the tile rotates each stream's window into stream order in
     a registered stage before the sparse muxes), and that each row's copy of the visible rows equals the shared
     one. Together with the row schedulers' logic, they make the shared advance (the AND of the rows' drained
@@ -59,6 +63,10 @@ class TileDotProductProperties(PEDotProductProperties):
         if self.tile.params["mac"] != "integer":
             raise ParameterError(f"the tile proof takes mac='integer', not mac={self.tile.params['mac']!r}")
         self._setup(self.tile, properties, count_bits, pair_bits)
+
+    def operands(self, view, row, col):
+        """PE ``(row, col)`` multiplies column ``col``'s A lanes with row ``row``'s B lanes."""
+        return view.a[col], view.b[row]
 
     def effectual(self, view, row, lane):
         """The pair of ``lane`` of PE row ``row`` is effectual when its B operand is non-zero (from the stream)."""
