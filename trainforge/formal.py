@@ -212,6 +212,31 @@ def _tile_dot_product_count_proof(depth, name="td_tile.dot_product_counts"):
         f"row and its products", make, mode="prove", depth=depth, fast=False)
 
 
+#: The tile's bounded dot-product proof: the sums of one PE, the one whose B row and A column are both not the first
+#: (column 1's A operands sent to the wrong PEs show there), with the counts and the order of every row; 11 cycles
+#: from reset (the first results leave by step 10). All four PEs' sums gave no answer in 27 minutes at step 10
+#: (load 7); one PE's took 11 minutes.
+TILE_DOT_PRODUCT_SUM_PES = ((1, 1),)
+TILE_DOT_PRODUCT_DEPTH = 11
+
+
+def _tile_dot_product_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.tile_formal import TileDotProductProperties
+
+        wrapper = TileDotProductProperties(**{"properties": ("counts", "sums", "order"),
+                                              "sum_pes": TILE_DOT_PRODUCT_SUM_PES,
+                                              **TILE_DOT_PRODUCT_COUNT_PARAMS, **overrides})
+        return wrapper, wrapper.ports
+    shape = "x".join(str(TILE_DOT_PRODUCT_COUNT_PARAMS[key]) for key in ("rows", "cols"))
+    pes = ", ".join(f"({r}, {c})" for r, c in TILE_DOT_PRODUCT_SUM_PES)
+    return Proof(
+        "td_tile.dot_products", "td_tile",
+        f"td_tile {shape} PEs, 2 lanes x 2 rows, {TILE_DOT_PRODUCT_COUNT_PARAMS['width']}-bit operands, bounded to "
+        f"{depth} cycles from reset, any dot product: the counts and order of every PE row; the result of PE {pes} "
+        f"is the accumulation of a[c] x b[r] over its own rows", make, mode="bmc", depth=depth, fast=False)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -256,6 +281,7 @@ def _proofs():
               _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
               _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
               _tile_dot_product_count_proof(TILE_DOT_PRODUCT_COUNT_DEPTH),
+              _tile_dot_product_proof(TILE_DOT_PRODUCT_DEPTH),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 

@@ -393,6 +393,7 @@ def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_i
 # --- the TensorDash tile's dot-product counts, by k-induction ------------------------------------------------------
 
 TILE_COUNTS_PROOF = "td_tile.dot_product_counts"
+TILE_SUMS_PROOF = "td_tile.dot_products"
 
 #: The bound of the counts property alone on a broken tile: the first read row reaches the multipliers at step 5.
 TILE_COUNTS_BOUND = 12
@@ -469,3 +470,21 @@ def test_tile_dot_product_counts_property_itself_fails_on_a_broken_tile(fault, t
     result = formal.run_proof(bounded, root=tmp_path, properties=("counts",), **overrides)
     assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
                             f"products multiplied for a dot product are not its effectual pairs (PE row {row})")
+
+
+class TileWithMisroutedA(TDTile):
+    """A ``td_tile`` whose column 1 receives column 0's A operands: the A side is broadcast to the wrong PEs (the
+    counts, which look at B's zeros only, cannot see it; the sums can)."""
+
+    def operand_a(self, row_view, col):
+        return row_view.a[0]
+
+
+def test_tile_dot_products_fail_on_misrouted_a_operands(tmp_path):
+    """The bounded sums of PE (1, 1) fail when column 1 multiplies column 0's A operands: at step 9, the first result
+    (a counterexample is found in seconds; the bounded proof that the real tile passes takes minutes)."""
+    bounded = formal.PROOFS[TILE_SUMS_PROOF]
+    result = formal.run_proof(bounded, root=tmp_path, properties=("sums",),
+                              tile=TileWithMisroutedA(**formal.TILE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            "not the accumulation of its dot product's pairs (PE 1, 1)")

@@ -140,11 +140,18 @@ class PEDotProductProperties(Elaboratable):
     #: The groups of properties this wrapper knows.
     known_properties = PROPERTIES
 
-    def _setup(self, core, properties, count_bits, pair_bits):
+    def _setup(self, core, properties, count_bits, pair_bits, sum_pes=None):
         """Check and keep the settings common to the PE's and the tile's wrappers; make the free inputs."""
         unknown = set(properties) - set(self.known_properties)
         if unknown:
             raise ParameterError(f"unknown properties {sorted(unknown)}; known: {', '.join(self.known_properties)}")
+        every_pe = [(r, c) for r in range(core.rows) for c in range(core.cols)]
+        #: The PEs whose sums are asserted (``sums``), as (row, column) pairs.
+        self.sum_pes = every_pe if sum_pes is None else [tuple(pe) for pe in sum_pes]
+        outside = set(self.sum_pes) - set(every_pe)
+        if outside:
+            raise ParameterError(f"parameter 'sum_pes' names PEs {sorted(outside)} outside the "
+                                 f"{core.rows} x {core.cols} PEs")
         self.properties = tuple(properties)
         self.core = core
         #: Registered operand stages between the schedule stage and the multipliers (2 in a tile of several rows).
@@ -232,7 +239,7 @@ class PEDotProductProperties(Elaboratable):
         entered = [Signal(pair_bits, name=per_row("entered").format(r)) for r in range(rows)]
         entered_all = Signal()            # its read row has entered
         # The dense PE's accumulator after the rows entered, and the tagged dot product's result, per PE.
-        pes = [(r, c) for r in range(rows) for c in range(pe.cols)]
+        pes = self.sum_pes
         element_shape = result_shape if rows == 1 else pe.element_shape
         model = {}
         expected = {}

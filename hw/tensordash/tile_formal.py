@@ -47,6 +47,8 @@ class TileDotProductProperties(PEDotProductProperties):
         read rows in flight and one more (5 bits at 2 rows deep: 16 read rows).
     pair_bits : int, optional
         Width of the ghost pair counters (``count_bits`` by default).
+    sum_pes : sequence of (int, int), optional
+        The PEs (row, column) whose sums ``sums`` asserts (all by default; fewer keep a bounded proof small).
     **params
         ``td_tile`` parameters (integer MAC).
 
@@ -58,11 +60,11 @@ class TileDotProductProperties(PEDotProductProperties):
 
     known_properties = PROPERTIES
 
-    def __init__(self, tile=None, properties=PROPERTIES, count_bits=6, pair_bits=None, **params):
+    def __init__(self, tile=None, properties=PROPERTIES, count_bits=6, pair_bits=None, sum_pes=None, **params):
         self.tile = TDTile(**params) if tile is None else tile
         if self.tile.params["mac"] != "integer":
             raise ParameterError(f"the tile proof takes mac='integer', not mac={self.tile.params['mac']!r}")
-        self._setup(self.tile, properties, count_bits, pair_bits)
+        self._setup(self.tile, properties, count_bits, pair_bits, sum_pes)
 
     def operands(self, view, row, col):
         """PE ``(row, col)`` multiplies column ``col``'s A lanes with row ``row``'s B lanes."""
