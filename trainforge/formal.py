@@ -291,7 +291,8 @@ def _proofs():
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
 #: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
 #: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles) and their counts (k-induction, 2 and 4 lanes
-#: x 2 rows).
+#: x 2 rows); the TensorDash tile's counts (k-induction, 2 x 2 PEs) and one PE's sums (bounded,
+#: :data:`TILE_DOT_PRODUCT_DEPTH` cycles).
 PROOFS = _proofs()
 
 

@@ -1,4 +1,5 @@
-"""Formal wrapper of the TensorDash PE: every effectual pair multiplied once, in its own dot product."""
+"""Formal wrapper of the TensorDash PE (and of the tile, per PE row): every effectual pair multiplied once, in its own
+dot product."""
 from amaranth import Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover, Fragment
 
