@@ -215,7 +215,7 @@ def _tile_dot_product_count_proof(depth, name="td_tile.dot_product_counts"):
 #: The tile's bounded dot-product proof: the sums of one PE, the one whose B row and A column are both not the first
 #: (column 1's A operands sent to the wrong PEs show there), with the counts and the order of every row; 11 cycles
 #: from reset (the first results leave by step 10). All four PEs' sums gave no answer in 27 minutes at step 10
-#: (load 7); one PE's took 11 minutes.
+#: (load 7); one PE's took 11 minutes. The other PEs, each alone, passed the same bound once (README).
 TILE_DOT_PRODUCT_SUM_PES = ((1, 1),)
 TILE_DOT_PRODUCT_DEPTH = 11
 
