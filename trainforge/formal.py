@@ -183,6 +183,60 @@ def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts")
         depth=depth, fast=False)
 
 
+#: The tile counts proof's parameters: the smallest tile that keeps what the tile adds over the PE (2 x 2 PEs: two
+#: scheduler rows synchronized on the AND of their drained codes, two columns sharing each row's selections, the
+#: rotating operand stage), 2 lanes x 2 rows deep like the PE's, narrow operands (its properties look at B's
+#: zeros only). Its ghost counters: dot products modulo 32 (16 read rows can be in flight: one more operand stage
+#: than the PE), pairs modulo 4.
+TILE_DOT_PRODUCT_COUNT_PARAMS = {"rows": 2, "cols": 2, "lanes": 2, "depth": 2, "width": 2, "acc_width": 4}
+TILE_DOT_PRODUCT_COUNT_GHOSTS = {"count_bits": 5, "pair_bits": 2}
+
+#: Its induction length.
+TILE_DOT_PRODUCT_COUNT_DEPTH = 4
+
+
+def _tile_dot_product_count_proof(depth, name="td_tile.dot_product_counts"):
+    def make(**overrides):
+        from .hw.tensordash.tile_formal import TileDotProductProperties
+
+        wrapper = TileDotProductProperties(**{"properties": ("counts", "order", "lemmas"),
+                                              **TILE_DOT_PRODUCT_COUNT_PARAMS, **TILE_DOT_PRODUCT_COUNT_GHOSTS,
+                                              **overrides})
+        return wrapper, wrapper.ports
+    shape = "x".join(str(TILE_DOT_PRODUCT_COUNT_PARAMS[key]) for key in ("rows", "cols"))
+    return Proof(
+        name, "td_tile",
+        f"td_tile {shape} PEs, 2 lanes x 2 rows, k-induction (depth {depth}) with the PE's lemmas per PE row and "
+        f"the tile's (both operand stages, each row's copy of the visible rows), any dot product: in every PE row "
+        f"its effectual pairs are as many as the products multiplied for it (modulo 4); no result before its read "
+        f"row and its products", make, mode="prove", depth=depth, fast=False)
+
+
+#: The tile's bounded dot-product proof: the sums of one PE, the one whose B row and A column are both not the first
+#: (column 1's A operands sent to the wrong PEs show there), with the counts and the order of every row; 11 cycles
+#: from reset (the first results leave by step 10). All four PEs' sums gave no answer in 27 minutes at step 10
+#: (load 7); one PE's took 11 minutes. The other PEs, each alone, passed the same bound once (README).
+TILE_DOT_PRODUCT_SUM_PES = ((1, 1),)
+TILE_DOT_PRODUCT_DEPTH = 11
+
+
+def _tile_dot_product_proof(depth):
+    def make(**overrides):
+        from .hw.tensordash.tile_formal import TileDotProductProperties
+
+        wrapper = TileDotProductProperties(**{"properties": ("counts", "sums", "order"),
+                                              "sum_pes": TILE_DOT_PRODUCT_SUM_PES,
+                                              **TILE_DOT_PRODUCT_COUNT_PARAMS, **overrides})
+        return wrapper, wrapper.ports
+    shape = "x".join(str(TILE_DOT_PRODUCT_COUNT_PARAMS[key]) for key in ("rows", "cols"))
+    pes = ", ".join(f"({r}, {c})" for r, c in TILE_DOT_PRODUCT_SUM_PES)
+    return Proof(
+        "td_tile.dot_products", "td_tile",
+        f"td_tile {shape} PEs, 2 lanes x 2 rows, {TILE_DOT_PRODUCT_COUNT_PARAMS['width']}-bit operands, bounded to "
+        f"{depth} cycles from reset, any dot product: the counts and order of every PE row; the result of PE {pes} "
+        f"is the accumulation of a[c] x b[r] over its own rows", make, mode="bmc", depth=depth, fast=False)
+
+
 #: Blocks without a stream-rules proof, and why.
 STREAM_RULES_EXCLUDED = {
     "nt_bus": "array stream ports (one per PE): the wrapper takes single ports",
@@ -226,6 +280,8 @@ def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
               _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
               _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
+              _tile_dot_product_count_proof(TILE_DOT_PRODUCT_COUNT_DEPTH),
+              _tile_dot_product_proof(TILE_DOT_PRODUCT_DEPTH),
               *_stream_rules_proofs()]
     return {proof.name: proof for proof in proofs}
 
@@ -235,7 +291,8 @@ def _proofs():
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
 #: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
 #: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles) and their counts (k-induction, 2 and 4 lanes
-#: x 2 rows).
+#: x 2 rows); the TensorDash tile's counts (k-induction, 2 x 2 PEs) and one PE's sums (bounded,
+#: :data:`TILE_DOT_PRODUCT_DEPTH` cycles).
 PROOFS = _proofs()
 
 

@@ -21,6 +21,7 @@ from trainforge.cli import main
 from trainforge.hw.neurotrainer.pmag import NTPMAG
 from trainforge.hw.tensordash import core as td_core
 from trainforge.hw.tensordash.pe import TDPE
+from trainforge.hw.tensordash.tile import TDTile
 from trainforge.spec.tensordash import lane_levels, option_slots, select_bits
 
 MISSING = formal.missing_tools()
@@ -387,3 +388,103 @@ def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_i
 
     with pytest.raises(ParameterError, match=r"'count_bits' = 3 .* 15 read rows .* allowed: 4 or more"):
         PEDotProductProperties(lanes=2, depth=2, count_bits=3)
+
+
+# --- the TensorDash tile's dot-product counts, by k-induction ------------------------------------------------------
+
+TILE_COUNTS_PROOF = "td_tile.dot_product_counts"
+TILE_SUMS_PROOF = "td_tile.dot_products"
+
+#: The bound of the counts property alone on a broken tile: the first read row reaches the multipliers at step 5.
+TILE_COUNTS_BOUND = 12
+
+# The proof itself takes minutes (``make formal`` only); a broken tile fails it from reset in a few seconds
+# (``make test``).
+
+
+class TileWithBrokenZeroDetector(TDTile):
+    """A ``td_tile`` whose zero detector of PE row ``row``, lane 0, calls every pair ineffectual (the row's pairs of
+    lane 0 are never multiplied, by any PE of the row)."""
+
+    def __init__(self, row, **params):
+        self.broken_row = row
+        super().__init__(**params)
+
+    def _flags(self, row_view):
+        flags = super()._flags(row_view)
+        bit = self.broken_row * self.lanes  # effectual[row][0]: the flags hold effectual[r][lane] row by row
+        return Cat(flags[:bit], Const(0, 1), flags[bit + 1:])
+
+
+def scheduler_row_always_drained(row):
+    """A ``schedule_logic`` whose scheduler row ``row`` reports every visible row drained, whatever it left: the
+    tile advances without waiting for that row (the other rows' AND alone), and its pairs left in the rows that
+    move out are lost."""
+    real = td_core.schedule_logic
+
+    def logic(m, candidates, visible, pattern, lanes, depth, prefix):
+        ms, active, chosen, advance, drained = real(m, candidates, visible, pattern, lanes, depth, prefix)
+        if prefix != f"row{row}_":
+            return ms, active, chosen, advance, drained
+        claimed = [Signal(name=f"{prefix}claimed_drained{d}") for d in range(depth)]
+        m.d.comb += [claimed[d].eq(visible[:d + 1].all()) for d in range(depth)]
+        return ms, active, chosen, advance, claimed
+    return logic
+
+
+def test_tile_dot_product_counts_fail_by_induction_on_a_dropped_pair(tmp_path):
+    """PE row 1's zero detector drops lane 0: the row's pairs entered are never multiplied."""
+    result = formal.run_proof(formal.PROOFS[TILE_COUNTS_PROOF], root=tmp_path,
+                              tile=TileWithBrokenZeroDetector(1, **formal.TILE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", f"{PE_COUNTS_LEMMA} (PE row 1)")
+
+
+def test_tile_dot_product_counts_fail_by_induction_on_a_row_advancing_alone(tmp_path, monkeypatch):
+    """Row synchronization broken: scheduler row 0 claims every visible row drained, so the tile advances on row 1's
+    drained rows alone, and row 0's pairs left in them leave the window unmultiplied."""
+    monkeypatch.setattr(td_core, "schedule_logic", scheduler_row_always_drained(0))
+    result = formal.run_proof(formal.PROOFS[TILE_COUNTS_PROOF], root=tmp_path)
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", f"{PE_COUNTS_LEMMA} (PE row 0)")
+
+
+def test_tile_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_in_flight():
+    """The tile's second operand stage holds one more read row than the PE's pipeline: 16 at 2 rows deep."""
+    from trainforge.errors import ParameterError
+    from trainforge.hw.tensordash.tile_formal import TileDotProductProperties
+
+    with pytest.raises(ParameterError, match=r"'count_bits' = 4 .* 16 read rows .* allowed: 5 or more"):
+        TileDotProductProperties(**formal.TILE_DOT_PRODUCT_COUNT_PARAMS, count_bits=4)
+
+
+@pytest.mark.parametrize("fault", ["dropped_pair", "row_advancing_alone"])
+def test_tile_dot_product_counts_property_itself_fails_on_a_broken_tile(fault, tmp_path, monkeypatch):
+    """The counts property alone (no lemma), bounded from reset, fails on both broken tiles when the tagged read row
+    reaches the multipliers: not only the lemmas see the faults."""
+    bounded = dataclasses.replace(formal.PROOFS[TILE_COUNTS_PROOF], mode="bmc", depth=TILE_COUNTS_BOUND)
+    if fault == "dropped_pair":
+        overrides = {"tile": TileWithBrokenZeroDetector(1, **formal.TILE_DOT_PRODUCT_COUNT_PARAMS)}
+        row = 1
+    else:
+        monkeypatch.setattr(td_core, "schedule_logic", scheduler_row_always_drained(0))
+        overrides, row = {}, 0
+    result = formal.run_proof(bounded, root=tmp_path, properties=("counts",), **overrides)
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            f"products multiplied for a dot product are not its effectual pairs (PE row {row})")
+
+
+class TileWithMisroutedA(TDTile):
+    """A ``td_tile`` whose column 1 receives column 0's A operands: the A side is broadcast to the wrong PEs (the
+    counts, which look at B's zeros only, cannot see it; the sums can)."""
+
+    def operand_a(self, row_view, col):
+        return row_view.a[0]
+
+
+def test_tile_dot_products_fail_on_misrouted_a_operands(tmp_path):
+    """The bounded sums of PE (1, 1) fail when column 1 multiplies column 0's A operands: at step 9, the first result
+    (a counterexample is found in seconds; the bounded proof that the real tile passes takes minutes)."""
+    bounded = formal.PROOFS[TILE_SUMS_PROOF]
+    result = formal.run_proof(bounded, root=tmp_path, properties=("sums",),
+                              tile=TileWithMisroutedA(**formal.TILE_DOT_PRODUCT_COUNT_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py",
+                            "not the accumulation of its dot product's pairs (PE 1, 1)")

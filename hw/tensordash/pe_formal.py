@@ -1,4 +1,5 @@
-"""Formal wrapper of the TensorDash PE: every effectual pair multiplied once, in its own dot product."""
+"""Formal wrapper of the TensorDash PE (and of the tile, per PE row): every effectual pair multiplied once, in its own
+dot product."""
 from amaranth import Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover, Fragment
 
@@ -16,19 +17,31 @@ __all__ = ["PROPERTIES", "PEDotProductProperties"]
 #: queue and pipeline: what makes the k-induction of ``counts`` and ``order`` go through).
 PROPERTIES = ("counts", "sums", "order", "lemmas")
 
-#: Registers of :class:`~trainforge.hw.tensordash.core.TDSparseCore` that the wrapper reads, found by name in the
-#: elaborated PE: the operand stage's lane selections, valid and read flags, and the pipeline's clock enable.
-INTERNAL_SIGNALS = ("operands_active_r0_0", "operands_valid_0", "operands_read_0", "enable")
+def internal_signals(rows, stage):
+    """Registers of :class:`~trainforge.hw.tensordash.core.TDSparseCore` that the wrapper reads, found by name in
+    the elaborated PE or tile: the last operand stage's (number ``stage``) lane selections of each of ``rows``
+    scheduler rows, its valid and read flags, and the pipeline's clock enable."""
+    return (*(f"operands_active_r{r}_{stage}" for r in range(rows)), f"operands_valid_{stage}",
+            f"operands_read_{stage}", "enable")
 
 
-def _buffer_signals(depth, queue_rows):
-    """The names of the staging buffer's and the pipeline's signals that the lemmas read (one row of PEs)."""
+#: The signals of :func:`internal_signals` in the PE (one row, one operand stage).
+INTERNAL_SIGNALS = internal_signals(1, 0)
+
+
+def _buffer_signals(depth, queue_rows, rows=1, operand_stages=1):
+    """The names of the staging buffer's and the pipeline's signals that the lemmas read."""
     return (
         "window_count", "waiting", "head_slot", "visible", "last_shift_is",
-        *(f"{name}{d}" for name in ("pending_r0_d", "read_d", "clear_d") for d in range(depth)),
+        *(f"pending_r{r}_d{d}" for r in range(rows) for d in range(depth)),
+        *(f"{name}{d}" for name in ("read_d", "clear_d") for d in range(depth)),
         *(f"queue_now{k}" for k in range(queue_rows)),
         *(f"tail_at_or_before_now{k}" for k in range(queue_rows)),
-        "scheduled_valid_0", "scheduled_read_0", "select_active_r0",
+        "scheduled_valid_0", "scheduled_read_0", *(f"select_active_r{r}" for r in range(rows)),
+        *((f"visible_r{r}" for r in range(rows)) if rows > 1 else ()),
+        # The operand stages before the last (the wrapper reads the last one's as internal signals).
+        *(f"operands_{flag}_{stage}" for flag in ("valid", "read") for stage in range(operand_stages - 1)),
+        *(f"operands_active_r{r}_{stage}" for r in range(rows) for stage in range(operand_stages - 1)),
         "mac_valid_0", "mac_valid_1", "mac_read_0", "mac_read_1", "accumulate_row_valid", "accumulate_row_read",
     )
 
@@ -47,6 +60,11 @@ def _signals_named(fragment, names):
                 if signal.name in names:
                     found.setdefault(signal.name, signal)
     return found
+
+
+def _in_row(row, rows):
+    """The end of a message about scheduler row ``row``: empty in a PE (one row), `` (PE row <row>)`` in a tile."""
+    return "" if rows == 1 else f" (PE row {row})"
 
 
 def _count_bits(bits, width):
@@ -105,17 +123,40 @@ class PEDotProductProperties(Elaboratable):
     ----------
     ports : list of Value
         The free inputs of the wrapper.
+    core : TDSparseCore
+        The design under proof: the PE; a tile in
+        :class:`~trainforge.hw.tensordash.tile_formal.TileDotProductProperties`, which follows each PE row's pairs
+        with the same ghost state and lemmas.
+    operand_stages : int
+        Registered operand stages between the schedule stage and the multipliers (1 in the PE).
     """
 
     def __init__(self, pe=None, properties=PROPERTIES, count_bits=6, pair_bits=None, **params):
-        unknown = set(properties) - set(PROPERTIES)
-        if unknown:
-            raise ParameterError(f"unknown PE properties {sorted(unknown)}; known: {', '.join(PROPERTIES)}")
-        self.properties = tuple(properties)
         self.pe = TDPE(**params) if pe is None else pe
         if self.pe.params["mac"] != "integer" or self.pe.params["mode"] != "both":
             raise ParameterError(f"the PE proof takes mac='integer' and mode='both', not "
                                  f"mac={self.pe.params['mac']!r}, mode={self.pe.params['mode']!r}")
+        self._setup(self.pe, properties, count_bits, pair_bits)
+
+    #: The groups of properties this wrapper knows.
+    known_properties = PROPERTIES
+
+    def _setup(self, core, properties, count_bits, pair_bits, sum_pes=None):
+        """Check and keep the settings common to the PE's and the tile's wrappers; make the free inputs."""
+        unknown = set(properties) - set(self.known_properties)
+        if unknown:
+            raise ParameterError(f"unknown properties {sorted(unknown)}; known: {', '.join(self.known_properties)}")
+        every_pe = [(r, c) for r in range(core.rows) for c in range(core.cols)]
+        #: The PEs whose sums are asserted (``sums``), as (row, column) pairs.
+        self.sum_pes = every_pe if sum_pes is None else [tuple(pe) for pe in sum_pes]
+        outside = set(self.sum_pes) - set(every_pe)
+        if outside:
+            raise ParameterError(f"parameter 'sum_pes' names PEs {sorted(outside)} outside the "
+                                 f"{core.rows} x {core.cols} PEs")
+        self.properties = tuple(properties)
+        self.core = core
+        #: Registered operand stages between the schedule stage and the multipliers (2 in a tile of several rows).
+        self.operand_stages = 2 if spec.rotates_window(core.params) else 1
         self.count_bits = count_bits
         self.pair_bits = count_bits if pair_bits is None else pair_bits
         in_flight = self.reads_in_flight()
@@ -123,22 +164,32 @@ class PEDotProductProperties(Elaboratable):
             raise ParameterError(f"parameter 'count_bits' = {count_bits} is too narrow for the lemmas: up to "
                                  f"{in_flight} read rows are in flight; allowed: {in_flight.bit_length()} or more")
         self.i_valid = Signal()
-        self.i_payload = Signal(len(Value.cast(self.pe.i_group.payload)))
+        self.i_payload = Signal(len(Value.cast(core.i_group.payload)))
         self.o_ready = Signal()
         self.tag = Signal(count_bits)
         self.ports = [self.i_valid, self.i_payload, self.o_ready, self.tag]
 
+    def operands(self, view, row, col):
+        """The A and B lanes of PE ``(row, col)`` in stream row ``view``."""
+        return view.a, view.b
+
+    def effectual(self, view, row, lane):
+        """Whether the pair of ``lane`` of scheduler row ``row`` in stream row ``view`` is effectual, from the
+        stream (the PE skips a pair when A or B is zero)."""
+        return (view.a[lane] != 0) & (view.b[lane] != 0)
+
     def reads_in_flight(self):
         """The most read rows inside the PE at once: the queue and window, the schedule and operand stages, the MAC
-        stages before the accumulator, its row register and the output stage (15 at 2 rows deep)."""
-        pe = self.pe
-        mac_stages = pe.mac_unit.multiply_stages + pe.mac_unit.tree_stages - 1
-        return (spec.GROUP_REGISTERS + 1) * pe.depth + 2 + mac_stages + 1 + 2
+        stages before the accumulator, its row register and the output stage (15 at 2 rows deep, one more per
+        extra operand stage)."""
+        core = self.core
+        mac_stages = core.mac_unit.multiply_stages + core.mac_unit.tree_stages - 1
+        return (spec.GROUP_REGISTERS + 1) * core.depth + 1 + self.operand_stages + mac_stages + 1 + 2
 
     def elaborate(self, platform):
         m = Module()
-        pe = self.pe
-        lanes, depth, bits, pair_bits = pe.lanes, pe.depth, self.count_bits, self.pair_bits
+        pe = self.core
+        lanes, depth, bits, pair_bits, rows = pe.lanes, pe.depth, self.count_bits, self.pair_bits, pe.rows
         result_shape = pe.result_shape
 
         def check(group, condition, message):
@@ -146,12 +197,21 @@ class PEDotProductProperties(Elaboratable):
             if group in self.properties:
                 m.d.comb += Assert(condition, message, src_loc_at=1)
 
+        def per_row(name):
+            # The PE keeps the names of one row; a tile's ghost counters are named by their row.
+            return name if rows == 1 else f"{name}_r{{}}"
+
         fragment = Fragment.get(pe, platform)
         # Several signals are named "enable" (the multipliers' copies of the PE's): all equal it.
-        internal = _signals_named(fragment, INTERNAL_SIGNALS)
-        missing = set(INTERNAL_SIGNALS) - set(internal)
+        last = self.operand_stages - 1
+        names = internal_signals(rows, last)
+        found = _signals_named(fragment, names)
+        missing = set(names) - set(found)
         if missing:
-            raise ParameterError(f"the PE under proof has no signals {sorted(missing)}")
+            raise ParameterError(f"the design under proof has no signals {sorted(missing)}")
+        internal = {"active": [found[f"operands_active_r{r}_{last}"] for r in range(rows)],
+                    "valid": found[f"operands_valid_{last}"], "read": found[f"operands_read_{last}"],
+                    "enable": found["enable"]}
         m.submodules.pe = fragment
         enable = internal["enable"]
 
@@ -173,61 +233,85 @@ class PEDotProductProperties(Elaboratable):
             with m.If(past_stalled):
                 m.d.comb += Assume(self.i_valid & (self.i_payload == past_payload))
 
-        # Input side: the dot product of each row (reads before it), its effectual pairs and the dense PE's
+        # Input side: the dot product of each row (reads before it), the effectual pairs of each scheduler row (the
+        # PE's one; a tile's PE rows, whose columns share their row's B operands and schedule) and the dense PE's
         # accumulator, row by row through a taken group.
         reads_in = Signal(bits)           # read rows entered: the index of the dot product the next row is in
-        entered = Signal(pair_bits)            # effectual pairs of the tagged dot product entered so far
+        entered = [Signal(pair_bits, name=per_row("entered").format(r)) for r in range(rows)]
         entered_all = Signal()            # its read row has entered
-        model = Signal(result_shape)      # the dense PE's accumulator after the rows entered
-        expected = Signal(result_shape)   # the tagged dot product's result
+        # The dense PE's accumulator after the rows entered, and the tagged dot product's result, per PE.
+        pes = self.sum_pes
+        element_shape = result_shape if rows == 1 else pe.element_shape
+        model = {}
+        expected = {}
+        for r, c in pes:
+            model[r, c] = Signal(element_shape, name="model" if rows == 1 else f"model_r{r}_c{c}")
+            expected[r, c] = Signal(element_shape, name="expected" if rows == 1 else f"expected_r{r}_c{c}")
         take = self.i_valid & pe.i_group.ready
-        index, count, accumulator, closed, result = reads_in, entered, model, entered_all, expected
+        index, count, accumulator, closed, result = reads_in, list(entered), dict(model), entered_all, dict(expected)
         for row in range(depth):
             view = pe.i_group.payload[row]
-            effectual = [(view.a[lane] != 0) & (view.b[lane] != 0) for lane in range(lanes)]
-            products = sum(view.a[lane] * view.b[lane] for lane in range(lanes))
             ours = index == self.tag
-            accumulator_after = Signal(result_shape, name=f"model_after_row{row}")
-            m.d.comb += accumulator_after.eq(Mux(view.clear, 0, accumulator) + products)
-            count_after = Signal(pair_bits, name=f"entered_after_row{row}")
-            m.d.comb += count_after.eq(count + (ours * _count_bits(effectual, pair_bits)))
+            count_after = []
+            for r in range(rows):
+                effectual = [self.effectual(view, r, lane) for lane in range(lanes)]
+                after = Signal(pair_bits, name=f"{per_row('entered').format(r)}_after_row{row}")
+                m.d.comb += after.eq(count[r] + (ours * _count_bits(effectual, pair_bits)))
+                count_after.append(after)
             closed_after = Signal(name=f"entered_all_after_row{row}")
-            result_after = Signal(result_shape, name=f"expected_after_row{row}")
-            m.d.comb += [closed_after.eq(closed | (ours & view.read)),
-                         result_after.eq(result)]
-            with m.If(ours & view.read):
-                m.d.comb += result_after.eq(accumulator_after)
+            m.d.comb += closed_after.eq(closed | (ours & view.read))
+            if "sums" in self.properties:
+                for r, c in pes:
+                    a, b = self.operands(view, r, c)
+                    products = sum(a[lane] * b[lane] for lane in range(lanes))
+                    where = "" if rows == 1 else f"_r{r}_c{c}"
+                    accumulator_after = Signal(element_shape, name=f"model{where}_after_row{row}")
+                    m.d.comb += accumulator_after.eq(Mux(view.clear, 0, accumulator[r, c]) + products)
+                    result_after = Signal(element_shape, name=f"expected{where}_after_row{row}")
+                    m.d.comb += result_after.eq(result[r, c])
+                    with m.If(ours & view.read):
+                        m.d.comb += result_after.eq(accumulator_after)
+                    accumulator[r, c], result[r, c] = accumulator_after, result_after
             index_after = Signal(bits, name=f"reads_after_row{row}")
             m.d.comb += index_after.eq(index + view.read)
-            index, count, accumulator, closed, result = (index_after, count_after, accumulator_after,
-                                                         closed_after, result_after)
+            index, count, closed = index_after, count_after, closed_after
         with m.If(take):
-            m.d.sync += [reads_in.eq(index), entered.eq(count), model.eq(accumulator),
-                         entered_all.eq(closed), expected.eq(result)]
+            m.d.sync += [reads_in.eq(index), entered_all.eq(closed),
+                         *(entered[r].eq(count[r]) for r in range(rows))]
+            if "sums" in self.properties:
+                m.d.sync += [*(model[key].eq(accumulator[key]) for key in pes),
+                             *(expected[key].eq(result[key]) for key in pes)]
 
-        # Multiplier side: the lanes selected for each dot product, as they enter the multipliers.
-        active = internal["operands_active_r0_0"]
-        moving = enable & internal["operands_valid_0"]
+        # Multiplier side: the lanes selected for each dot product, as they enter the multipliers (per scheduler
+        # row: the columns of a tile's row multiply the lanes its scheduler selected).
+        moving = enable & internal["valid"]
         reads_multiplied = Signal(bits)   # read rows past the multipliers: the dot product being multiplied
-        multiplied = Signal(pair_bits)         # products of the tagged dot product multiplied so far
+        multiplied = [Signal(pair_bits, name=per_row("multiplied").format(r)) for r in range(rows)]
         multiplied_all = Signal()
         ours = reads_multiplied == self.tag
-        multiplied_now = Signal(pair_bits)
-        m.d.comb += multiplied_now.eq(multiplied + Value.cast(ours & moving) * _count_bits(active, pair_bits))
-        closing = moving & ours & internal["operands_read_0"]
+        closing = moving & ours & internal["read"]
+        multiplied_now = []
+        for r in range(rows):
+            active = internal["active"][r]
+            now = Signal(pair_bits, name=per_row("multiplied_now").format(r))
+            m.d.comb += now.eq(multiplied[r] + Value.cast(ours & moving) * _count_bits(active, pair_bits))
+            multiplied_now.append(now)
         with m.If(enable):
-            m.d.sync += multiplied.eq(multiplied_now)
-            with m.If(moving & internal["operands_read_0"]):
+            m.d.sync += [multiplied[r].eq(multiplied_now[r]) for r in range(rows)]
+            with m.If(moving & internal["read"]):
                 m.d.sync += reads_multiplied.eq(reads_multiplied + 1)
             with m.If(closing):
                 m.d.sync += multiplied_all.eq(1)
         with m.If(closing):
             check("counts", entered_all, "the products of a dot product reach the multipliers before its read row "
                                          "entered")
-            check("counts", multiplied_now == entered, "the products multiplied for a dot product are not its "
-                                                       "effectual pairs")
-        with m.If(~internal["operands_valid_0"]):
-            check("counts", active == 0, "a lane is selected in a cycle that multiplies nothing")
+            for r in range(rows):
+                check("counts", multiplied_now[r] == entered[r], "the products multiplied for a dot product are "
+                                                                 "not its effectual pairs" + _in_row(r, rows))
+        with m.If(~internal["valid"]):
+            for r in range(rows):
+                check("counts", internal["active"][r] == 0, "a lane is selected in a cycle that multiplies nothing"
+                                                            + _in_row(r, rows))
 
         # Output side: the tagged result. The ghost counters count modulo 2**count_bits (k-induction starts them
         # anywhere); the lemmas bound the dot products in flight below that, so "reads entered minus results left"
@@ -241,9 +325,11 @@ class PEDotProductProperties(Elaboratable):
             check("order", reads_not_out != 0, "a result left without its read row")
             with m.If(results_out == self.tag):
                 check("order", multiplied_all, "a result left before its products were multiplied")
-                check("sums", pe.o_sum.payload == expected, "a result is not the accumulation of its dot "
-                                                            "product's pairs")
-        m.d.comb += Cover(leave & (results_out == self.tag) & (self.tag == 1) & (entered > 1))
+                for r, c in pes:
+                    check("sums", pe.result(pe.o_sum.payload, r, c) == expected[r, c],
+                          "a result is not the accumulation of its dot product's pairs"
+                          + ("" if rows == 1 else f" (PE {r}, {c})"))
+        m.d.comb += Cover(leave & (results_out == self.tag) & (self.tag == 1) & (entered[-1] > 1))
         if "lemmas" in self.properties:
             self._lemmas(m, fragment, internal, reads_in=reads_in, entered=entered, entered_all=entered_all,
                          reads_multiplied=reads_multiplied, multiplied=multiplied, multiplied_all=multiplied_all,
@@ -255,31 +341,31 @@ class PEDotProductProperties(Elaboratable):
         """Assert what ties the ghost counters to the PE's state: the induction proves these too.
 
         Each row inside the PE belongs to the dot product numbered by the read rows ahead of it, counted
-        back from ``reads_multiplied`` (the dot product at the operand stage): the schedule stage is one
-        further if the operand stage holds a read row, the head of the window one further if the schedule
-        stage does, and each window or queue row one further per read row before it. The tagged dot
-        product's effectual pairs entered are those multiplied plus those inside (the operand and schedule
-        stages' selected lanes, the window's pending pairs, the queue's effectual pairs), modulo
-        ``2**pair_bits`` (dot products modulo ``2**count_bits``); its read row has entered if the tag is among the dot products between the operand
-        stage and the input, and its products were multiplied if it is among those between the output and
-        the operand stage.
+        back from ``reads_multiplied`` (the dot product at the last operand stage): each operand stage and the
+        schedule stage is one further if the stage after it holds a read row, the head of the window one further
+        if the schedule stage does, and each window or queue row one further per read row before it. Per
+        scheduler row, the tagged dot product's effectual pairs entered are those multiplied plus those inside
+        (the operand and schedule stages' selected lanes, the window's pending pairs, the queue's effectual
+        pairs), modulo ``2**pair_bits`` (dot products modulo ``2**count_bits``); its read row has entered if the
+        tag is among the dot products between the last operand stage and the input, and its products were
+        multiplied if it is among those between the output and that stage. In a tile (several scheduler rows)
+        each row's copy of ``visible`` equals the shared one, and the stages' selections are per row.
         """
-        pe = self.pe
-        depth, bits, pair_bits, tag = pe.depth, self.count_bits, self.pair_bits, self.tag
-        if pe.rows != 1:
-            raise ParameterError(f"the PE lemmas take one row of PEs, not rows={pe.rows}")
+        pe = self.core
+        depth, bits, pair_bits, tag, rows = pe.depth, self.count_bits, self.pair_bits, self.tag, pe.rows
+        stages_before = self.operand_stages - 1
         ring = spec.GROUP_REGISTERS * depth
         queue_rows = ring + depth
         mac_stages = pe.mac_unit.multiply_stages + pe.mac_unit.tree_stages - 1
-        names = (*_buffer_signals(depth, queue_rows), *(f"mac_{flag}_{stage}" for flag in ("valid", "read")
-                                                        for stage in range(mac_stages)))
+        names = (*_buffer_signals(depth, queue_rows, rows, self.operand_stages),
+                 *(f"mac_{flag}_{stage}" for flag in ("valid", "read") for stage in range(mac_stages)))
         state = _signals_named(fragment, names)
         stages = [sub for sub, name, _ in fragment.subfragments if name == "result_stage"]
         if stages:
             state.update(_signals_named(stages[0], RESULT_STAGE_SIGNALS))
         missing = set(names) - set(state) | set(RESULT_STAGE_SIGNALS) - set(state)
         if missing:
-            raise ParameterError(f"the PE under proof has no signals {sorted(missing)} (the lemmas read them)")
+            raise ParameterError(f"the design under proof has no signals {sorted(missing)} (the lemmas read them)")
 
         def lemma(condition, message):
             m.d.comb += Assert(condition, f"lemma: {message}", src_loc_at=1)
@@ -302,7 +388,8 @@ class PEDotProductProperties(Elaboratable):
             lemma(state[f"tail_at_or_before_now{k}"] == (window_count + waiting <= k),
                   f"the queue's tail code at {k} is not 'the rows inside end at or before {k}'")
 
-        # Visible rows: present, after no read row, at or before no clear row (the head excepted).
+        # Visible rows: present, after no read row, at or before no clear row (the head excepted). A tile's rows
+        # schedule from their own copies (register replicas): each equals the shared one.
         read_before, clear_seen = Const(0), Const(0)
         for d in range(depth):
             if d:
@@ -310,38 +397,59 @@ class PEDotProductProperties(Elaboratable):
             lemma(state["visible"][d] == ((window_count > d) & ~read_before & ~clear_seen),
                   f"window row {d}'s visibility is not its rows' flags")
             read_before = read_before | state[f"read_d{d}"]
+        if rows > 1:
+            for r in range(rows):
+                lemma(state[f"visible_r{r}"] == state["visible"], f"row {r}'s copy of the visible rows differs")
 
         # Stages that hold no row select no lane; the output stage's skid register is full only behind a full
         # output register.
         scheduled_valid, scheduled_read = state["scheduled_valid_0"], state["scheduled_read_0"]
-        lemma(scheduled_valid | (state["select_active_r0"] == 0), "a lane is selected in an empty schedule stage")
+        for r in range(rows):
+            lemma(scheduled_valid | (state[f"select_active_r{r}"] == 0),
+                  "a lane is selected in an empty schedule stage" + _in_row(r, rows))
+            for stage in range(stages_before):
+                lemma(state[f"operands_valid_{stage}"] | (state[f"operands_active_r{r}_{stage}"] == 0),
+                      f"a lane is selected in empty operand stage {stage}" + _in_row(r, rows))
         lemma(~state["skid_valid"] | state["output_valid"], "the output stage's skid register is full behind an "
                                                              "empty output")
 
-        # The dot product of each row inside, from the operand stage's back to the input.
-        operands_valid = internal["operands_valid_0"]
-        operands_read = operands_valid & internal["operands_read_0"]
-        operands_pairs = Mux(operands_valid, _count_bits(internal["operands_active_r0_0"], pair_bits), 0)
-        scheduled_id = named(reads_multiplied + operands_read, "lemma_scheduled_dot_product")
-        scheduled_pairs = Mux(scheduled_valid, _count_bits(state["select_active_r0"], pair_bits), 0)
+        # The dot product of each row inside, from the last operand stage's back to the input: per stage its
+        # dot product, valid flag and each scheduler row's selected lanes.
+        stage_rows = [(reads_multiplied, internal["valid"], internal["read"], internal["active"])]
+        for stage in reversed(range(stages_before)):
+            after_id, after_valid, after_read, _ = stage_rows[-1]
+            stage_rows.append((named(after_id + (after_valid & after_read), f"lemma_operands{stage}_dot_product"),
+                               state[f"operands_valid_{stage}"], state[f"operands_read_{stage}"],
+                               [state[f"operands_active_r{r}_{stage}"] for r in range(rows)]))
+        after_id, after_valid, after_read, _ = stage_rows[-1]
+        scheduled_id = named(after_id + (after_valid & after_read), "lemma_scheduled_dot_product")
+        stage_rows.append((scheduled_id, scheduled_valid, scheduled_read,
+                           [state[f"select_active_r{r}"] for r in range(rows)]))
         head_id = named(scheduled_id + (scheduled_valid & scheduled_read), "lemma_head_dot_product")
-        pairs = Mux(reads_multiplied == tag, operands_pairs, 0) + Mux(scheduled_id == tag, scheduled_pairs, 0)
+        pairs = [Const(0) for _ in range(rows)]
+        for stage_id, stage_valid, _, actives in stage_rows:
+            for r in range(rows):
+                pairs[r] = pairs[r] + Mux(stage_valid & (stage_id == tag), _count_bits(actives[r], pair_bits), 0)
         reads_inside = Const(0, bits)
         for k in range(queue_rows):
             queued = pe.flag_layout(state[f"queue_now{k}"])
-            effectual, read = queued.effectual[0], queued.read
+            read = queued.read
+            effectual = [queued.effectual[r] for r in range(rows)]
             if k < depth:
                 in_window = window_count > k
-                effectual = Mux(in_window, state[f"pending_r0_d{k}"], effectual)
+                effectual = [Mux(in_window, state[f"pending_r{r}_d{k}"], effectual[r]) for r in range(rows)]
                 read = Mux(in_window, state[f"read_d{k}"], read)
             present = window_count + waiting > k
             row_id = named(head_id + reads_inside, f"lemma_row{k}_dot_product")
-            pairs = pairs + Mux(present & (row_id == tag), _count_bits(effectual, pair_bits), 0)
+            for r in range(rows):
+                pairs[r] = pairs[r] + Mux(present & (row_id == tag), _count_bits(effectual[r], pair_bits), 0)
             reads_inside = (reads_inside + (present & read))[:bits]
         lemma(reads_in == (head_id + reads_inside)[:bits], "the read rows entered are not those inside and past "
                                                            "the operand stage")
-        lemma(entered == (multiplied + pairs)[:pair_bits], "the tagged dot product's pairs entered are not "
-                                                           "those multiplied and those inside")
+        for r in range(rows):
+            lemma(entered[r] == (multiplied[r] + pairs[r])[:pair_bits], "the tagged dot product's pairs entered are "
+                                                                        "not those multiplied and those inside"
+                                                                        + _in_row(r, rows))
         lemma(((tag - reads_multiplied)[:bits] >= (reads_in - reads_multiplied)[:bits]) | entered_all,
               "the tagged read row is inside, but not marked entered")
 
