@@ -54,6 +54,13 @@ BLOCKS = (
                           mutant_sha256="a701e42fc1dbf9e3758ab2ceabb8d28fa358eeec7c84a749518728f1899a61ec",
                           why="vault_1.lut's breakpoint and product stages move on one enable, so neither fills its "
                               "skid register (skid_valid 0 proven inductive) and the skid payload is never read"),
+            MutationProof(block="nt_system", mutant=8, kind="script",
+                          script="neurotrainer/proofs/nt_system_mutant_8.ys",
+                          mutant_sha256="e8e86fd145781fed7ba06a8c92a50bb00f4976f9314f5f9841125b1780d6bd7b",
+                          why="the credit-gated broadcast keeps room in PE 0's FIFO for every word on the bus "
+                              "(credits + FIFO level + words in flight = 8 proven inductive), so "
+                              "bus.broadcast_stage_0's skid register never fills and the mutated branch is never "
+                              "taken"),
         ),
         regress_params=(
             {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
