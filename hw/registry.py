@@ -90,6 +90,9 @@ class MutationProof:
         The ``--count`` and ``--seed`` of the list that numbers ``mutant`` (``make mutate``'s: 20 and 1).
     script : str
         ``script`` kind: the script's path relative to ``hw/`` (``neurotrainer/proofs/nt_pe_mutant_11.ys``).
+    script_values : tuple of (str, str)
+        ``script`` kind: each ``@NAME@`` of the script replaced by its value (one script for mutants that differ
+        only in, say, the submodule they sit in); every placeholder needs a value and every value a placeholder.
     top : str
         ``miter`` kind: the module proven (default: the block; a submodule is proven with its inputs free).
     relax : str
@@ -108,6 +111,7 @@ class MutationProof:
     count: int = 20
     seed: int = 1
     script: str = None
+    script_values: tuple = ()
     top: str = None
     relax: str = None
     cases: tuple = ()
@@ -133,9 +137,13 @@ class MutationProof:
                 refuse("script", f"a Yosys script's path relative to {HW_FOLDER}")
             if self.top or self.relax or self.cases or self.bits is not None:
                 refuse("kind", "'miter' for top, relax, cases and bits")
+            placeholders = set(re.findall(r"@([A-Z_]+)@", self.script_path.read_text()))
+            if {name for name, _ in self.script_values} != placeholders:
+                refuse("script_values", f"one (name, value) pair for each placeholder of {self.script}: "
+                                        f"{sorted(placeholders) or 'none'}")
         else:
-            if self.script:
-                refuse("script", "None for a miter proof")
+            if self.script or self.script_values:
+                refuse("script", "None for a miter proof (and no script_values)")
             if (self.cases or self.bits is not None) and not self.relax:
                 refuse("relax", "a register name when cases or bits are given")
             if self.relax and not self.cases:
@@ -145,6 +153,14 @@ class MutationProof:
     def script_path(self):
         """The script's file (``script`` kind), else ``None``."""
         return HW_FOLDER / self.script if self.script else None
+
+    @property
+    def script_text(self):
+        """The script (``script`` kind) with its ``@NAME@`` placeholders replaced by ``script_values``."""
+        text = self.script_path.read_text()
+        for name, value in self.script_values:
+            text = text.replace(f"@{name}@", value)
+        return text
 
     @property
     def relaxed(self):
@@ -157,7 +173,8 @@ class MutationProof:
     def describe(self):
         """A few words: ``script neurotrainer/proofs/nt_pe_mutant_11.ys`` or ``miter cp_core --relax vector_row ...``."""
         if self.kind == "script":
-            return f"script {self.script}"
+            values = "".join(f" {name}={value}" for name, value in self.script_values)
+            return f"script {self.script}{values}"
         words = ["miter", self.top or self.block]
         if self.relax:
             words += ["--relax", self.relax]

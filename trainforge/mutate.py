@@ -423,7 +423,7 @@ def run_declared_proof(proof, original, mutant, folder, timeout=PROOF_TIMEOUT_S,
         (folder / target).write_bytes(pathlib.Path(source).read_bytes())
     if proof.kind == "script":
         script = folder / proof.script_path.name
-        script.write_text(proof.script_path.read_text())
+        script.write_text(proof.script_text)
         log = folder / "proof.log"
         with open(log, "w") as stream:
             from .tools import tool_environment

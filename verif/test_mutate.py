@@ -8,6 +8,7 @@ behind the ``regress`` marker.
 import dataclasses
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -616,7 +617,12 @@ def test_mutation_proof_declarations_are_checked():
     good = "a" * 64
     for bad, message in (({"kind": "sby"}, "'kind' = 'sby'"), ({"mutant_sha256": "abc"}, "'mutant_sha256'"),
                          ({"mutant": 0}, "'mutant' = 0"), ({"kind": "script", "script": "no/such.ys"}, "'script'"),
-                         ({"cases": ({},)}, "'relax'"), ({"relax": "q"}, "'cases'")):
+                         ({"cases": ({},)}, "'relax'"), ({"relax": "q"}, "'cases'"),
+                         ({"script_values": (("CORE", "core_0"),)}, "'script'"),
+                         ({"kind": "script", "script": "caterpillar/proofs/cp_ring_update_datapath_unread.ys"},
+                          r"'script_values' = \(\) .* \['CORE'\]"),
+                         ({"kind": "script", "script": "caterpillar/proofs/cp_ring_update_datapath_unread.ys",
+                           "script_values": (("CORE", "core_0"), ("PE", "pe_0_0"))}, "'script_values'")):
         with pytest.raises(ParameterError, match=message):
             MutationProof(**{"block": "b", "mutant": 1, "kind": "miter", "mutant_sha256": good, **bad})
     with pytest.raises(ParameterError, match="mutation_proofs holds"):
@@ -628,4 +634,5 @@ def test_mutation_proof_declarations_are_checked():
         ("cp_ring", 8), ("nt_pe", 11), ("nt_pe", 18), ("nt_system", 6), ("nt_system", 8)}
     for proof in declared:
         if proof.kind == "script":
-            assert proof.script_path.is_file() and "mutant.v" in proof.script_path.read_text()
+            assert proof.script_path.is_file() and "mutant.v" in proof.script_text \
+                and not re.search(r"@[A-Z_]+@", proof.script_text)

@@ -119,12 +119,14 @@ BLOCKS = (
         # registers): the UPDATE write-back datapath of a core, which the ring never selects.
         mutation_proofs=tuple(
             MutationProof(block="cp_ring", mutant=mutant, kind="script",
-                          script=f"caterpillar/proofs/cp_ring_mutant_{mutant}.ys", mutant_sha256=sha256,
+                          script="caterpillar/proofs/cp_ring_update_datapath_unread.ys",
+                          script_values=(("CORE", core),), mutant_sha256=sha256,
                           why="the ring sends its cores GEMV and LOAD commands only (no core's op register ever holds "
                               "UPDATE, proven inductive), so the write-back flag that selects the update datapath is "
                               "0 and the datapath is unread")
-            for mutant, sha256 in ((6, "4f5fb7d9bcb3f38d8e1351fe1ad8476cb3c5e7f1dd1c0fa9f70b16c6cc80cfa0"),
-                                   (7, "e00bb1d752da67f89e817e1458753c3a781ac686008a97f6eda5fb5d0a865e83"),
-                                   (8, "f5ffabd9388ba4f2ab92e466f2316e03ac04042de329cc20a2b519efbf3add10"))),
+            for mutant, core, sha256 in (
+                (6, "core_0", "4f5fb7d9bcb3f38d8e1351fe1ad8476cb3c5e7f1dd1c0fa9f70b16c6cc80cfa0"),
+                (7, "core_0", "e00bb1d752da67f89e817e1458753c3a781ac686008a97f6eda5fb5d0a865e83"),
+                (8, "core_2", "f5ffabd9388ba4f2ab92e466f2316e03ac04042de329cc20a2b519efbf3add10"))),
     ),
 )
