@@ -43,20 +43,24 @@ class Cycle:
     def __init__(self, clock):
         self.clock = clock
         self.now = 0
-        self._drivers = []
+        self._drivers = []      # stepped every cycle, in the order they were made
+        self._waiting = []      # (time made, driver): stepped from the first edge after that time
         cocotb.start_soon(self._count())
 
     def attach(self, driver):
         """Step ``driver`` (``_drive_inputs()`` after each edge, ``_sample()`` in ``ReadOnly``) from the next edge."""
-        self._drivers.append((get_sim_time(), driver))
+        self._waiting.append((get_sim_time(), driver))
 
     async def _count(self):
         edge, read_only = RisingEdge(self.clock), ReadOnly()
+        active = self._drivers
         while True:
             await edge
             self.now += 1
-            now = get_sim_time()
-            active = [driver for made, driver in self._drivers if made < now]
+            if self._waiting:
+                now = get_sim_time()
+                active.extend(driver for made, driver in self._waiting if made < now)
+                self._waiting = [(made, driver) for made, driver in self._waiting if made >= now]
             for driver in active:
                 driver._drive_inputs()
             await read_only
@@ -65,7 +69,13 @@ class Cycle:
 
 
 class _StreamPorts:
-    """The ``valid``, ``ready`` and ``payload`` handles of stream member ``name``, and the clock cycle."""
+    """The ``valid``, ``ready`` and ``payload`` handles of stream member ``name``, and the clock cycle.
+
+    A driver owns the handshake port it drives (a source's ``valid``, a sink's ``ready``) from its
+    creation and writes it only when the level changes (:meth:`_drive`; a write per driver per cycle
+    was a fifth of ``nt_system``'s Python time), so nothing else may write that port while the driver
+    lives.
+    """
 
     def __init__(self, dut, name, cycle, rng):
         self.valid = getattr(dut, f"{name}__valid")
@@ -73,6 +83,14 @@ class _StreamPorts:
         self.payload = getattr(dut, f"{name}__payload")
         self.cycle = cycle
         self.rng = rng
+        self._owned = self.valid if isinstance(self, StreamSource) else self.ready
+        self._level = None
+
+    def _drive(self, level):
+        """Write ``level`` to the owned handshake port unless it already holds it."""
+        if level != self._level:
+            self._owned.value = level
+            self._level = level
 
 
 class StreamSource(_StreamPorts):
@@ -101,7 +119,7 @@ class StreamSource(_StreamPorts):
         self.queue = collections.deque()
         self.sent = []
         self.enabled = True
-        self.valid.value = 0
+        self._drive(0)
         self._offered = None
         cycle.attach(self)
 
@@ -126,7 +144,7 @@ class StreamSource(_StreamPorts):
         """Forget everything queued and any offer in progress (used around a reset)."""
         self.queue.clear()
         self._offered = None
-        self.valid.value = 0
+        self._drive(0)
 
     @property
     def idle(self):
@@ -140,7 +158,7 @@ class StreamSource(_StreamPorts):
         if self._offered is None and self.queue and self.enabled and offer:
             self._offered = self.queue.popleft()
             self.payload.value = self._offered
-        self.valid.value = int(self._offered is not None)
+        self._drive(int(self._offered is not None))
 
     def _sample(self):
         """In ``ReadOnly``: the offer was taken if ``ready`` is high."""
@@ -163,7 +181,7 @@ class StreamSink(_StreamPorts):
         self.ready_probability = ready_probability
         self.pattern = None
         self.received = []
-        self.ready.value = 0
+        self._drive(0)
         self._ready = False
         cycle.attach(self)
 
@@ -180,7 +198,7 @@ class StreamSink(_StreamPorts):
             ready = pattern[index[0] % len(pattern)]
             index[0] += 1
         self._ready = ready
-        self.ready.value = int(ready)
+        self._drive(int(ready))
 
     def _sample(self):
         """In ``ReadOnly``: record a transfer."""

@@ -33,6 +33,15 @@ def test_program_word_is_four_bytes_and_round_trips():
         assert decode_pe_program(word) == fields
 
 
+def test_decoding_with_shifts_equals_the_layout_view():
+    """``decode_pe_program`` slices the word with shifts; every field must equal the Amaranth view of the layout
+    (bits above the 32 of the word ignored)."""
+    rng = np.random.default_rng(1)
+    for word in [0, (1 << 32) - 1, 1 << 32, *map(int, rng.integers(0, 1 << 40, 200))]:
+        view = PE_PROGRAM_LAYOUT.from_bits(word & ((1 << 32) - 1))
+        assert decode_pe_program(word) == {name: int(getattr(view, name)) for name, _ in PE_PROGRAM_LAYOUT}, hex(word)
+
+
 @pytest.mark.parametrize("fields", [{"cnt1": 256}, {"cnt2_outer": -1}, {"wide": 2}])
 def test_program_fields_out_of_range_are_rejected(fields):
     with pytest.raises(ValueError, match=next(iter(fields))):

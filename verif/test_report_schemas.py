@@ -3,7 +3,8 @@
 The commands run in-process in one temporary folder (the reports go to its
 ``build/``). Yosys and nextpnr are replaced by fakes (as in
 ``verif/test_synth_cache.py``): the synth, fpga and area reports are checked for
-their shape, not their figures. ``tensordash rtl-check`` needs a simulator and
+their shape, not their figures. matplotlib's rendering is replaced too: every
+PNG written is the PNG signature alone. ``tensordash rtl-check`` needs a simulator and
 is not run here. Broken copies of real reports must fail validation.
 """
 import copy
@@ -65,11 +66,23 @@ def _fake_place_and_route(emitted, work_root, seed=None):
             "log": "fake.tim"}
 
 
+def _fake_savefig(figure, target, **options):
+    """The PNG signature only: matplotlib's rendering took a fifth of the commands' time here, and the figures'
+    pixels are not what this module checks (``verif/test_hypar_cli.py`` and the families' tests render them)."""
+    target.write(PNG_SIGNATURE)
+
+
+#: The first bytes of every PNG file.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.fixture(scope="session")
 def made(tmp_path_factory):
     # Session scope: with --dist loadgroup other modules' tests run between this module's on the same worker,
     # and a module-scoped fixture was then torn down and made again (twice 33 s in make test).
     """Run every command of :data:`COMMANDS` in one folder: ``(folder, {command: exit status or exception})``."""
+    import matplotlib.figure
+
     import trainforge.fpga
     import trainforge.synth
 
@@ -79,6 +92,7 @@ def made(tmp_path_factory):
         patch.chdir(folder)
         patch.setattr(trainforge.synth, "synthesize", _fake_synthesize)
         patch.setattr(trainforge.fpga, "place_and_route", _fake_place_and_route)
+        patch.setattr(matplotlib.figure.Figure, "savefig", _fake_savefig)
         for command in COMMANDS:
             try:
                 statuses[command] = cli.main(["--quiet", *command.split()])

@@ -125,15 +125,15 @@ def frontier_partition(intra, incoming):
     for layer in range(layers):
         keep = tuple(j for j in (*frontier, layer) if last_use[j] > layer)
         position = {j: index for index, j in enumerate(frontier)}
+        edges = [(position[source], table) for source, table in incoming[layer]]
+        kept = [position.get(j) for j in keep]          # None: this layer's own type
         new_states = {}
         for assignment, (cost, _) in states.items():
             for kind in range(kinds):
                 total = cost + intra[layer][kind]
-                for source, table in incoming[layer]:
-                    total += table[assignment[position[source]]][kind]
-                full = dict(zip(frontier, assignment))
-                full[layer] = kind
-                key = tuple(full[j] for j in keep)
+                for index, table in edges:
+                    total += table[assignment[index]][kind]
+                key = tuple(kind if index is None else assignment[index] for index in kept)
                 if key not in new_states or total < new_states[key][0]:
                     new_states[key] = (total, (assignment, kind))
         history.append(new_states)
