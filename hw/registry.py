@@ -261,11 +261,12 @@ def _blocks():
             test_params=(
                 {},
                 {"lanes": 1, "width": 4, "acc_width": 6, "signed": False},
-                {"lanes": 16, "width": 16, "acc_width": 40},
                 {"mac": "fp16", "partial_sums": 8},
                 {"mac": "bf16", "lanes": 3, "partial_sums": 1},
             ),
+            # 16 lanes of 16 bits moved here from test_params to keep make test under 5 minutes (2026-11-29).
             regress_params=(
+                {"lanes": 16, "width": 16, "acc_width": 40},
                 {"lanes": 64, "width": 32, "acc_width": 64},
                 {"lanes": 8, "width": 32, "acc_width": 64, "signed": False},
                 {"lanes": 3, "width": 2, "acc_width": 2},

@@ -308,16 +308,19 @@ def random_fp32_values(seed, count=N):
                            random_normals(rng, count - tenth, FP32, 1, FP32.exponent_max_field - 1)]).astype(np.uint32)
 
 
-def test_reciprocal_fp16_against_numpy(seed):
-    """``reciprocal_unit_fp16`` on 10**6 random FP32 values and the corners, at three table/iteration settings."""
+@pytest.mark.parametrize("table_bits, iterations", [
+    (3, 2),                                                           # the defaults
+    pytest.param(5, 1, marks=pytest.mark.regress), pytest.param(1, 3, marks=pytest.mark.regress)])
+def test_reciprocal_fp16_against_numpy(seed, table_bits, iterations):
+    """``reciprocal_unit_fp16`` on 10**6 random FP32 values and the corners, at three table/iteration settings
+    (the two off the defaults in make regress)."""
     from trainforge.golden.caterpillar.goldschmidt import reciprocal_unit_fp16
     corners = np.array([0, 0x80000000, 1, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000, 0x00800000,
                         0x7F7FFFFF, 0x7F000000, 0x7E800000, 0x3FFFFFFF, 0x3FFFF000], dtype=np.uint32)
     values = np.concatenate([random_fp32_values(seed), corners])
-    for table_bits, iterations in ((3, 2), (5, 1), (1, 3)):
-        got = reciprocal_unit_fp16(values, table_bits=table_bits, iterations=iterations).astype(np.uint32)
-        bad = mismatches(got, oracle_reciprocal(values, table_bits, iterations))
-        assert not bad.size, [hex(int(values[i])) for i in bad[:5]]
+    got = reciprocal_unit_fp16(values, table_bits=table_bits, iterations=iterations).astype(np.uint32)
+    bad = mismatches(got, oracle_reciprocal(values, table_bits, iterations))
+    assert not bad.size, [hex(int(values[i])) for i in bad[:5]]
 
 
 def test_reciprocal_fp16_accuracy(seed):
@@ -514,7 +517,8 @@ def _diagonal_reductions(params, steps, overlap, blocks, gap=None, seed=0):
     return copied, expected
 
 
-@pytest.mark.parametrize("n_r", [2, 3, 4])
+@pytest.mark.parametrize("n_r", [pytest.param(2, marks=pytest.mark.regress), pytest.param(3, marks=pytest.mark.regress),
+                                 4])   # 2 and 3 (5 s) in make regress, to keep make test under 5 minutes
 def test_core_schedule_keeps_handoffs_off_the_reduction_landing(n_r):
     """``cp_core`` with the interleaved bus reduction (R 4): along the core's GEMV schedule (every block length
     1 .. 24, with and without overlap), the golden PE model's ``red``, copied ``R + Lr + 1`` cycles after each

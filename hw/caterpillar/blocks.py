@@ -72,9 +72,10 @@ BLOCKS = (
         component=CPReciprocal,
         testbench="tb_cp_reciprocal",
         summary="CATERPILLAR Goldschmidt reciprocal: lookup table + iterations on the PE's MAC unit",
-        test_params=({}, {"width": 12, "frac": 8, "table_bits": 2, "iterations": 1},
-                     {"width": 32, "mac": "fp16"}),
-        regress_params=({"width": 40, "frac": 24, "table_bits": 6, "iterations": 3},
+        test_params=({}, {"width": 32, "mac": "fp16"}),
+        # The 12-bit set moved here from test_params to keep make test under 5 minutes (2026-11-29).
+        regress_params=({"width": 12, "frac": 8, "table_bits": 2, "iterations": 1},
+                        {"width": 40, "frac": 24, "table_bits": 6, "iterations": 3},
                         {"width": 16, "frac": 16, "table_bits": 4, "iterations": 0},
                         {"width": 32, "mac": "fp16", "table_bits": 5, "iterations": 1},
                         {"width": 32, "mac": "fp16", "table_bits": 1, "iterations": 3}),
