@@ -61,6 +61,12 @@ BLOCKS = (
                               "(credits + FIFO level + words in flight = 8 proven inductive), so "
                               "bus.broadcast_stage_0's skid register never fills and the mutated branch is never "
                               "taken"),
+            MutationProof(block="nt_system", mutant=7, kind="script",
+                          script="neurotrainer/proofs/nt_system_mutant_7.ys",
+                          mutant_sha256="4001c053182ee142cb14a3699b3bff51f92e2f054845431407229949a2df612c",
+                          why="bit 30 of the common vault's write PMAG R5 address reaches only address bits 30-31, "
+                              "which nothing reads (its forward cone is empty in the gate-level original); the "
+                              "mutant differs from the original in that bit's next value only"),
         ),
         regress_params=(
             {"pes": 3, "lanes": 1, "vault_latency": 9, "vault_interval": 2, "broadcast_credits": 2},
