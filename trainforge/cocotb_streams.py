@@ -77,13 +77,13 @@ class _StreamPorts:
     lives.
     """
 
-    def __init__(self, dut, name, cycle, rng):
+    def __init__(self, dut, name, cycle, rng, owned):
         self.valid = getattr(dut, f"{name}__valid")
         self.ready = getattr(dut, f"{name}__ready")
         self.payload = getattr(dut, f"{name}__payload")
         self.cycle = cycle
         self.rng = rng
-        self._owned = self.valid if isinstance(self, StreamSource) else self.ready
+        self._owned = getattr(self, owned)
         self._level = None
 
     def _drive(self, level):
@@ -113,7 +113,7 @@ class StreamSource(_StreamPorts):
     """
 
     def __init__(self, dut, name, cycle, rng, valid_probability=1.0):
-        super().__init__(dut, name, cycle, rng)
+        super().__init__(dut, name, cycle, rng, owned="valid")
         self.valid_probability = valid_probability
         self.pattern = None
         self.queue = collections.deque()
@@ -177,7 +177,7 @@ class StreamSink(_StreamPorts):
     """
 
     def __init__(self, dut, name, cycle, rng, ready_probability=1.0):
-        super().__init__(dut, name, cycle, rng)
+        super().__init__(dut, name, cycle, rng, owned="ready")
         self.ready_probability = ready_probability
         self.pattern = None
         self.received = []
