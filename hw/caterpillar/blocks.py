@@ -64,8 +64,14 @@ BLOCKS = (
         ),
         # tb_cp_core's EventMonitor reads these enables by name (trainforge mutate keeps them through opt_clean).
         probed_wires=("pe_*_enable", "write_back", "vector_*_enable", "error_*_enable"),
-        # No declared proof: the one of mutant 13 (vector_row bit 3) was written for the list before the per-PE
-        # read-enable registers; today's mutant 13 is another mutation, which the testbench kills (README.md).
+        # (The declared proof of the old list's mutant 13 was removed: today's mutant 13 is another mutation, which
+        # the testbench kills; README.md.)
+        mutation_proofs=(
+            MutationProof(block="cp_core", mutant=1, kind="script", script="caterpillar/proofs/cp_core_mutant_1.ys",
+                          mutant_sha256="d8c19276f95814a25d7ddf230a1e0c4af342fc192ee3877ed1e494db7941a1e4",
+                          why="block_b steps only below block_b_last <= max_blocks - 1 = 7 (1-inductive), so bit 3 of "
+                              "its next value is 0 already while busy"),
+        ),
     ),
     Block(
         name="cp_reciprocal",
