@@ -112,10 +112,11 @@ async def host_read(harness, sizes, label):
                             dtype=np.int64) for vault, count in sizes.items()}
 
 
-def queue_layer(harness, layer):
-    """Set ``config`` and queue every PMAG program and PE pass word of a compiled layer."""
+def queue_layer(harness, layer, config=None):
+    """Set ``config`` (``layer_config``'s unless given) and queue every PMAG program and PE pass word of a compiled
+    layer."""
     component = harness.component
-    harness.bench.dut.config.value = pack(component.config_layout, layer_config(layer))
+    harness.bench.dut.config.value = pack(component.config_layout, layer_config(layer) if config is None else config)
     reads, writes = vault_programs(layer, component.pes)
     layout = component.pmag_program_layout
     for vault in reads:
@@ -131,15 +132,16 @@ def input_images(layer, inputs):
     return {vault + 1: words for vault, words in host_images(layer, inputs).items()}
 
 
-async def run_layer(harness, layer, inputs, label):
-    """Run one compiled layer from its input images; return every vault's words after it, by system vault number."""
+async def run_layer(harness, layer, inputs, label, config=None):
+    """Run one compiled layer from its input images (with ``config`` when given); return every vault's words after
+    it, by system vault number."""
     bench = harness.bench
     images = input_images(layer, inputs)
     for vault, words in images.items():
         limit = bench.params["vault_depth"] if vault == 0 else bench.params["pe_vault_depth"]
         assert words.size <= limit, f"{label}: vault {vault} needs {words.size} words {bench.where()}"
     await host_write(harness, images, label)
-    queue_layer(harness, layer)
+    queue_layer(harness, layer, config)
     work = sum(len(job.passes) * 300 for job in layer.pe_jobs) + 20 * sum(layer.vault_words.values()) + 2000
     for _ in range(work):
         if all(source.idle for source in harness.sources()):
@@ -161,7 +163,7 @@ async def play(harness, scenario):
     for layer in scenario.stimulus["layers"]:
         compiled = table.compile_layer(bench.params, layer)
         label = f"{scenario.name}: {layer['kind']} {layer['dims']}"
-        final = await run_layer(harness, compiled, layer["inputs"], label)
+        final = await run_layer(harness, compiled, layer["inputs"], label, table.system_config(layer, compiled))
         output = executor.unload(compiled, {vault - 1: words for vault, words in final.items()})
         items["output"].append(table.output_item(layer, output))
         for vault, words in final.items():
@@ -255,6 +257,20 @@ async def handwritten_programs(dut):
         dut._log.info("the hand-written programs do not fit these parameters: not run")
     for scenario in chosen:
         await play(harness, scenario)
+
+
+@cocotb.test()
+async def end_mark_early(dut):
+    """A layer whose ``config`` sends the END-MARK one row before its write programs end
+    (``scenarios.nt_system.end_mark_early_scenario``): the vault controllers write the END-MARK word where a data
+    request meets it and drop the result words the END requests meet (expected: the reference executor's images with
+    that join applied)."""
+    bench = await start_system(dut)
+    scenario = table.end_mark_early_scenario(bench.params, bench.seed)
+    if scenario is None:
+        dut._log.info("the early END-MARK layer does not fit these parameters: not run")
+        return
+    await play(Harness(bench), scenario)
 
 
 @cocotb.test()

@@ -19,7 +19,8 @@ from ...spec.neurotrainer.pe_program import decode_pe_program
 from . import executor
 from .compiler import COMMON, compile_layer
 
-__all__ = ["compile_for_system", "layer_config", "vault_programs", "host_images", "prepare_layer", "run_layers"]
+__all__ = ["compile_for_system", "layer_config", "vault_programs", "host_images", "prepare_layer", "run_layers",
+           "write_program_requests"]
 
 
 def _system(params):
@@ -125,20 +126,33 @@ def host_images(layer, tensors):
     return executor.pack_images(layer, executor.run_copies(layer, executor.load_elements(layer, tensors)))
 
 
-def prepare_layer(layer, tensors):
-    """The golden model's view of ``layer`` with the input tensors ``tensors``: vault images and PE jobs."""
+def write_program_requests(stream):
+    """Data and pad requests of each of ``stream``'s PMAG programs, in order (the END requests left out)."""
+    return [len(request["pad"]) - 1 for request in stream.golden()]
+
+
+def prepare_layer(layer, tensors, config=None):
+    """The golden model's view of ``layer`` with the input tensors ``tensors``: vault images and PE jobs.
+
+    ``config`` (the ``config`` port value the layer runs with, :func:`layer_config`'s unless a test sets another)
+    adds the END-MARK cadence (``out_rows``) and each job's write program lengths, so that the golden model joins
+    the results with the write requests as the vault controllers do."""
     vaults = host_images(layer, tensors)
     jobs = []
     for job in layer.pe_jobs:
         blocks1, blocks2 = executor.pe_buffer_images(layer, vaults, job)
         address, pad = job.out.requests()
         jobs.append({"pe": job.pe, "passes": list(job.passes), "blocks1": list(blocks1), "blocks2": list(blocks2),
-                     "out_vault": job.out.vault + 1, "out_address": address, "out_pad": pad})
-    return {"kind": layer.kind, "bits": layer.bits, "jobs": jobs,
-            "vaults": {vault + 1: words for vault, words in vaults.items()}}
+                     "out_vault": job.out.vault + 1, "out_address": address, "out_pad": pad,
+                     "out_programs": write_program_requests(job.out)})
+    prepared = {"kind": layer.kind, "bits": layer.bits, "jobs": jobs,
+                "vaults": {vault + 1: words for vault, words in vaults.items()}}
+    if config is not None:
+        prepared["out_rows"] = config["out_rows"]
+    return prepared
 
 
-def run_layers(layers, inputs, **params):
+def run_layers(layers, inputs, configs=None, **params):
     """The layers run one after the other from a reset, as the system runs them (golden model).
 
     Parameters
@@ -147,6 +161,9 @@ def run_layers(layers, inputs, **params):
         Compiled for the system (:func:`compile_for_system`).
     inputs : sequence of dict
         Each layer's input tensors (``layer.inputs``), integer words.
+    configs : sequence of dict or None, optional
+        Each layer's ``config`` port value when it is not :func:`layer_config`'s (None: the golden model takes
+        every write program to hold its END-MARK's words; :func:`prepare_layer`).
     **params
         The NTSystem parameters.
 
@@ -169,7 +186,9 @@ def run_layers(layers, inputs, **params):
             raise ProgramError(f"{layer.kind}: compiled for other PEs than the system's")
         if layer.lut and layer.lut != spec.lut_functions(system):
             raise ProgramError(f"{layer.kind}: compiled for other LUTs than the system's")
-    outcome = nt_system([prepare_layer(layer, tensors) for layer, tensors in zip(layers, inputs)], **system)
+    configs = configs or [None] * len(layers)
+    outcome = nt_system([prepare_layer(layer, tensors, config) for layer, tensors, config in zip(layers, inputs, configs)],
+                        **system)
     for layer, result in zip(layers, outcome):
         result["output"] = executor.unload(layer, {vault - 1: words for vault, words in result["final"].items()})
     return [{"output": result["output"], "vaults": result["vaults"], "final": result["final"]} for result in outcome]

@@ -7,7 +7,8 @@ The system's ports are many streams driven by a host procedure (write the vault 
 tensors, integer words), ``sr``, ``bits`` and ``lut`` (compiler options: ``{input: "f" | "df"}``,
 the inputs read through the vault controllers' activation LUTs) and ``pad_rows`` (max-pooling
 only: the window streams read every second image row as pad, Table 3's pad window on the
-window row). The layers run one after the other from reset. ``valid``/``ready`` name the
+window row) and, optionally, ``out_rows`` (the ``config`` port's END-MARK cadence instead of the compiler's:
+:func:`end_mark_early_scenario`). The layers run one after the other from reset. ``valid``/``ready`` name the
 patterns of the host's stream ports (``i_host__<v>``, ``i_read_program__<v>``,
 ``i_write_program__<v>``, ``i_pe_program__<pe>``; ``o_host_data__<v>``).
 
@@ -540,6 +541,66 @@ def power_on_scenario(params, seed):
     return Scenario(name, {"layers": layers}, golden(params, Scenario(name, {"layers": layers}, {})).items)
 
 
+#: The scenario of :func:`end_mark_early_scenario` (not in the table: ``tb_nt_system.end_mark_early`` plays it).
+END_MARK_EARLY = "a 32-bit conv FF whose config sends the END-MARK a row before its write programs end"
+
+#: The END-MARK's data in a 32-bit layer (the paper's PMAG END-MARK, all ones).
+END_MARK_32 = 0xFFFFFFFF
+
+
+def end_mark_early_scenario(params, seed):
+    """A 32-bit conv FF layer run with ``config.out_rows`` one row fewer than its write programs hold (R rows each),
+    so that each PE's row unpacker sends an END-MARK after every ``(R - 1) * lanes`` result words, against the
+    compiler's programs; or None when the layer does not fit these parameters or the programs would not take
+    exactly the words and END-MARKs sent (that needs fewer programs per PE than ``R - 1``).
+
+    The vault controller joins a data request with the next word, whatever it is, and an END request with the
+    next word, writing nothing: so the vaults get END-MARK words (0xFFFFFFFF) where data requests meet them, and
+    the result words the END requests meet are dropped. Expected, per vault: the reference executor's image of
+    the layer run as compiled, with each write request's word replaced by the token it meets: data request ``j``
+    of program ``i`` (``D = R * lanes`` data requests, then the END request) meets token ``t = i * (D + 1) + j``
+    of the sent stream, an END-MARK when ``(t + 1) % (B + 1) == 0`` (``B = (R - 1) * lanes``), else result word
+    ``t - t // (B + 1)``. Only the vault images are expected (the output tensor is read from them)."""
+    generator = np.random.default_rng(rng_for(seed, "nt_system", "end-mark early").randrange(1 << 32))
+    lanes = params["lanes"]
+    dims = dict(n=2 * lanes * params["pes"], d=2, h=4, w=4, o=2, hk=3, wk=3)
+    layer = _layer("conv_ff", dims, None, bits=32)
+    shapes = _input_shapes_if_it_fits(params, layer)
+    if shapes is None:
+        return None
+    compiled = compile_layer(params, layer)
+    rows = layer_config(compiled)["out_rows"]
+    programs = {len(job.out.programs) for job in compiled.pe_jobs}
+    if rows < 2 or max(programs) >= rows - 1 or any(job.out.vault == COMMON for job in compiled.pe_jobs):
+        return None
+    layer["out_rows"] = rows - 1
+    layer["inputs"] = {"x": generator.integers(-100, 100, size=shapes["x"]) << params["frac_bits"],
+                       "w": generator.integers(-100, 100, size=shapes["w"])}
+    final = {vault + 1: np.asarray(words, dtype=np.int64) & 0xFFFFFFFF
+             for vault, words in executor.execute(compiled, layer["inputs"])["vaults"].items()}
+    data, block = rows * lanes, (rows - 1) * lanes
+    for job in compiled.pe_jobs:
+        address, pad = job.out.requests()
+        assert not pad.any() and len(set(address.tolist())) == len(address) == data * len(job.out.programs), job.pe
+        image = final[job.out.vault + 1]
+        words = image[address].copy()            # the results, in request order (each address written once)
+        for index, where in enumerate(address):
+            program, j = divmod(index, data)
+            t = program * (data + 1) + j
+            image[where] = END_MARK_32 if (t + 1) % (block + 1) == 0 else words[t - t // (block + 1)]
+    expected = {f"vault {vault}": [words.tolist()] for vault, words in final.items()}
+    return Scenario(END_MARK_EARLY, {"layers": [layer]}, expected)
+
+
+def system_config(layer, compiled):
+    """The ``config`` port value a stimulus layer runs with: :func:`layer_config`'s, with the layer's ``out_rows``
+    when it sets one (:func:`end_mark_early_scenario`)."""
+    config = layer_config(compiled)
+    if layer.get("out_rows") is not None:
+        config["out_rows"] = layer["out_rows"]
+    return config
+
+
 def select_layer(params, generator):
     """The conv FF layer of :func:`select_programs` (integer inputs), or None when its programs do not fit these
     parameters (a write program of two words must be whole result rows)."""
@@ -1011,8 +1072,9 @@ def scenarios(params, seed):
 
 def golden(params, scenario):
     layers = scenario.stimulus["layers"]
-    outcome = run_layers([compile_layer(params, layer) for layer in layers], [layer["inputs"] for layer in layers],
-                         **params)
+    compiled = [compile_layer(params, layer) for layer in layers]
+    outcome = run_layers(compiled, [layer["inputs"] for layer in layers],
+                         [system_config(layer, one) for layer, one in zip(layers, compiled)], **params)
     items = {"output": [output_item(layer, result["output"]) for layer, result in zip(layers, outcome)]}
     for result in outcome:
         for vault, words in result["final"].items():
