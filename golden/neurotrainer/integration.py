@@ -130,7 +130,9 @@ def nt_system(layers, **params):
     Raises
     ------
     ProgramError
-        A PE's results do not fill its write program's requests.
+        A PE's results do not fill its write program's requests (without ``out_rows``), or do not meet them word
+        for word with the END-MARKs (:func:`joined_writes`), or a merged layer's programs are not one END-MARK's
+        words each.
     """
     system = spec.PARAMS.resolve(**{name: value for name, value in params.items() if name in spec.PARAMS.names})
     pes = system["pes"]

@@ -38,11 +38,11 @@ BLOCKS = (
         test_params=({},),
         # The whole testbench took 107 s on Icarus (build included, load average 9; scenario_table 40 s, model_cycles
         # 17 s). The subset (36 s with its build on the RTL of 889f917, load average 5): the vaults' and the PE buffers'
-        # power-on reads (first: they keep their words across resets), merged result blocks, the hand-written PMAG programs,
-        # a layer whose config sends the END-MARK a row early (its data written where a data request meets it), a reset mid-layer, SR-LO layers back
-        # to back, the sequencer's programs (a hand-written one among them, whose write programs queue up to the
-        # write queues' skid registers), an MLP SGD step (FF, BP, UP) and the
-        # sequenced CNN step (conv, pooling, FC).
+        # power-on reads (first: they keep their words across resets), merged result blocks, the hand-written PMAG
+        # programs, a layer whose config sends the END-MARK a row early (its data written where a data request meets
+        # it), a reset mid-layer, SR-LO layers back to back, the sequencer's programs (a hand-written one among
+        # them, whose write programs queue up to the write queues' skid registers), an MLP SGD step (FF, BP, UP) and
+        # the sequenced CNN step (conv, pooling, FC).
         mutation_subset=MutationSubset(tests=("power_on_vaults_read_zero", "power_on_pe_buffers_read_zero",
                                               "merged_scenarios", "handwritten_programs", "end_mark_early",
                                               "reset_mid_layer",

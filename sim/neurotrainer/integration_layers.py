@@ -187,8 +187,8 @@ def run_layers(layers, inputs, configs=None, **params):
         if layer.lut and layer.lut != spec.lut_functions(system):
             raise ProgramError(f"{layer.kind}: compiled for other LUTs than the system's")
     configs = configs or [None] * len(layers)
-    outcome = nt_system([prepare_layer(layer, tensors, config) for layer, tensors, config in zip(layers, inputs, configs)],
-                        **system)
+    prepared = [prepare_layer(layer, tensors, config) for layer, tensors, config in zip(layers, inputs, configs)]
+    outcome = nt_system(prepared, **system)
     for layer, result in zip(layers, outcome):
         result["output"] = executor.unload(layer, {vault - 1: words for vault, words in result["final"].items()})
     return [{"output": result["output"], "vaults": result["vaults"], "final": result["final"]} for result in outcome]
