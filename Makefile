@@ -74,9 +74,11 @@ formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 # Measured 2026-11-29 (README): the proofs add about 9 s to cp_reciprocal, 2 min to cp_core, 2 to 3.5 min to nt_pe
 # and 3.5 min to cp_ring (its survivor 7's plain miter proof, 2 min, differs); the other blocks' survivors' plain
 # miter proofs differ in 2 to 28 s each.
+# nt_system (last) takes the longest: its whole testbench is about 3 minutes a mutant, its declared proofs 3 to 4
+# minutes each (about an hour alone at --jobs 1, 2026-11-29).
 # make mutate ARGS="nt_mac --count 40 --jobs 2" mutates other blocks.
 MUTATE_BLOCKS ?= stream_stage td_scheduler nt_pmag nt_vault nt_lut nt_comparator fp_mul fp32_add td_transposer \
-                 dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile cp_core cp_ring
+                 dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile cp_core cp_ring nt_system
 MUTATE_ARGS ?= $(MUTATE_BLOCKS) --count 20 --seed 1 --subset
 mutate: $(VENV)/.installed-test $(VENV)/.installed-fpga simulators
 	$(TRAINFORGE) mutate $(if $(ARGS),$(ARGS),$(MUTATE_ARGS))
