@@ -142,6 +142,15 @@ BLOCKS = (
         summary="NeuroTrainer PMAG: 7 nested counters, decoders, base + strides address function, END-MARK request stream (Fig. 4, Tables 2-3)",
         test_params=({"counter_bits": 16},),
         regress_params=({"counter_bits": 3},),
+        # make mutate's survivor 16 (2026-11-29, the RTL after the shared per-level selection): the hold of k's
+        # level-3 register in the setup cycles before setup == 1 loads every level's start value.
+        mutation_proofs=(
+            MutationProof(block="nt_pmag", mutant=16, kind="miter", relax="k_r3",
+                          cases=tuple({"setup": value} for value in range(1, 8)), bits=(12,),
+                          mutant_sha256="2555d1c5836ea58ed656f5445e951eb92b5beca263fe042d74f808bd68d8efd9",
+                          why="bit 12 of k_r3 changes only while setup counts down to 1, and setup == 1 loads "
+                              "k's start value into k_r3; nothing reads k_r3 before the walk (setup == 0)"),
+        ),
     ),
     Block(
         name="nt_lut",

@@ -120,6 +120,17 @@ def directed(params):
         ("q and p in every address select, sums of r5..r7 and r1", _program(
             max=[1, 0, 0, 0, 1, 1, 1], a=S["q"], b=S["p"], c=S["q"], d=S["p"], s=S["r1"], t=S["r5"], u=S["r6"],
             v=S["r7"], stride=[1, 3, 9, 27])),
+        # A select's count of a source through p or q is that source's count in s, t or in u, v, not the other
+        # pair's: const enters a and d through p (s) and never b and c through q (strides 1, 3, 9, 27 keep the
+        # terms apart) ...
+        ("const through p in a and d, not through q in b and c", _program(
+            max=[0, 0, 0, 0, 1, 1, 1], a=S["p"], b=S["q"], c=S["q"], d=S["p"], s=S["const"], t=S["r7"],
+            u=S["r6"], v=S["r5"], const=5, base=0x100, stride=[1, 3, 9, 27])),
+        # ... and r5 enters k through q (u), not through p: k = r5 + r6 in [1, 3) marks the steps outside as pads.
+        ("a pad window on k = q = r5 + r6, p reading r7 and const", _program(
+            max=[0, 0, 0, 0, 2, 1, 1], a=S["r5"], b=S["r6"], c=S["r7"], s=S["r7"], t=S["const"], u=S["r5"],
+            v=S["r6"], h=S["p"], k=S["q"], const=3, stride=[1, 3, 6, 0], h_lo=3, h_hi=5, k_lo=1, k_hi=3,
+            window=WINDOW_MODES["pad"])),
     ]
     if bits <= 4:
         programs.append(("a counter through its whole range, p wraps",
