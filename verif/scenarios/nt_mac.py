@@ -63,6 +63,17 @@ class _Generators:
             self.states[lane] = state ^ ((state << 5) & _MASK32)
 
 
+def _offset(params, word, sr):
+    """The rounding offset a 32-bit row adds before the shift by ``F``: 0 (truncate, or ``F`` = 0), ``1 << (F - 1)``
+    (nearest), the lane's random word masked to ``F`` bits for a row with ``sr`` set (SR variants)."""
+    frac, rounding = params["frac_bits"], params["rounding"]
+    if rounding == "truncate" or frac == 0:
+        return 0
+    if rounding == "nearest":
+        return 1 << (frac - 1)
+    return word & ((1 << frac) - 1) if sr else 0
+
+
 def reference(params, rows):
     """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset (a row with ``a_lanes`` gives
     lane ``i`` the operand ``a_lanes[i]`` instead of ``a``: the PE's product pass)."""
@@ -78,12 +89,7 @@ def reference(params, rows):
         for lane, x in enumerate(row["x"]):
             a = row["a_lanes"][lane] if "a_lanes" in row else row["a"]
             if row["wide"]:
-                if rounding == "truncate" or frac == 0:
-                    offset = 0
-                elif rounding == "nearest":
-                    offset = 1 << (frac - 1)
-                else:
-                    offset = words[lane] & ((1 << frac) - 1) if row["sr"] else 0
+                offset = _offset(params, words[lane], row["sr"])
                 total = _signed(a, 32) * _signed(x, 32) + (_signed(y[lane], 32) << frac) + offset
                 y[lane] = _saturate(total >> frac, 32) & _MASK32
             else:
@@ -107,6 +113,33 @@ def _random_rows(rng, lanes, count):
                      "wide": int(rng.random() < 0.7), "sr": int(rng.random() < 0.8),
                      "clear": int(number == 0 or rng.random() < 0.1),
                      "read": int(number == count - 1 or rng.random() < 0.3)})
+    return rows
+
+
+#: The product bit whose value decides the rounding carry in :func:`carry_rows`.
+CARRY_BIT = 5
+
+
+def carry_rows(params, count):
+    """32-bit SR rows, each cleared and read, whose result is decided by bit :data:`CARRY_BIT` of one lane's low
+    partial product: row ``k`` multiplies ``a`` by 1 in lane ``k mod lanes`` (0 in the others), with ``a`` the
+    smallest value at or above ``2**F - offset`` (the row's rounding offset in that lane, from the reference's
+    generators) that has that bit set, so ``a + offset`` carries into bit ``F`` by less than ``2**CARRY_BIT``:
+    the result is 1, and 0 if that product bit were lost (a partial-product register not holding its value while
+    the pipeline waits). None when ``F`` leaves no room below it (``F <= CARRY_BIT + 1``)."""
+    frac, lanes = params["frac_bits"], params["lanes"]
+    if frac <= CARRY_BIT + 1:
+        return None
+    generators = _Generators(params)
+    rows = []
+    for number in range(count):
+        words = generators.words()
+        generators.step()
+        lane = number % lanes
+        low = (1 << frac) - _offset(params, words[lane], 1)
+        a = next(value for value in range(low, low + (2 << CARRY_BIT)) if value >> CARRY_BIT & 1)
+        rows.append({"a": a, "x": [int(other == lane) for other in range(lanes)], "wide": 1, "sr": 1, "clear": 1,
+                     "read": 1})
     return rows
 
 
@@ -145,6 +178,12 @@ def scenarios(params, seed):
         rows = _random_rows(rng, lanes, 150)
         table.append(Scenario(name, {"i_row": rows}, {"o_y": reference(params, rows)},
                               valid={"i_row": random_pattern(rng, valid)}, ready={"o_y": random_pattern(rng, ready)}))
+    rows = carry_rows(params, 80)
+    if rows is not None:
+        rng = rng_for(seed, "nt_mac", "carry")
+        table.append(Scenario("rounding carries hanging on one product bit, held through consumer stalls",
+                              {"i_row": rows}, {"o_y": reference(params, rows)},
+                              ready={"o_y": random_pattern(rng, 0.25)}))
     return table
 
 
