@@ -75,7 +75,8 @@ formal: $(VENV)/.installed-test $(VENV)/.installed-fpga
 # and 3.5 min to cp_ring (its survivor 7's plain miter proof, 2 min, differs); the other blocks' survivors' plain
 # miter proofs differ in 2 to 28 s each.
 # nt_system (last) takes the longest: its whole testbench is about 3 minutes a mutant, its declared proofs 3 to 4
-# minutes each (about an hour alone at --jobs 1, 2026-11-29).
+# minutes each. The whole list with ARGS="... --jobs 2" took 60 minutes on the idle 2 cores (2026-11-29, nt_system
+# 35 of them; README, "The whole make mutate in one run").
 # make mutate ARGS="nt_mac --count 40 --jobs 2" mutates other blocks.
 MUTATE_BLOCKS ?= stream_stage td_scheduler nt_pmag nt_vault nt_lut nt_comparator fp_mul fp32_add td_transposer \
                  dense_pe cp_reciprocal nt_bus nt_sequencer cp_pe nt_mac td_pe nt_pe td_tile cp_core cp_ring nt_system
