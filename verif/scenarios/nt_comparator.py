@@ -68,6 +68,17 @@ def scenarios(params, seed):
     long_window = _windows(rng, lanes, [(1 << params["index_bits"]) + 3 if params["index_bits"] <= 6 else 70], -3, 3)
     table.append(Scenario("a long window", {"i_row": long_window},
                           {"o_max": reference(params, long_window)}))
+    # A window that sends its maximum at a `last` row and goes on (no `first` after it), against a consumer that
+    # lets the output stage fill: the row after the `last` one is the new maximum, so its index (the position
+    # counted from `first`) shows whether the `last` row was taken exactly once.
+    rows = []
+    for window in range(30):
+        base = rng.randint(-1000, 1000)
+        rows += [{"x": [base] * lanes, "first": 1, "last": 0}, {"x": [base - 1] * lanes, "first": 0, "last": 1},
+                 {"x": [base + 1 + lane for lane in range(lanes)], "first": 0, "last": 0},
+                 {"x": [base - 2] * lanes, "first": 0, "last": 1}]
+    table.append(Scenario("windows going on after a last row, output stage full", {"i_row": rows},
+                          {"o_max": reference(params, rows)}, ready={"o_max": (0, 0, 0, 0, 0, 0, 1)}))
     for name, valid, ready, low, high in (("ties under gaps and stalls", 0.7, 0.4, -2, 2),
                                           ("slow consumer", 1.0, 0.2, _LOW, _HIGH)):
         rng = rng_for(seed, "nt_comparator", name)
