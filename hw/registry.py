@@ -274,6 +274,14 @@ def _blocks():
                 {"mac": "bf16", "lanes": 8},
                 {"mac": "fp16", "partial_sums": 2},
             ),
+            # make mutate's survivor 15 (2026-11-29): tree_sum reset to 0x2000 instead of 0.
+            mutation_proofs=(
+                MutationProof(block="dense_pe", mutant=15, kind="miter", relax="tree_sum",
+                              cases=({"accumulate_row_valid": 0},),
+                              mutant_sha256="749cf876b201a617f496709a38942e0236b03242a4852d84565a6abd60b782a8",
+                              why="tree_sum is read only by the accumulate stage's update and result, both taken "
+                                  "while accumulate_row_valid is 1, and the reset clears that flag"),
+            ),
         ),
         Block(
             name="stream_stage",

@@ -631,7 +631,7 @@ def test_mutation_proof_declarations_are_checked():
     declared = [proof for block in BLOCKS.values() for proof in block.mutation_proofs]
     assert {(proof.block, proof.mutant) for proof in declared} >= {
         ("cp_reciprocal", 2), ("cp_reciprocal", 7), ("cp_reciprocal", 12), ("cp_ring", 6), ("cp_ring", 7),
-        ("cp_ring", 8), ("nt_pe", 11), ("nt_pe", 18), ("nt_system", 6), ("nt_system", 8), ("nt_pmag", 16)}
+        ("cp_ring", 8), ("nt_pe", 11), ("nt_pe", 18), ("nt_system", 6), ("nt_system", 8), ("nt_pmag", 16), ("dense_pe", 15)}
     for proof in declared:
         if proof.kind == "script":
             assert proof.script_path.is_file() and "mutant.v" in proof.script_text \
