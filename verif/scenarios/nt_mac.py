@@ -77,7 +77,7 @@ def _offset(params, word, sr):
 def reference(params, rows):
     """The ``o_y`` items for the ``i_row`` items ``rows``, starting from reset (a row with ``a_lanes`` gives
     lane ``i`` the operand ``a_lanes[i]`` instead of ``a``: the PE's product pass)."""
-    frac, frac16, rounding = params["frac_bits"], params["frac_bits16"], params["rounding"]
+    frac, frac16 = params["frac_bits"], params["frac_bits16"]
     generators = _Generators(params)
     y = [0] * params["lanes"]
     results = []
