@@ -31,20 +31,26 @@ from amaranth.lib import data, enum
 from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
                                timeout_cycles)
 from scenario import payload_shapes
-from trainforge import bus_bench, stream_bench
+from trainforge import bus_bench, stream_bench, vector_bench
 from trainforge.errors import ParameterError
 from trainforge.hw.registry import BLOCKS
 import fast_bus
+import fast_cp_pe
 
-__all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
+__all__ = ["FAST_BLOCKS", "VECTOR_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
 #: stay with the cocotb tests); and ``nt_bus``, on its own testbench (:mod:`trainforge.bus_bench`: the arbitration
-#: every cycle, and the golden model's output cycles without backpressure).
+#: every cycle, and the golden model's output cycles without backpressure); and ``cp_pe``, which has no streams, its
+#: scenarios flattened into per-cycle vectors (:mod:`fast_cp_pe`, :mod:`trainforge.vector_bench`).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
-               "nt_pe", "nt_bus")
+               "nt_pe", "nt_bus", "cp_pe")
+#: The fast blocks played as per-cycle vectors (:mod:`trainforge.vector_bench`), not through stream ports, and the
+#: module that flattens each one's table (``CHECKED``, the outputs compared, and ``plan_batches``).
+VECTOR_PLANNERS = {fast_cp_pe.BLOCK: fast_cp_pe}
+VECTOR_BLOCKS = tuple(VECTOR_PLANNERS)
 #: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults). None today:
 #: every block runs its defaults on both simulators.
 SIMULATOR_PARAMS = {}
@@ -213,6 +219,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     params = BLOCKS[block_name].resolve(**overrides)
     if block_name == bus_bench.BLOCK:
         bench = bench or bus_bench.build(params, simulator)
+    elif block_name in VECTOR_BLOCKS:
+        bench = bench or vector_bench.build(block_name, params, simulator, VECTOR_PLANNERS[block_name].CHECKED)
     else:
         bench = bench or stream_bench.build(block_name, params, simulator,
                                             form=SIMULATOR_FORMS.get((block_name, simulator), "emitted"))
@@ -233,6 +241,11 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     if block_name == bus_bench.BLOCK:
         batches = fast_bus.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
                                         packer=packer)
+    elif block_name in VECTOR_BLOCKS:
+        planned = VECTOR_PLANNERS[block_name].plan_batches(params, bench, seed, target, replay, alter_expected,
+                                                           passes=_passes,
+                                                           table=importlib.import_module(f"scenarios.{block_name}"))
+        batches = ((plan, None, vectors, expected) for plan, vectors, expected in planned)
     else:
         batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
@@ -241,7 +254,10 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
         if batch is None:
             break
         plan, headers, stimulus, expected = batch
-        stream_bench.write_batch(folder, bench, headers, stimulus, expected)
+        if headers is None:  # the vector testbench: stimulus is the vectors
+            vector_bench.write_batch(folder, bench, stimulus, expected)
+        else:
+            stream_bench.write_batch(folder, bench, headers, stimulus, expected)
         record["generate_seconds"] += time.monotonic() - generating
         record["cpu_seconds"] += time.process_time() - generating_cpu
         result = stream_bench.run(bench, folder)

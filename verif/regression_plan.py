@@ -25,9 +25,11 @@ SHARD_CPU_SECONDS = 240
 #: Measured transactions per CPU-second of the fast path, per block and simulator, in the form the regression plays
 #: (``fast_regression.SIMULATOR_FORMS``). From the README's runs: 10^6 transactions where that run exists (seeds
 #: 2027 and 2028), else 50 000 (seed 2026); ``nt_bus`` 50 000 and ``td_tile`` on Icarus (Yosys-optimised form)
-#: 20 000, seed 2028, 2026-11-28.
+#: 20 000, seed 2028, 2026-11-28; ``cp_pe`` (its vector testbench, :mod:`fast_cp_pe`) 10^6, seed 5, 2026-11-29, beside
+#: a Verilator coverage run (load average 3 on the 2 cores).
 CPU_RATES = {
     "cp_core": {"icarus": 3_248, "verilator": 118_587},
+    "cp_pe": {"icarus": 42_431, "verilator": 74_207},
     "cp_reciprocal": {"icarus": 17_884, "verilator": 459_284},
     "cp_ring": {"icarus": 2_868, "verilator": 62_454},
     "dense_pe": {"icarus": 26_491, "verilator": 160_171},

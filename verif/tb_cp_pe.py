@@ -14,6 +14,7 @@ from trainforge.golden.caterpillar.pe import cp_pe
 from trainforge.spec.caterpillar import MacOp
 
 import scenarios.cp_pe as table
+from regression import regression_test
 from scenario import Scenario, Transactions, check_transactions
 from tbutil import start
 
@@ -98,13 +99,13 @@ def random_memory(bench, generator):
     return generator.integers(-half, half, min(bench.params["sram_depth"], 256))
 
 
-async def run_scenario(bench, scenario):
-    """Write the scenario's memory, drive its enabled cycles with ``en`` following ``valid["en"]``, check the traces."""
+async def drive_scenario(bench, scenario, enabled_cycle):
+    """Write the scenario's memory, then drive its controls with ``en`` following ``valid["en"]`` (the pattern
+    repeated from the first control cycle); ``enabled_cycle(acc, red)`` after each enabled cycle."""
     dut = bench.dut
     acc_width = bench.params["acc_width"]
     await write_memory(bench, scenario.stimulus["memory"])
     pattern = scenario.valid.get("en", (1,))
-    acc_trace, red_trace = [], []
     cycle = 0
     for control in scenario.stimulus["controls"]:
         while True:
@@ -118,11 +119,71 @@ async def run_scenario(bench, scenario):
             await ReadOnly()
             if enabled:
                 break
-        acc_trace.append(signed_value(dut.acc))
-        red_trace.append(signed_value(dut.red))
+        enabled_cycle(signed_value(dut.acc), signed_value(dut.red))
     await FallingEdge(dut.clk)
     dut.en.value = 0
+
+
+async def run_scenario(bench, scenario, counts=None):
+    """:func:`drive_scenario`, then the traces checked against the table; ``counts`` (a
+    :class:`RegressionHarness`) counts each enabled cycle's control word and checked outputs."""
+    acc_trace, red_trace = [], []
+
+    def record(acc, red):
+        acc_trace.append(acc)
+        red_trace.append(red)
+        if counts is not None:
+            counts.count()
+
+    await drive_scenario(bench, scenario, record)
     check_transactions(scenario, Transactions({"acc": acc_trace, "red": red_trace}), bench.where())
+
+
+class _Beats:
+    """A count of beats, with the members ``regression.run_regression`` reads (``sent`` of a source, ``received``
+    of a sink)."""
+
+    def __init__(self):
+        self.sent, self.received = [], []
+
+
+class RegressionHarness:
+    """The PE's table for ``regression.run_regression``: a transaction is an enabled cycle's control word (an input
+    beat, ``inputs``) or the accumulator and reduction register after it, checked (an output beat, ``{acc, red}``),
+    as the fast path counts them (``verif/fast_cp_pe.py``).
+
+    Parameters
+    ----------
+    bench : tbutil.Bench
+
+    Members
+    -------
+    sources, sinks : dict
+        ``"inputs"`` and ``"{acc, red}"``: their ``sent`` and ``received`` lists grow by one per enabled cycle.
+    """
+
+    def __init__(self, bench):
+        self.bench = bench
+        self.inputs, self.outputs = _Beats(), _Beats()
+        self.sources, self.sinks = {"inputs": self.inputs}, {"{acc, red}": self.outputs}
+        self.traffic = None
+
+    def count(self):
+        self.inputs.sent.append(1)
+        self.outputs.received.append(1)
+
+    async def play(self, scenario):
+        await run_scenario(self.bench, scenario, counts=self)
+
+    async def start(self, scenario):
+        """The scenario's traffic, unchecked, until :meth:`drop` (a reset mid-stream follows)."""
+        await FallingEdge(self.bench.dut.clk)
+        self.traffic = cocotb.start_soon(drive_scenario(self.bench, scenario, lambda acc, red: self.count()))
+
+    def drop(self):
+        if self.traffic is not None:
+            self.traffic.kill()
+            self.traffic = None
 
 
 @cocotb.test()
@@ -174,3 +235,6 @@ async def reset_mid_stream(dut):
     controls["rd_addr"] %= len(memory)
     controls["mac_clear"][:] = False  # the accumulator must start from the reset's zero
     await drive_and_check(bench, memory, controls, 0.8, "after reset")
+
+
+random_regression = regression_test(table, harness=RegressionHarness)
