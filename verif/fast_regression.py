@@ -31,10 +31,11 @@ from amaranth.lib import data, enum
 from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
                                timeout_cycles)
 from scenario import payload_shapes
-from trainforge import bus_bench, stream_bench
+from trainforge import bus_bench, sequencer_bench, stream_bench
 from trainforge.errors import ParameterError
 from trainforge.hw.registry import BLOCKS
 import fast_bus
+import fast_sequencer
 
 __all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
 
@@ -44,7 +45,7 @@ __all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan
 #: every cycle, and the golden model's output cycles without backpressure).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
-               "nt_pe", "nt_bus")
+               "nt_pe", "nt_bus", "nt_sequencer")
 #: Parameter overrides of a block's fast regression on one simulator (default: the block's defaults). None today:
 #: every block runs its defaults on both simulators.
 SIMULATOR_PARAMS = {}
@@ -179,7 +180,8 @@ def _message(bench, entry, detail):
         return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected at cycle "
                 f"{detail['expected']} ({source}), got {detail['got']}")
     if detail["kind"] == "rule":
-        return (f"{entry['scenario']}: cycle {detail['cycle']}: {bus_bench.RULES[detail['rule']]} "
+        rules = sequencer_bench.RULES if bench.block == sequencer_bench.BLOCK else bus_bench.RULES
+        return (f"{entry['scenario']}: cycle {detail['cycle']}: {rules[detail['rule']]} "
                 f"(0x{detail['value']})")
     return f"{entry['scenario']}: timed out after {detail['cycles']} cycles"
 
@@ -213,6 +215,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     params = BLOCKS[block_name].resolve(**overrides)
     if block_name == bus_bench.BLOCK:
         bench = bench or bus_bench.build(params, simulator)
+    elif block_name == sequencer_bench.BLOCK:
+        bench = bench or sequencer_bench.build(params, simulator)
     else:
         bench = bench or stream_bench.build(block_name, params, simulator,
                                             form=SIMULATOR_FORMS.get((block_name, simulator), "emitted"))
@@ -233,6 +237,9 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     if block_name == bus_bench.BLOCK:
         batches = fast_bus.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
                                         packer=packer)
+    elif block_name == sequencer_bench.BLOCK:
+        batches = fast_sequencer.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
+                                              packer=packer)
     else:
         batches = plan_batches(block_name, params, bench, seed, target, replay, alter_expected)
     while record["mismatches"] < MAX_MISMATCHES:
