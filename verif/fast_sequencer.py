@@ -64,7 +64,8 @@ def plan_batches(params, bench, seed, target, replay=None, alter_expected=None, 
         outs = [[_keyed(run, layer, width, word) for run, layer, word in scenario.expected[port]]
                 for port, width in zip(queues, widths)]
         outs.append([_keyed(run, layer, config_bits, pack_config(config))
-                     for run, configs in enumerate(scenario.expected["o_config"]) for layer, config in enumerate(configs)])
+                     for run, configs in enumerate(scenario.expected["o_config"])
+                     for layer, config in enumerate(configs)])
         if alter_expected is not None:
             outs = [alter_expected(name, entries) for name, entries in zip(names, outs)]
         if (len(headers) == bench.scenarios or any(len(a) + len(b) > bench.depth for a, b in zip(stimulus, ins))

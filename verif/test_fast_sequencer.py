@@ -44,7 +44,8 @@ FAULTS = {
 def _broken_sequencer(fault):
     text = emit_cached("nt_sequencer").text
     old, new, count, _ = FAULTS[fault]
-    assert text.count(old) == count, f"the emitted sequencer no longer has the text the fault {fault!r} changes: {old!r}"
+    assert text.count(old) == count, \
+        f"the emitted sequencer no longer has the text the fault {fault!r} changes: {old!r}"
     return sequencer_bench.build({}, "icarus", verilog=text.replace(old, new), tag=f"broken-{fault}")
 
 
@@ -83,7 +84,8 @@ def test_wrong_config_expectation_fails_in_every_scenario(tmp_path):
     assert record["mismatches"] == record["scenarios"] == len(table.scenarios(PARAMS, PASS)), record
     assert {detail["scenario"] for detail in record["mismatch_details"]} == \
         {scenario.name for scenario in table.scenarios(PARAMS, PASS)}
-    assert all("o_config transaction 0 expected 0x" in detail["message"] or sequencer_bench.RULES[1] in detail["message"]
+    assert all("o_config transaction 0 expected 0x" in detail["message"]
+               or sequencer_bench.RULES[1] in detail["message"]
                for detail in record["mismatch_details"]), record["mismatch_details"]
 
 
