@@ -42,7 +42,7 @@ __all__ = ["FAST_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
 #: stay with the cocotb tests); and ``nt_bus``, on its own testbench (:mod:`trainforge.bus_bench`: the arbitration
-#: every cycle, and the golden model's output cycles without backpressure); ``nt_sequencer`` on its own (sequencer_bench).
+#: every cycle, and the golden model's output cycles without backpressure); ``nt_sequencer`` on sequencer_bench.
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
                "nt_pe", "nt_bus", "nt_sequencer")
