@@ -12,7 +12,10 @@ Runs in ``make test`` on Icarus only (one pass of the sequencer's table per run,
   idle (the two ``if (system_idle)`` of the next-state logic, of ``o_layer`` and ``state``, made always true);
   ``o_config`` never takes the layer's config (one line); read PMAG 0's queue pointer does not restart on
   ``i_start`` (one line). Each fails naming what it breaks, its first mismatch's scenario seed replayed alone
-  fails again, and the same seed on the real sequencer passes.
+  fails again, and the same seed on the real sequencer passes;
+- a sequencer whose state register ignores ``rst`` (one line): the first scenario that fails is one with a reset
+  mid-stream, all before it pass (after it, the state machine never comes back to ``IDLE``, so the later ones fail
+  too); its seed replayed alone fails again.
 """
 import shutil
 
@@ -102,3 +105,18 @@ def test_broken_sequencer_fails_and_its_seed_replays(fault, tmp_path):
     assert again["mismatches"] > 0 and again["mismatch_details"][0]["scenario"] == detail["scenario"], again
     fixed = run_shard("nt_sequencer", "icarus", SEED, 1, replay=detail["scenario_seed"], folder=tmp_path / "fixed")
     assert fixed["mismatches"] == 0 and fixed["transactions"] > 0, fixed
+
+
+def test_state_surviving_a_reset_fails_first_after_a_reset_mid_stream(tmp_path):
+    text = emit_cached("nt_sequencer").text
+    old = "    if (rst) begin\n      \\$42  = 3'h0;"
+    assert text.count(old) == 1, "the emitted sequencer no longer resets its state register with this text"
+    bench = sequencer_bench.build({}, "icarus", verilog=text.replace(old, "    if (rst) begin\n      \\$42  = state;"),
+                                  tag="broken-state-reset")
+    record = run_shard("nt_sequencer", "icarus", SEED, 4000, bench=bench, folder=tmp_path / "run")
+    assert record["resets_mid_stream"] > 0 and record["mismatches"] > 0, record
+    first = record["mismatch_details"][0]
+    assert first["reset_after"] > 0, first
+    again = run_shard("nt_sequencer", "icarus", SEED, 1, bench=bench, replay=first["scenario_seed"],
+                      folder=tmp_path / "replay")
+    assert again["mismatch_details"][0]["index"] == first["index"], again["mismatch_details"][:2]
