@@ -31,22 +31,24 @@ from amaranth.lib import data, enum
 from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
                                timeout_cycles)
 from scenario import payload_shapes
-from trainforge import bus_bench, stream_bench, vector_bench
+from trainforge import bus_bench, sequencer_bench, stream_bench, vector_bench
 from trainforge.errors import ParameterError
 from trainforge.hw.registry import BLOCKS
 import fast_bus
 import fast_cp_pe
+import fast_sequencer
 
 __all__ = ["FAST_BLOCKS", "VECTOR_BLOCKS", "SIMULATOR_PARAMS", "SIMULATOR_FORMS", "packer", "plan_batches", "run_shard"]
 
 #: Blocks whose regression can run on the fast path: their tables' stimulus goes in on independent streams and
 #: their checks are payloads in order (``nt_pe``'s program acceptance cycles, which its cocotb runner also checks,
 #: stay with the cocotb tests); and ``nt_bus``, on its own testbench (:mod:`trainforge.bus_bench`: the arbitration
-#: every cycle, and the golden model's output cycles without backpressure); and ``cp_pe``, which has no streams, its
-#: scenarios flattened into per-cycle vectors (:mod:`fast_cp_pe`, :mod:`trainforge.vector_bench`).
+#: every cycle, and the golden model's output cycles without backpressure); ``nt_sequencer`` on sequencer_bench;
+#: and ``cp_pe``, which has no streams, its scenarios flattened into per-cycle vectors (:mod:`fast_cp_pe`,
+#: :mod:`trainforge.vector_bench`).
 FAST_BLOCKS = ("stream_stage", "fp_mul", "fp32_add", "nt_mac", "nt_lut", "dense_pe", "td_transposer", "td_pe",
                "td_tile", "nt_comparator", "cp_reciprocal", "nt_vault", "td_scheduler", "nt_pmag", "cp_core", "cp_ring",
-               "nt_pe", "nt_bus", "cp_pe")
+               "nt_pe", "nt_bus", "nt_sequencer", "cp_pe")
 #: The fast blocks played as per-cycle vectors (:mod:`trainforge.vector_bench`), not through stream ports, and the
 #: module that flattens each one's table (``CHECKED``, the outputs compared, and ``plan_batches``).
 VECTOR_PLANNERS = {fast_cp_pe.BLOCK: fast_cp_pe}
@@ -185,7 +187,8 @@ def _message(bench, entry, detail):
         return (f"{entry['scenario']}: {names[detail['port']]} transaction {detail['beat']} expected at cycle "
                 f"{detail['expected']} ({source}), got {detail['got']}")
     if detail["kind"] == "rule":
-        return (f"{entry['scenario']}: cycle {detail['cycle']}: {bus_bench.RULES[detail['rule']]} "
+        rules = sequencer_bench.RULES if bench.block == sequencer_bench.BLOCK else bus_bench.RULES
+        return (f"{entry['scenario']}: cycle {detail['cycle']}: {rules[detail['rule']]} "
                 f"(0x{detail['value']})")
     return f"{entry['scenario']}: timed out after {detail['cycles']} cycles"
 
@@ -219,6 +222,8 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     params = BLOCKS[block_name].resolve(**overrides)
     if block_name == bus_bench.BLOCK:
         bench = bench or bus_bench.build(params, simulator)
+    elif block_name == sequencer_bench.BLOCK:
+        bench = bench or sequencer_bench.build(params, simulator)
     elif block_name in VECTOR_BLOCKS:
         bench = bench or vector_bench.build(block_name, params, simulator, VECTOR_PLANNERS[block_name].CHECKED)
     else:
@@ -241,6 +246,9 @@ def run_shard(block_name, simulator, seed, target, params=None, replay=None, fol
     if block_name == bus_bench.BLOCK:
         batches = fast_bus.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
                                         packer=packer)
+    elif block_name == sequencer_bench.BLOCK:
+        batches = fast_sequencer.plan_batches(params, bench, seed, target, replay, alter_expected, passes=_passes,
+                                              packer=packer)
     elif block_name in VECTOR_BLOCKS:
         planned = VECTOR_PLANNERS[block_name].plan_batches(params, bench, seed, target, replay, alter_expected,
                                                            passes=_passes,

@@ -41,6 +41,7 @@ CPU_RATES = {
     "nt_mac": {"icarus": 3_225, "verilator": 71_951},
     "nt_pe": {"icarus": 885, "verilator": 7_921},
     "nt_pmag": {"icarus": 10_455, "verilator": 114_180},
+    "nt_sequencer": {"icarus": 6_768, "verilator": 76_817},  # 50 000, seed 2028, 2026-11-30, load 2.9 (README)
     "nt_vault": {"icarus": 58_937, "verilator": 327_738},
     "stream_stage": {"icarus": 93_443, "verilator": 1_264_546},
     "td_pe": {"icarus": 2_868, "verilator": 29_959},

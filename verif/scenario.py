@@ -57,7 +57,9 @@ class Scenario:
 
     @property
     def transfers(self):
-        return sum(len(items) for items in self.stimulus.values())
+        """Input items of the scenario; a stimulus value that is a single number (``nt_sequencer``'s
+        ``system_idle_delay``, a setting of its testbench's model of the system) is not a stream."""
+        return sum(len(items) for items in self.stimulus.values() if not isinstance(items, int))
 
 
 @dataclass

@@ -6,6 +6,9 @@ as ``(run, layer, word)`` (run: the ``i_start`` it belongs to, layer: ``o_layer`
 taken) and each layer's ``o_config`` (at the layer's last cycle) against the table; every word
 taken while ``o_config`` is its layer's; no word of a layer taken before the system was idle
 after the previous layer's last word (so before ``last + delay``).
+
+``random_regression`` (``make regress``, :mod:`regression`) plays the same table over and over with
+fresh seeds, backpressure and resets mid-stream, through :class:`RegressionHarness`.
 """
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
@@ -14,6 +17,7 @@ from trainforge.cocotb_streams import StreamSink, StreamSource, pack, unpack
 from trainforge.spec.neurotrainer import sequencer as spec
 
 import scenarios.nt_sequencer as table
+from regression import regression_test
 from scenario import Transactions, check_transactions
 from tbutil import start
 
@@ -151,3 +155,45 @@ async def reset_mid_run(dut):
         f"after a reset mid-run: busy {dut.busy.value}, words offered on {offered} {bench.where()}"
     await RisingEdge(dut.clk)
     await play(harness, scenarios[0])
+
+
+class RegressionHarness:
+    """The random regression's harness (the members :class:`regression.TableHarness` documents) over :class:`Harness`
+    and :func:`play`: ``sources`` are ``i_load`` and ``i_start``, ``sinks`` every queue, ``play`` checks a
+    scenario as ``scenario_table`` does.
+
+    ``start`` runs :func:`play` in the background (its loads, then its runs, under the scenario's patterns);
+    ``drop`` ends it unchecked and drops what the sources hold, before the regression's reset mid-stream.
+    """
+
+    def __init__(self, bench):
+        self.harness = Harness(bench)
+        self.sources = {"i_load": self.harness.load, "i_start": self.harness.start}
+        self.sinks = self.harness.sinks
+        self._traffic = None
+
+    async def play(self, scenario):
+        # play reads only the cycles from its own runs on: forgetting the older ones keeps a long run's memory
+        # and its per-scenario scan of the record flat.
+        self.harness.record.clear()
+        await play(self.harness, scenario)
+
+    async def start(self, scenario):
+        self.harness.record.clear()
+        self._traffic = cocotb.start_soon(self._unchecked(scenario))
+
+    async def _unchecked(self, scenario):
+        try:
+            await play(self.harness, scenario)
+        except AssertionError:
+            pass            # traffic before a reset mid-stream is not checked
+
+    def drop(self):
+        if self._traffic is not None and not self._traffic.done():
+            self._traffic.kill()
+        self._traffic = None
+        self.harness.load.drop()
+        self.harness.start.drop()
+
+
+random_regression = regression_test(table, harness=RegressionHarness)

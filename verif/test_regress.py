@@ -11,7 +11,8 @@ the rest):
   output cycles checked. Writes ``build/reports/regress/runs/<block>-<simulator>.json``.
 - **fast** (:mod:`fast_regression`): a self-checking Verilog testbench plays
   batches of the same table passes; payloads and order checked (``nt_bus``:
-  also the arbitration every cycle and the golden model's output cycles). The
+  also the arbitration every cycle and the golden model's output cycles;
+  ``nt_sequencer``: also ``o_config`` and the system's idle). The
   transactions are split into shards planned from the measured CPU rates
   (:mod:`regression_plan`), one test (and one process) each, each with its own
   seed, longest first; each writes ``<block>-<simulator>-fast-<shard>.json``.
