@@ -32,7 +32,8 @@ from trainforge.errors import ProgramError
 from trainforge.golden.neurotrainer.vault import nt_vault as golden_vault
 
 import scenarios.nt_system as table
-from scenario import Transactions, check_transactions
+from regression import regression_test
+from scenario import Transactions, check_transactions, rng_for
 from tbutil import start
 
 
@@ -330,6 +331,67 @@ async def reset_mid_layer(dut):
     await play(harness, scenarios[2])
 
 
+class RegressionHarness:
+    """The system's :class:`Harness` as ``regression.run_regression`` wants it (``make regress TRANSACTIONS=N``).
+
+    Every scenario is checked by :func:`play`, exactly as ``scenario_table`` checks it. A **transaction** of
+    ``nt_system`` is one accepted beat on a stream port the testbench drives, as its monitors record it: a host
+    request (``i_host__<v>``: the writes of the input images and the read-back requests), a word read back
+    (``o_host_data__<v>``), a PMAG program (``i_read_program__<v>``, ``i_write_program__<v>``) or a PE pass word
+    (``i_pe_program__<pe>``). ``i_ibuffer`` and ``i_start`` stay idle (valid 0), as in ``scenario_table``.
+
+    A reset mid-stream (:meth:`start`) interrupts one layer of the scenario, chosen with the cycle it falls in from
+    the scenario's own data, so that its scenario seed replays it: the layer's host writes and programs start
+    (:func:`run_layer`), and after a random number of cycles below the layer's host-write words plus the module
+    model's cycles of the layer (``program_time.layer_time``) ``run_regression`` waits its own cycles and resets the
+    system, mostly while the PMAGs, the bus and the PEs are busy. The vaults and the PE buffers keep their words
+    through a reset; every layer starts from the host's writes of every word its programs use
+    (``integration_layers.host_images``, zeros included), so a scenario after a reset does not read an old word.
+    """
+
+    def __init__(self, bench):
+        for name in IDLE_INPUTS:
+            getattr(bench.dut, f"{name}__valid").value = 0
+        self.harness = harness = Harness(bench)
+        self.sources = {harness.names[id(source)]: source for source in harness.sources()}
+        self.sinks = {harness.names[id(sink)]: sink for sink in harness.host_data}
+        params = bench.params
+        self.timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"],
+                                   broadcast_credits=params["broadcast_credits"])
+        self.traffic = None
+
+    async def play(self, scenario):
+        await play(self.harness, scenario)
+
+    async def start(self, scenario):
+        bench = self.harness.bench
+        layers = scenario.stimulus["layers"]
+        rng = rng_for(scenario.name, "reset in a layer", scenario.expected["output"])
+        number = rng.randrange(len(layers))
+        layer = layers[number]
+        compiled = table.compile_layer(bench.params, layer)
+        images = input_images(compiled, layer["inputs"])
+        try:
+            cycles = layer_time(compiled, self.timing).cycles
+        except ValueError:      # no PE job to time
+            cycles = 0
+        self.harness.handshakes(scenario.valid, scenario.ready)
+        self.traffic = cocotb.start_soon(run_layer(self.harness, compiled, layer["inputs"], "before a reset",
+                                                   table.system_config(layer, compiled)))
+        delay = rng.randrange(max(words.size for words in images.values()) + cycles + 1)
+        for _ in range(delay):
+            await RisingEdge(bench.dut.clk)
+        bench.dut._log.info("%s: a reset mid-stream in layer %d of %d (%s %s), %d cycles after its host writes began, "
+                            "plus the regression's", scenario.name, number + 1, len(layers),
+                            layer["kind"], layer["dims"], delay)
+
+    def drop(self):
+        if self.traffic is not None and not self.traffic.done():
+            self.traffic.kill()
+        self.traffic = None
+        self.harness.drop()
+
+
 #: How far the module model (``sim/neurotrainer/program_time.py``) may be from the RTL's cycle count of a
 #: layer: a fraction of the RTL's count plus a constant (README, "System model": what the model leaves out).
 MODEL_RELATIVE_BOUND = 0.10
@@ -603,3 +665,8 @@ async def sequenced_sgd_step_cnn(dut):
                                           f"{want.tolist()} {bench.where()}"
     dut._log.info("CNN SGD step: %d runs, Wc %s and W %s updated bit-exactly", len(expected["program"].runs),
                   wc.shape, w.shape)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets in the middle of a layer,
+# every scenario checked by play (RegressionHarness).
+random_regression = regression_test(table, harness=RegressionHarness)
