@@ -340,13 +340,18 @@ class RegressionHarness:
     (``o_host_data__<v>``), a PMAG program (``i_read_program__<v>``, ``i_write_program__<v>``) or a PE pass word
     (``i_pe_program__<pe>``). ``i_ibuffer`` and ``i_start`` stay idle (valid 0), as in ``scenario_table``.
 
-    A reset mid-stream (:meth:`start`) interrupts one layer of the scenario, chosen with the cycle it falls in from
-    the scenario's own data, so that its scenario seed replays it: the layer's host writes and programs start
-    (:func:`run_layer`), and after a random number of cycles below the layer's host-write words plus the module
-    model's cycles of the layer (``program_time.layer_time``) ``run_regression`` waits its own cycles and resets the
-    system, mostly while the PMAGs, the bus and the PEs are busy. The vaults and the PE buffers keep their words
-    through a reset; every layer starts from the host's writes of every word its programs use
-    (``integration_layers.host_images``, zeros included), so a scenario after a reset does not read an old word.
+    A reset mid-stream (:meth:`start`) interrupts one layer of the scenario, chosen with a delay from the scenario's
+    own data, so that its scenario seed replays it: the layer runs alone (:func:`run_layer`: its host writes, its
+    programs), and after the delay (below the layer's longest vault image plus the module model's cycles of the
+    layer, ``program_time.layer_time``) and ``run_regression``'s own few cycles the system is reset. The log names
+    the layer and its phase then (:meth:`phase`): host writes, running, or read-back. ``run_regression``'s cycles
+    alone (below twice the scenario's layer count plus 12) would fall in the first layer's host writes every time.
+
+    The vaults and the PE buffers keep their words through a reset (``power_on_vaults_read_zero``). Every layer
+    starts from the host's writes of every vault word its programs use (``integration_layers.host_images``, zeros
+    included). The table's expectations (the reference executor) know of no other word in the vaults or the PE
+    buffers, so a layer that read one left by an earlier scenario or by the interrupted layer would differ from them
+    (unless the old word happened to equal the expected one).
     """
 
     def __init__(self, bench):
@@ -376,18 +381,33 @@ class RegressionHarness:
         except ValueError:      # no PE job to time
             cycles = 0
         self.harness.handshakes(scenario.valid, scenario.ready)
+        self.writes_done = sum(len(source.sent) for source in self.harness.host) + sum(
+            words.size for words in images.values())
         self.traffic = cocotb.start_soon(run_layer(self.harness, compiled, layer["inputs"], "before a reset",
                                                    table.system_config(layer, compiled)))
         delay = rng.randrange(max(words.size for words in images.values()) + cycles + 1)
         for _ in range(delay):
             await RisingEdge(bench.dut.clk)
-        bench.dut._log.info("%s: a reset mid-stream in layer %d of %d (%s %s), %d cycles after its host writes began, "
-                            "plus the regression's", scenario.name, number + 1, len(layers),
-                            layer["kind"], layer["dims"], delay)
+        self.interrupted = (f"{scenario.name}: a reset mid-stream in layer {number + 1} of {len(layers)} "
+                            f"({layer['kind']} {layer['dims']}), {delay} cycles after its host writes began plus the "
+                            f"regression's")
+
+    def phase(self):
+        """Where the interrupted layer is: ``host writes`` (not all of its image words written yet), ``running``
+        (programs not all taken, or the system not idle) or ``read-back`` (idle: the host reads the vaults)."""
+        harness = self.harness
+        if sum(len(source.sent) for source in harness.host) < self.writes_done:
+            return "host writes"
+        programs = (*harness.read_program, *harness.write_program, *harness.pe_program)
+        if not all(source.idle for source in programs) or harness.bench.dut.idle.value != 1:
+            return "running"
+        return "read-back"
 
     def drop(self):
-        if self.traffic is not None and not self.traffic.done():
-            self.traffic.kill()
+        if self.traffic is not None:
+            self.harness.bench.dut._log.info("%s, in phase: %s", self.interrupted, self.phase())
+            if not self.traffic.done():
+                self.traffic.kill()
         self.traffic = None
         self.harness.drop()
 
