@@ -32,7 +32,8 @@ from trainforge.errors import ProgramError
 from trainforge.golden.neurotrainer.vault import nt_vault as golden_vault
 
 import scenarios.nt_system as table
-from scenario import Transactions, check_transactions
+from regression import regression_test
+from scenario import Transactions, check_transactions, rng_for
 from tbutil import start
 
 
@@ -330,6 +331,87 @@ async def reset_mid_layer(dut):
     await play(harness, scenarios[2])
 
 
+class RegressionHarness:
+    """The system's :class:`Harness` as ``regression.run_regression`` wants it (``make regress TRANSACTIONS=N``).
+
+    Every scenario is checked by :func:`play`, exactly as ``scenario_table`` checks it. A **transaction** of
+    ``nt_system`` is one accepted beat on a stream port the testbench drives, as its monitors record it: a host
+    request (``i_host__<v>``: the writes of the input images and the read-back requests), a word read back
+    (``o_host_data__<v>``), a PMAG program (``i_read_program__<v>``, ``i_write_program__<v>``) or a PE pass word
+    (``i_pe_program__<pe>``). ``i_ibuffer`` and ``i_start`` stay idle (valid 0), as in ``scenario_table``.
+
+    A reset mid-stream (:meth:`start`) interrupts one layer of the scenario, chosen with a delay from the scenario's
+    own data, so that its scenario seed replays it: the layer runs alone (:func:`run_layer`: its host writes, its
+    programs), and after the delay (below the layer's longest vault image plus the module model's cycles of the
+    layer, ``program_time.layer_time``) and ``run_regression``'s own few cycles the system is reset. The log names
+    the layer and its phase then (:meth:`phase`): host writes, running, or read-back. ``run_regression``'s cycles
+    alone (below twice the scenario's layer count plus 12) would fall in the first layer's host writes every time.
+
+    The vaults and the PE buffers keep their words through a reset (``power_on_vaults_read_zero``). Every layer
+    starts from the host's writes of every vault word its programs use (``integration_layers.host_images``, zeros
+    included). The table's expectations (the reference executor) know of no other word in the vaults or the PE
+    buffers, so a layer that read one left by an earlier scenario or by the interrupted layer would differ from them
+    (unless the old word happened to equal the expected one).
+    """
+
+    def __init__(self, bench):
+        for name in IDLE_INPUTS:
+            getattr(bench.dut, f"{name}__valid").value = 0
+        self.harness = harness = Harness(bench)
+        self.sources = {harness.names[id(source)]: source for source in harness.sources()}
+        self.sinks = {harness.names[id(sink)]: sink for sink in harness.host_data}
+        params = bench.params
+        self.timing = ModuleTiming(vault_latency=params["vault_latency"], vault_interval=params["vault_interval"],
+                                   broadcast_credits=params["broadcast_credits"])
+        self.traffic = None
+
+    async def play(self, scenario):
+        await play(self.harness, scenario)
+
+    async def start(self, scenario):
+        bench = self.harness.bench
+        layers = scenario.stimulus["layers"]
+        rng = rng_for(scenario.name, "reset in a layer", scenario.expected["output"])
+        number = rng.randrange(len(layers))
+        layer = layers[number]
+        compiled = table.compile_layer(bench.params, layer)
+        images = input_images(compiled, layer["inputs"])
+        try:
+            cycles = layer_time(compiled, self.timing).cycles
+        except ValueError:      # no PE job to time
+            cycles = 0
+        self.harness.handshakes(scenario.valid, scenario.ready)
+        self.writes_done = sum(len(source.sent) for source in self.harness.host) + sum(
+            words.size for words in images.values())
+        self.traffic = cocotb.start_soon(run_layer(self.harness, compiled, layer["inputs"], "before a reset",
+                                                   table.system_config(layer, compiled)))
+        delay = rng.randrange(max(words.size for words in images.values()) + cycles + 1)
+        for _ in range(delay):
+            await RisingEdge(bench.dut.clk)
+        self.interrupted = (f"{scenario.name}: a reset mid-stream in layer {number + 1} of {len(layers)} "
+                            f"({layer['kind']} {layer['dims']}), {delay} cycles after its host writes began plus the "
+                            f"regression's")
+
+    def phase(self):
+        """Where the interrupted layer is: ``host writes`` (not all of its image words written yet), ``running``
+        (programs not all taken, or the system not idle) or ``read-back`` (idle: the host reads the vaults)."""
+        harness = self.harness
+        if sum(len(source.sent) for source in harness.host) < self.writes_done:
+            return "host writes"
+        programs = (*harness.read_program, *harness.write_program, *harness.pe_program)
+        if not all(source.idle for source in programs) or harness.bench.dut.idle.value != 1:
+            return "running"
+        return "read-back"
+
+    def drop(self):
+        if self.traffic is not None:
+            self.harness.bench.dut._log.info("%s, in phase: %s", self.interrupted, self.phase())
+            if not self.traffic.done():
+                self.traffic.kill()
+        self.traffic = None
+        self.harness.drop()
+
+
 #: How far the module model (``sim/neurotrainer/program_time.py``) may be from the RTL's cycle count of a
 #: layer: a fraction of the RTL's count plus a constant (README, "System model": what the model leaves out).
 MODEL_RELATIVE_BOUND = 0.10
@@ -603,3 +685,8 @@ async def sequenced_sgd_step_cnn(dut):
                                           f"{want.tolist()} {bench.where()}"
     dut._log.info("CNN SGD step: %d runs, Wc %s and W %s updated bit-exactly", len(expected["program"].runs),
                   wc.shape, w.shape)
+
+
+# make regress TRANSACTIONS=N: passes of the table with fresh seeds, backpressure and resets in the middle of a layer,
+# every scenario checked by play (RegressionHarness).
+random_regression = regression_test(table, harness=RegressionHarness)
