@@ -14,8 +14,8 @@ takes about its CPU time over ``W`` plus the longest shard
 import math
 import sys
 
-__all__ = ["CPU_RATES", "SHARD_TRANSACTIONS", "SHARD_CPU_SECONDS", "BUILD_CPU_SECONDS", "shard_targets",
-           "projected_cpu_seconds", "projection"]
+__all__ = ["CPU_RATES", "COCOTB_CPU_RATES", "SHARD_TRANSACTIONS", "SHARD_CPU_SECONDS", "BUILD_CPU_SECONDS", "shard_targets",
+           "projected_cpu_seconds", "projected_cocotb_seconds", "projection"]
 
 #: At most this many transactions per shard.
 SHARD_TRANSACTIONS = 250_000
@@ -49,6 +49,11 @@ CPU_RATES = {
     "td_tile": {"icarus": 562, "verilator": 6_925},
     "td_transposer": {"icarus": 47_159, "verilator": 181_455},
 }
+#: Measured transactions per CPU-second of the cocotb path (one unsharded process per block and simulator), for the
+#: blocks that run on it under ``--regress-path auto``: ``nt_system`` at 10^6, seed 2030, 2026-11-30 (README).
+COCOTB_CPU_RATES = {
+    "nt_system": {"icarus": 1_548, "verilator": 2_112},
+}
 #: A block without a measured rate is planned at this one (the slowest measured), so that it is never under-sharded.
 UNKNOWN_RATE = 562
 #: CPU seconds of building every testbench once (measured: Icarus 0 to 12 s a block, Verilator 15 to 82 s; about
@@ -59,6 +64,12 @@ BUILD_CPU_SECONDS = 600
 def projected_cpu_seconds(block_name, simulator, transactions):
     """CPU seconds of ``transactions`` of a block on a simulator, at its measured rate."""
     return transactions / CPU_RATES.get(block_name, {}).get(simulator, UNKNOWN_RATE)
+
+
+def projected_cocotb_seconds(block_name, simulator, transactions):
+    """CPU seconds of a block's cocotb-path run of ``transactions`` at its measured rate, or None (no rate)."""
+    rate = COCOTB_CPU_RATES.get(block_name, {}).get(simulator)
+    return None if rate is None else transactions / rate
 
 
 def shard_targets(block_name, simulator, transactions, replay=False):
@@ -73,12 +84,18 @@ def shard_targets(block_name, simulator, transactions, replay=False):
 def projection(transactions, blocks, simulators=("icarus", "verilator"), workers=2):
     """The plan of a run: per block and simulator, shards and CPU seconds; the total and the wall time on ``workers`` cores.
 
-    The wall time is that of the shards dealt longest first to the least loaded of ``workers`` idle cores, plus
+    A block of :data:`COCOTB_CPU_RATES` counts as one run (the cocotb path, unsharded). The wall time is that of the shards dealt longest first to the least loaded of ``workers`` idle cores, plus
     :data:`BUILD_CPU_SECONDS` over the workers.
     """
     rows, shards = [], []
     for block in blocks:
         for simulator in simulators:
+            cocotb = projected_cocotb_seconds(block, simulator, transactions)
+            if cocotb is not None:  # one unsharded cocotb run
+                rows.append({"block": block, "simulator": simulator, "shards": 1, "cpu_seconds": cocotb,
+                             "longest_shard_seconds": cocotb})
+                shards.append(cocotb)
+                continue
             targets = shard_targets(block, simulator, transactions)
             seconds = [projected_cpu_seconds(block, simulator, target) for target in targets]
             rows.append({"block": block, "simulator": simulator, "shards": len(targets), "cpu_seconds": sum(seconds),
@@ -93,11 +110,12 @@ def projection(transactions, blocks, simulators=("icarus", "verilator"), workers
 
 if __name__ == "__main__":
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    plan = projection(count, sorted(CPU_RATES))
+    blocks = sorted({*CPU_RATES, *COCOTB_CPU_RATES})
+    plan = projection(count, blocks)
     print("| block | Icarus shards | Icarus CPU min | Verilator shards | Verilator CPU min |")
     print("| --- | ---: | ---: | ---: | ---: |")
     by = {(row["block"], row["simulator"]): row for row in plan["rows"]}
-    for block in sorted(CPU_RATES):
+    for block in blocks:
         i, v = by[block, "icarus"], by[block, "verilator"]
         print(f"| {block} | {i['shards']} | {i['cpu_seconds'] / 60:.1f} | {v['shards']} | {v['cpu_seconds'] / 60:.1f} |")
     print(f"\n{plan['shards']} shards, {plan['cpu_seconds'] / 60:.1f} CPU minutes, builds {BUILD_CPU_SECONDS / 60:.0f}; "

@@ -30,7 +30,7 @@ import pytest
 
 from fast_regression import FAST_BLOCKS, run_shard
 from regression_common import REPLAY_ENV, REPORT_ENV, TRANSACTIONS_ENV
-from regression_plan import projected_cpu_seconds
+from regression_plan import projected_cocotb_seconds, projected_cpu_seconds
 from regression_plan import shard_targets as planned_shards
 from trainforge import simulation
 from trainforge.hw.registry import BLOCKS
@@ -73,8 +73,15 @@ def pytest_generate_tests(metafunc):
 
 
 def shard_cpu_seconds(item):
-    """Projected CPU seconds of a ``test_fast_regression`` item (for running the longest first), else None."""
-    if getattr(item, "originalname", None) != "test_fast_regression":
+    """Projected CPU seconds of a ``test_fast_regression`` item, or of a ``test_random_regression`` item on the
+    cocotb path with a measured rate (``regression_plan.COCOTB_CPU_RATES``), for running the longest first; else None."""
+    name = getattr(item, "originalname", None)
+    if name == "test_random_regression":
+        block, simulator = (item.callspec.params[key] for key in ("block_name", "simulator"))
+        if regression_path(block, item.config.getoption("--regress-path")) != "cocotb":
+            return None
+        return projected_cocotb_seconds(block, simulator, item.config.getoption("--transactions"))
+    if name != "test_fast_regression":
         return None
     block, simulator, shard = (item.callspec.params[key] for key in ("block_name", "simulator", "shard"))
     targets = shard_targets(block, simulator, item.config.getoption("--transactions"))
