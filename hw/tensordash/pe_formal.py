@@ -106,7 +106,11 @@ class PEDotProductProperties(Elaboratable):
     PE's registers (see :meth:`_lemmas`). The ghost counters count modulo a power of two: dot products
     modulo ``2**count_bits`` (the lemmas bound those in flight below it, so the tag names one of them),
     pairs modulo ``2**pair_bits`` (so ``counts`` says "equal modulo ``2**pair_bits``": a pair dropped or
-    multiplied twice still shows).
+    multiplied twice still shows). The pairs lemma is asserted only with ``counts`` (nothing else rests on it).
+
+    Asserted (``sum_lemmas``, the PE only, with ``lemmas``): the ghost dense accumulator and the tagged expected
+    result against the data of the rows inside and the MAC's registers (see :meth:`_sum_lemmas`): what makes the
+    k-induction of ``sums`` go through.
 
     Parameters
     ----------
