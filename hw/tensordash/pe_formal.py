@@ -507,9 +507,10 @@ class PEDotProductProperties(Elaboratable):
 
         The fold is exact because the scheduler takes pairs only from visible rows (the visibility lemma): no
         place before a window row holds pairs of a row after a ``read`` row, or at or after a ``clear`` row,
-        that is still in the window. Two lemmas of the buffer's addressing go with it: the next row to load
-        is in the ring of group registers (``load_ring < 3 * depth``) at the residue of the rows in the
-        window's end.
+        that is still in the window. Lemmas of the buffer's addressing go with it: the next row to load is in
+        the ring of group registers (``load_ring < 3 * depth``), at the residue after the window's rows; a window
+        row loading from a group register names one of the three (the register's Default arm would read the
+        last, which the group registers' write guard does not wait for); the head slot is inside the window.
         """
         pe = self.core
         depth, lanes, bits = pe.depth, pe.lanes, self.count_bits
