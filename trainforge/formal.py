@@ -167,6 +167,35 @@ def _pe_dot_product_proof(depth):
         depth=depth, fast=False)
 
 
+#: The PE sums proof's parameters: the counts proof's shape (2 lanes x 2 rows), the narrowest operands and accumulator
+#: the schema allows (2-bit signed operands, a 2-bit accumulator: the sums modulo 4), so that the solver can compare
+#: sums of products reordered between the pipeline's places. Its ghost counters number the dot products modulo 16
+#: (at most 15 read rows in flight, as in the counts proof); it counts no pairs.
+PE_DOT_PRODUCT_SUM_PARAMS = {"lanes": 2, "depth": 2, "width": 2, "acc_width": 2}
+PE_DOT_PRODUCT_SUM_GHOSTS = {"count_bits": 4}
+
+#: Its induction length: the lemmas make the sums 1-inductive; at 4 the base case reaches the first scheduled pairs
+#: (a broken scheduler fails with a trace from reset).
+PE_DOT_PRODUCT_SUM_DEPTH = 4
+
+
+def _pe_dot_product_sum_proof(depth, name="td_pe.dot_product_sums"):
+    def make(**overrides):
+        from .hw.tensordash.pe_formal import PEDotProductProperties
+
+        wrapper = PEDotProductProperties(**{"properties": ("sums", "order", "lemmas", "sum_lemmas"),
+                                            **PE_DOT_PRODUCT_SUM_PARAMS, **PE_DOT_PRODUCT_SUM_GHOSTS, **overrides})
+        return wrapper, wrapper.ports
+    params = PE_DOT_PRODUCT_SUM_PARAMS
+    return Proof(
+        name, "td_pe",
+        f"td_pe {params['lanes']} lanes x {params['depth']} rows, {params['width']}-bit operands, "
+        f"{params['acc_width']}-bit accumulator, k-induction (depth {depth}) with lemmas tying a ghost dense "
+        f"accumulator to the data of the rows inside, the registered operands and products, the lane sum and the "
+        f"accumulator, any dot product: its result is the dense accumulation of its rows' products", make,
+        mode="prove", depth=depth, fast=False)
+
+
 def _pe_dot_product_count_proof(depth, lanes=2, name="td_pe.dot_product_counts"):
     def make(**overrides):
         from .hw.tensordash.pe_formal import PEDotProductProperties
@@ -280,6 +309,7 @@ def _proofs():
     proofs = [*_scheduler_proofs(), _stream_stage_proof(), _pmag_counter_proof(),
               _pe_dot_product_proof(PE_DOT_PRODUCT_DEPTH), _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH),
               _pe_dot_product_count_proof(PE_DOT_PRODUCT_COUNT_DEPTH, lanes=4, name="td_pe.dot_product_counts.4x2"),
+              _pe_dot_product_sum_proof(PE_DOT_PRODUCT_SUM_DEPTH),
               _tile_dot_product_count_proof(TILE_DOT_PRODUCT_COUNT_DEPTH),
               _tile_dot_product_proof(TILE_DOT_PRODUCT_DEPTH),
               *_stream_rules_proofs()]
@@ -290,9 +320,9 @@ def _proofs():
 #: registered ``td_scheduler`` parameter set; the shared stream stage's transactions; the stream rules of every
 #: registered block but those of :data:`STREAM_RULES_EXCLUDED` (the CATERPILLAR core's command, data-in and
 #: data-out handshakes and the NeuroTrainer PMAG's among them); the bounds of the PMAG's counters; the TensorDash
-#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles) and their counts (k-induction, 2 and 4 lanes
-#: x 2 rows); the TensorDash tile's counts (k-induction, 2 x 2 PEs) and one PE's sums (bounded,
-#: :data:`TILE_DOT_PRODUCT_DEPTH` cycles).
+#: PE's dot products (bounded, :data:`PE_DOT_PRODUCT_DEPTH` cycles), their counts (k-induction, 2 and 4 lanes x 2
+#: rows) and their sums (k-induction, 2 lanes x 2 rows, 2-bit operands and accumulator); the TensorDash tile's
+#: counts (k-induction, 2 x 2 PEs) and one PE's sums (bounded, :data:`TILE_DOT_PRODUCT_DEPTH` cycles).
 PROOFS = _proofs()
 
 

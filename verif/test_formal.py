@@ -390,6 +390,68 @@ def test_pe_lemmas_refuse_ghost_counters_too_narrow_to_number_the_dot_products_i
         PEDotProductProperties(lanes=2, depth=2, count_bits=3)
 
 
+# --- the TensorDash PE's dot-product sums, by k-induction ----------------------------------------------------------
+
+PE_SUMS_PROOF = "td_pe.dot_product_sums"
+PE_SUMS_AT_READ_ROW = "lemma: the tagged read row is at {}, but the accumulation through it is not the expected result"
+PE_SUMS_MODEL_LEMMA = ("lemma: the dense accumulation of the rows entered is not that of the accumulator and the pairs "
+                       "inside")
+
+#: The bound of the sums proof's bounded run on an accumulator that ignores ``clear``: the first time it matters (a
+#: clear row reaching a non-zero accumulator) is step 9.
+PE_SUMS_CLEAR_BOUND = 10
+
+#: The sums proof itself takes over a minute (``make formal`` only); so do its broken variants (3 s each, 54 s for
+#: the bounded one), to keep ``make test`` short.
+slow_sums = pytest.mark.skipif(not os.environ.get("TRAINFORGE_FORMAL_SLOW"),
+                               reason="broken td_pe variant of a make-formal proof: make formal runs it")
+
+
+@slow_sums
+def test_pe_dot_product_sums_fail_by_induction_on_a_dropped_pair(tmp_path):
+    """Lane 0's zero detector calls every pair ineffectual: the queue's flags leave out a pair the ghost accumulator
+    counted. The base case fails when the first tagged read row is in the window, on the lemma at its row."""
+    result = formal.run_proof(formal.PROOFS[PE_SUMS_PROOF], root=tmp_path,
+                              pe=PEWithBrokenDatapath("drops_lane0", **formal.PE_DOT_PRODUCT_SUM_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", PE_SUMS_AT_READ_ROW.format("row0"))
+
+
+@slow_sums
+@pytest.mark.parametrize("fault, words", [
+    ("no_taken_mask", PE_SUMS_MODEL_LEMMA),
+    ("ignores_visible", PE_SUMS_AT_READ_ROW.format("row0")),
+])
+def test_pe_dot_product_sums_fail_by_induction_on_a_broken_scheduler(fault, words, tmp_path, monkeypatch):
+    """``no_taken_mask``: two lanes select one pair, whose product the schedule stage then holds twice.
+    ``ignores_visible``: a pair of the row after a read row is scheduled with its dot product. Both fail from reset
+    within the induction's depth."""
+    monkeypatch.setattr(td_core, "schedule_logic", broken_scheduler(fault))
+    result = formal.run_proof(formal.PROOFS[PE_SUMS_PROOF], root=tmp_path)
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", words)
+
+
+@slow_sums
+def test_pe_dot_product_sums_fail_bounded_on_an_accumulator_ignoring_clear(tmp_path):
+    """An accumulator that ignores ``clear`` differs from the dense PE only once a clear row meets a non-zero
+    accumulator (step 9), past the induction's base case: the same wrapper and lemmas, bounded from reset, fail."""
+    bounded = dataclasses.replace(formal.PROOFS[PE_SUMS_PROOF], mode="bmc", depth=PE_SUMS_CLEAR_BOUND)
+    result = formal.run_proof(bounded, root=tmp_path,
+                              pe=PEWithBrokenDatapath("keeps_accumulating", **formal.PE_DOT_PRODUCT_SUM_PARAMS))
+    assert_fails_with_trace(result, tmp_path, "hw/tensordash/pe_formal.py", "the accumulation through it is not the "
+                                                                            "expected result")
+
+
+def test_pe_sum_lemmas_are_the_pe_s_and_rest_on_the_counters_lemmas():
+    from trainforge.errors import ParameterError
+    from trainforge.hw.tensordash.pe_formal import PEDotProductProperties
+    from trainforge.hw.tensordash.tile_formal import TileDotProductProperties
+
+    with pytest.raises(ParameterError, match=r"give 'lemmas' with them"):
+        PEDotProductProperties(properties=("sums", "sum_lemmas"), **formal.PE_DOT_PRODUCT_SUM_PARAMS)
+    with pytest.raises(ParameterError, match=r"unknown properties \['sum_lemmas'\]"):
+        TileDotProductProperties(properties=("sums", "lemmas", "sum_lemmas"), **formal.TILE_DOT_PRODUCT_COUNT_PARAMS)
+
+
 # --- the TensorDash tile's dot-product counts, by k-induction ------------------------------------------------------
 
 TILE_COUNTS_PROOF = "td_tile.dot_product_counts"

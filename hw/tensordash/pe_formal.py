@@ -2,6 +2,7 @@
 dot product."""
 from amaranth import Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover, Fragment
+from amaranth.lib import data
 
 from ...errors import ParameterError
 from ...spec import tensordash as spec
@@ -14,8 +15,11 @@ __all__ = ["PROPERTIES", "PEDotProductProperties"]
 #: scheduler's selections when they reach the multipliers), ``sums`` (each result is the accumulation of the
 #: products of its own rows, from free operand values), ``order`` (no result without its read row, none
 #: before its products were multiplied) and ``lemmas`` (the ghost counters against the PE's staging buffer,
-#: queue and pipeline: what makes the k-induction of ``counts`` and ``order`` go through).
-PROPERTIES = ("counts", "sums", "order", "lemmas")
+#: queue and pipeline: what makes the k-induction of ``counts`` and ``order`` go through) and ``sum_lemmas`` (the
+#: ghost dense accumulator and the tagged result against the data of the rows inside, the registered operands and
+#: products, the lane sum, the accumulator and the output stage: what makes the k-induction of ``sums`` go through;
+#: the PE only, with ``lemmas``).
+PROPERTIES = ("counts", "sums", "order", "lemmas", "sum_lemmas")
 
 def internal_signals(rows, stage):
     """Registers of :class:`~trainforge.hw.tensordash.core.TDSparseCore` that the wrapper reads, found by name in
@@ -102,7 +106,11 @@ class PEDotProductProperties(Elaboratable):
     PE's registers (see :meth:`_lemmas`). The ghost counters count modulo a power of two: dot products
     modulo ``2**count_bits`` (the lemmas bound those in flight below it, so the tag names one of them),
     pairs modulo ``2**pair_bits`` (so ``counts`` says "equal modulo ``2**pair_bits``": a pair dropped or
-    multiplied twice still shows).
+    multiplied twice still shows). The pairs lemma is asserted only with ``counts`` (nothing else rests on it).
+
+    Asserted (``sum_lemmas``, the PE only, with ``lemmas``): the ghost dense accumulator and the tagged expected
+    result against the data of the rows inside and the MAC's registers (see :meth:`_sum_lemmas`): what makes the
+    k-induction of ``sums`` go through.
 
     Parameters
     ----------
@@ -155,6 +163,9 @@ class PEDotProductProperties(Elaboratable):
                                  f"{core.rows} x {core.cols} PEs")
         self.properties = tuple(properties)
         self.core = core
+        if "sum_lemmas" in self.properties and ("lemmas" not in self.properties or core.rows != 1 or core.cols != 1):
+            raise ParameterError("the sum lemmas ('sum_lemmas') are written for the PE (one row, one column) and "
+                                 "rest on the ghost counters' lemmas: give 'lemmas' with them")
         #: Registered operand stages between the schedule stage and the multipliers (2 in a tile of several rows).
         self.operand_stages = 2 if spec.rotates_window(core.params) else 1
         self.count_bits = count_bits
@@ -260,7 +271,7 @@ class PEDotProductProperties(Elaboratable):
                 count_after.append(after)
             closed_after = Signal(name=f"entered_all_after_row{row}")
             m.d.comb += closed_after.eq(closed | (ours & view.read))
-            if "sums" in self.properties:
+            if self._models_sums():
                 for r, c in pes:
                     a, b = self.operands(view, r, c)
                     products = sum(a[lane] * b[lane] for lane in range(lanes))
@@ -278,7 +289,7 @@ class PEDotProductProperties(Elaboratable):
         with m.If(take):
             m.d.sync += [reads_in.eq(index), entered_all.eq(closed),
                          *(entered[r].eq(count[r]) for r in range(rows))]
-            if "sums" in self.properties:
+            if self._models_sums():
                 m.d.sync += [*(model[key].eq(accumulator[key]) for key in pes),
                              *(expected[key].eq(result[key]) for key in pes)]
 
@@ -333,11 +344,15 @@ class PEDotProductProperties(Elaboratable):
         if "lemmas" in self.properties:
             self._lemmas(m, fragment, internal, reads_in=reads_in, entered=entered, entered_all=entered_all,
                          reads_multiplied=reads_multiplied, multiplied=multiplied, multiplied_all=multiplied_all,
-                         results_out=results_out)
+                         results_out=results_out, model=model, expected=expected)
         return m
 
+    def _models_sums(self):
+        """Whether the ghost dense accumulator and the tagged result are built (for ``sums`` or ``sum_lemmas``)."""
+        return "sums" in self.properties or "sum_lemmas" in self.properties
+
     def _lemmas(self, m, fragment, internal, *, reads_in, entered, entered_all, reads_multiplied, multiplied,
-                multiplied_all, results_out):
+                multiplied_all, results_out, model, expected):
         """Assert what ties the ghost counters to the PE's state: the induction proves these too.
 
         Each row inside the PE belongs to the dot product numbered by the read rows ahead of it, counted
@@ -431,22 +446,26 @@ class PEDotProductProperties(Elaboratable):
             for r in range(rows):
                 pairs[r] = pairs[r] + Mux(stage_valid & (stage_id == tag), _count_bits(actives[r], pair_bits), 0)
         reads_inside = Const(0, bits)
+        rows_inside = []  # per queue row: present, in the window, its dot product, its flags (for the sum lemmas)
         for k in range(queue_rows):
             queued = pe.flag_layout(state[f"queue_now{k}"])
-            read = queued.read
+            read, clear, in_window = queued.read, queued.clear, Const(0)
             effectual = [queued.effectual[r] for r in range(rows)]
             if k < depth:
                 in_window = window_count > k
                 effectual = [Mux(in_window, state[f"pending_r{r}_d{k}"], effectual[r]) for r in range(rows)]
                 read = Mux(in_window, state[f"read_d{k}"], read)
+                clear = Mux(in_window, state[f"clear_d{k}"], clear)
             present = window_count + waiting > k
             row_id = named(head_id + reads_inside, f"lemma_row{k}_dot_product")
+            rows_inside.append({"present": present, "in_window": in_window, "id": row_id, "read": read,
+                                "clear": clear, "effectual": effectual})
             for r in range(rows):
                 pairs[r] = pairs[r] + Mux(present & (row_id == tag), _count_bits(effectual[r], pair_bits), 0)
             reads_inside = (reads_inside + (present & read))[:bits]
         lemma(reads_in == (head_id + reads_inside)[:bits], "the read rows entered are not those inside and past "
                                                            "the operand stage")
-        for r in range(rows):
+        for r in range(rows if "counts" in self.properties else 0):  # what the counts rest on, and only they
             lemma(entered[r] == (multiplied[r] + pairs[r])[:pair_bits], "the tagged dot product's pairs entered are "
                                                                         "not those multiplied and those inside"
                                                                         + _in_row(r, rows))
@@ -462,3 +481,162 @@ class PEDotProductProperties(Elaboratable):
                                                                       "those in the MAC and the results left")
         lemma(((tag - results_out)[:bits] >= (reads_multiplied - results_out)[:bits]) | multiplied_all,
               "the tagged result is in the MAC, but its products are not marked multiplied")
+        if "sum_lemmas" in self.properties:
+            self._sum_lemmas(m, fragment, state, lemma, named, model=model[0, 0], expected=expected[0, 0],
+                             results_out=results_out, stage_rows=stage_rows, rows_inside=rows_inside)
+
+    def _sum_lemmas(self, m, fragment, state, lemma, named, *, model, expected, results_out, stage_rows, rows_inside):
+        """Assert what ties the ghost dense accumulator and the tagged result to the PE's data: the induction of
+        ``sums`` proves these too.
+
+        The pairs lemma with values. Every place that holds pairs not yet accumulated, from the oldest to the
+        newest, has a value (the sum of ``a * b`` over its pairs) and a ``clear`` flag: the lane sum register
+        (the accumulator's row register's flags), the product registers, the multipliers' operand registers
+        (the MAC stages' flags), the operand stage's registered operands of its selected lanes, the schedule
+        stage's selected lanes (their operands as the sparse muxes read them from the window's data, which
+        follows the window's flags one cycle later), each window row's pending pairs and each queue row's
+        effectual pairs (their data in the window row of their slot, or in the group register a window row is
+        loading from, or in the group register of their ring position). Folding those values onto the PE's
+        accumulator, a ``clear`` restarting the fold, gives at each place the dense accumulation through it,
+        modulo ``2**acc_width``:
+
+        - through the newest place, it is the ghost dense accumulator of the rows entered;
+        - through the place of the tagged ``read`` row (its dot product counted as in :meth:`_lemmas`: back
+          from the operand stage and forward from the results left), it is the tagged expected result;
+        - a tagged result in the output stage (its output or skid register) is the expected result.
+
+        The fold is exact because the scheduler takes pairs only from visible rows (the visibility lemma): no
+        place before a window row holds pairs of a row after a ``read`` row, or at or after a ``clear`` row,
+        that is still in the window. Lemmas of the buffer's addressing go with it: the next row to load is in
+        the ring of group registers (``load_ring < 3 * depth``), at the residue after the window's rows; a window
+        row loading from a group register names one of the three (the register's Default arm would read the
+        last, which the group registers' write guard does not wait for); the head slot is inside the window.
+        """
+        pe = self.core
+        depth, lanes, bits = pe.depth, pe.lanes, self.count_bits
+        groups = spec.GROUP_REGISTERS
+        ring = groups * depth
+        shape = pe.result_shape
+        names = ("load_ring", "head_slot", "window_count", "waiting", "select_head",
+                 "accumulator_r0_c0_accumulator", "reduce_r0_c0_sum",
+                 *(f"{flag}_{stage}" for flag in ("mac_valid", "mac_clear", "mac_read") for stage in range(2)),
+                 "accumulate_row_valid", "accumulate_row_clear", "accumulate_row_read",
+                 "operands_valid_0", "operands_clear_0", "operands_read_0", "operands_active_r0_0",
+                 "scheduled_valid_0", "scheduled_clear_0", "scheduled_read_0", "select_active_r0",
+                 *(f"window_row{p}" for p in range(depth)), *(f"data_load{p}" for p in range(depth)),
+                 *(f"data_group{p}" for p in range(depth)),
+                 *(f"group{g}_row{p}" for g in range(groups) for p in range(depth)),
+                 *(f"{name}{lane}" for name in ("a_r0_c0_l", "b_r0_l") for lane in range(lanes)),
+                 *(f"{name}{lane}_operand_0" for name in ("a_r0_c0_l", "b_r0_l") for lane in range(lanes)),
+                 *(f"mul_r0_c0_l{lane}_product" for lane in range(lanes)))
+        found = _signals_named(fragment, names)
+        registered = {}
+        for sub, name, _ in fragment.subfragments:
+            if name == "result_stage":
+                found.update(_signals_named(sub, ("output_payload", "skid_payload")))
+            elif name in {f"mul_r0_c0_l{lane}" for lane in range(lanes)}:
+                registered[name] = _signals_named(sub, ("a_registered", "b_registered"))
+        missing = (set(names) | {"output_payload", "skid_payload"}) - set(found)
+        missing |= {f"mul_r0_c0_l{lane}" for lane in range(lanes)
+                    if set(registered.get(f"mul_r0_c0_l{lane}", {})) != {"a_registered", "b_registered"}}
+        if missing:
+            raise ParameterError(f"the design under proof has no signals {sorted(missing)} (the sum lemmas read "
+                                 f"them)")
+
+        def row(name):
+            return data.View(pe.row_layout, found[name])
+
+        def pairs_value(view, mask):
+            """The sum of ``a * b`` over the lanes of ``mask`` in stream row ``view``."""
+            a, b = self.operands(view, 0, 0)
+            return sum(Mux(mask[lane], a[lane] * b[lane], 0) for lane in range(lanes))
+
+        def chosen(index, values, name, layout):
+            """``values[index]``, the last value for an index past the end (as the PE's Default arms)."""
+            picked = Signal(layout, name=name)
+            with m.Switch(index):
+                for number, value in enumerate(values):
+                    with m.Case(number) if number < len(values) - 1 else m.Default():
+                        m.d.comb += picked.eq(value)
+            return picked
+
+        def group_row(g, p):
+            return found[f"group{g}_row{p}"]
+
+        # The buffer's addressing: the next row to load is inside the ring, at the residue after the window's rows.
+        load_ring, head_slot, window_count = found["load_ring"], found["head_slot"], found["window_count"]
+        lemma(load_ring < ring, "the next row to load is past the group registers")
+        lemma(head_slot < depth, "the head is past the window")
+        lemma((load_ring + 2 * depth - head_slot - window_count) % depth == 0,
+              "the next row to load is not at the residue after the window's rows")
+
+        # The data of each window slot: in the window row, or in the group register it loads from this cycle (the
+        # one the group registers' writes wait for while the pipeline stops).
+        slot_data = []
+        for p in range(depth):
+            lemma(found[f"data_group{p}"] < groups, f"window row {p} loads from past the group registers")
+            loading = chosen(found[f"data_group{p}"], [group_row(g, p) for g in range(groups)],
+                             f"lemma_slot{p}_loading", len(found[f"window_row{p}"]))
+            value = Signal(len(found[f"window_row{p}"]), name=f"lemma_slot{p}_data")
+            m.d.comb += value.eq(Mux(found[f"data_load{p}"], loading, found[f"window_row{p}"]))
+            slot_data.append(value)
+        ring_data = [group_row(position // depth, position % depth) for position in range(ring)]
+
+        # The places, oldest first: (name, valid, clear, read, dot product, value).
+        places = []
+        reads_before = results_out + state["output_valid"] + state["skid_valid"]
+        accumulate_id = named(reads_before, "lemma_accumulate_dot_product")
+        places.append(("accumulate", found["accumulate_row_valid"], found["accumulate_row_clear"],
+                       found["accumulate_row_read"], accumulate_id, found["reduce_r0_c0_sum"]))
+        previous = places[-1]
+        product_id = named(previous[4] + (previous[1] & previous[3]), "lemma_products_dot_product")
+        places.append(("products", found["mac_valid_1"], found["mac_clear_1"], found["mac_read_1"], product_id,
+                       sum(found[f"mul_r0_c0_l{lane}_product"] for lane in range(lanes))))
+        previous = places[-1]
+        multiplier_id = named(previous[4] + (previous[1] & previous[3]), "lemma_multipliers_dot_product")
+        places.append(("multipliers", found["mac_valid_0"], found["mac_clear_0"], found["mac_read_0"], multiplier_id,
+                       sum(registered[f"mul_r0_c0_l{lane}"]["a_registered"]
+                           * registered[f"mul_r0_c0_l{lane}"]["b_registered"] for lane in range(lanes))))
+        operands_id = stage_rows[0][0]
+        active = found["operands_active_r0_0"]
+        places.append(("operands", found["operands_valid_0"], found["operands_clear_0"], found["operands_read_0"],
+                       operands_id, sum(Mux(active[lane], found[f"a_r0_c0_l{lane}_operand_0"]
+                                            * found[f"b_r0_l{lane}_operand_0"], 0) for lane in range(lanes))))
+        scheduled_id = stage_rows[-1][0]
+        active = found["select_active_r0"]
+        places.append(("scheduled", found["scheduled_valid_0"], found["scheduled_clear_0"], found["scheduled_read_0"],
+                       scheduled_id, sum(Mux(active[lane], found[f"a_r0_c0_l{lane}"] * found[f"b_r0_l{lane}"], 0)
+                                         for lane in range(lanes))))
+        for k, inside in enumerate(rows_inside):
+            # Queue row k waits at ring position load_ring + (k - window_count) (one wrap: fewer than ring wait).
+            offset = Signal(range(-depth - 1, 2 * ring + depth), name=f"lemma_row{k}_ring_offset")
+            m.d.comb += offset.eq(load_ring + k - window_count)
+            position = Signal(range(-depth - 1, 2 * ring + depth), name=f"lemma_row{k}_ring_position")
+            m.d.comb += position.eq(Mux(offset >= ring, offset - ring, offset))
+            waiting_data = chosen(position.as_unsigned()[:len(load_ring)], ring_data, f"lemma_row{k}_waiting_data",
+                                  len(ring_data[0]))
+            if k < depth:
+                window_data = chosen(head_slot, [slot_data[(head + k) % depth] for head in range(depth)],
+                                     f"lemma_row{k}_window_data", len(slot_data[0]))
+                row_data = Mux(inside["in_window"], window_data, waiting_data)
+            else:
+                row_data = waiting_data
+            row_value = Signal(len(row_data), name=f"lemma_row{k}_data")
+            m.d.comb += row_value.eq(row_data)
+            places.append((f"row{k}", inside["present"], inside["clear"], inside["read"], inside["id"],
+                           pairs_value(data.View(pe.row_layout, row_value), inside["effectual"][0])))
+
+        # The fold: the dense accumulation through each place, on the accumulator's value.
+        through = found["accumulator_r0_c0_accumulator"]
+        for name, valid, clear, read, dot_product, value in places:
+            after = Signal(shape, name=f"lemma_sum_through_{name}")
+            m.d.comb += after.eq(Mux(valid & clear, value, through + Mux(valid, value, 0)))
+            through = after
+            lemma(~(valid & read & (dot_product == self.tag)) | (through == expected),
+                  f"the tagged read row is at {name}, but the accumulation through it is not the expected result")
+        lemma(model == through, "the dense accumulation of the rows entered is not that of the accumulator and the "
+                                "pairs inside")
+        lemma(~(state["output_valid"] & (results_out == self.tag)) | (found["output_payload"] == expected),
+              "the tagged result is in the output register, but not the expected result")
+        lemma(~(state["skid_valid"] & ((results_out + 1)[:bits] == self.tag)) | (found["skid_payload"] == expected),
+              "the tagged result is in the skid register, but not the expected result")
