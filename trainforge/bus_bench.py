@@ -39,9 +39,10 @@ vault's words, ``in<1+p>.hex`` PE ``p``'s; ``in<1+pes>.hex`` the mask traces;
 from .emit import emit_cached
 from .hw.registry import BLOCKS
 from .spec.neurotrainer import bus as bus_spec
-from .stream_bench import (DEFAULT_DEPTH, DRAIN_CYCLES, PATTERN_BITS,
-                           RESET_CYCLES, HeaderLayout, StreamPort, build_folder, done_state_and_end,
-                           input_stream_declarations, module_head)
+from .stream_bench import (DEFAULT_DEPTH, DRAIN_CYCLES, PATTERN_BITS, RESET_CYCLES, HeaderLayout, StreamPort,
+                           batch_loading, build_folder, done_state_and_end, expectation_reset_state,
+                           input_stream_declarations, mismatch_statements, module_head, scenario_declarations,
+                           start_and_load_state)
 
 __all__ = ["BLOCK", "RULES", "DEFAULT_SCENARIOS", "checked_streams", "header_layout", "ports", "testbench_verilog",
            "build"]
@@ -117,16 +118,10 @@ def testbench_verilog(pes, width, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARI
     lines = [
         *module_head("trainforge.bus_bench: the fast random regression's self-checking testbench of nt_bus.",
                      depth, scenarios, header.width, memories),
-        "  reg [2:0] state;",
-        "  reg rst;",
-        "  reg pre;          // traffic before a reset mid-stream: counted apart, not checked but for the rules",
-        "  reg bad;          // this scenario mismatched",
-        "  reg [1:0] reset_left;",
-        "  reg [3:0] drain_left;",
-        "  reg [31:0] scenario, cycle;   // cycle: 0 is the idle cycle after the reset, c + 1 is scenario cycle c",
+        *scenario_declarations(),
+        "  // pre: checked for the arbitration rules only; cycle: 0 is the idle cycle after the reset, c + 1 is",
+        "  // scenario cycle c",
         "  reg [31:0] now;               // the scenario cycle being observed (cycle - 1)",
-        "  reg [63:0] cycles, mismatches, details, resets, before_reset;",
-        "  integer result;",
         f"  reg [{pes - 1}:0] broadcast_mask, merge_request;",
         f"  wire [{pes - 1}:0] merge_grant;",
         f"  reg [{pes - 1}:0] mask_memory [0:DEPTH - 1];",
@@ -165,57 +160,19 @@ def testbench_verilog(pes, width, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARI
         connections += [f".{port.name}__{s}({port.name}__{s})" for s in ("payload", "valid", "ready")]
     lines.append(f"  nt_bus dut ({', '.join(connections)});")
 
-    lines += ["  initial begin",
-              "    $readmemh(\"sizes.hex\", sizes);",
-              "    if (sizes[0] > SCENARIOS) begin $display(\"batch too large: %0d scenarios\", sizes[0]); $finish; end",
-              "    if (sizes[0] != 0) $readmemh(\"scenarios.hex\", headers, 0, sizes[0] - 1);"]
     files = [(f"in{k}.hex", f"in{k}_memory") for k in range(len(inputs))] + [(f"in{len(inputs)}.hex", "mask_memory")]
     files += [(f"exp{k}.hex", f"exp{k}_memory") for k in range(len(streams))]
-    for n, (file, memory) in enumerate(files, start=1):
-        lines += [f"    if (sizes[{n}] > DEPTH) begin $display(\"batch too large: {file}\"); $finish; end",
-                  f"    if (sizes[{n}] != 0) $readmemh(\"{file}\", {memory}, 0, sizes[{n}] - 1);"]
+    lines += ["  initial begin", *batch_loading(files)]
     for k, port in enumerate(inputs):
         lines.append(f"    {port.name}__valid = 0; {port.name}__payload = 0; in{k}_base = 0; in{k}_beats = 0;")
     for k, port in enumerate(outputs):
         lines.append(f"    {port.name}__ready = 0; out{k}_beats = 0; out{k}_beats_scenario = 0;")
     lines += [f"    exp{k}_base = 0;" for k in range(len(streams))]
-    lines += ["    broadcast_mask = 0; merge_request = 0; mask_base = 0;",
-              "    result = $fopen(\"result.txt\", \"w\");",
-              "    state = LOAD; rst = 1; scenario = 0; cycles = 0; mismatches = 0; details = 0; resets = 0;",
-              "    before_reset = 0; pre = 0; bad = 0; cycle = 0; reset_left = 0; drain_left = 0;",
-              "  end",
-              "",
-              "  always @(posedge clk) begin",
-              "    cycles <= cycles + 1;",
-              "    case (state)",
-              "    LOAD: begin",
-              "      if (scenario == sizes[0] || mismatches >= MAX_MISMATCHES) begin",
-              "        state <= DONE;",
-              "      end else begin",
-              "        header <= headers[scenario];",
-              f"        pre <= headers[scenario]{header.slice('reset_after')} != 0;",
-              "        bad <= 0;",
-              f"        rst <= 1; reset_left <= {RESET_CYCLES - 1}; state <= RESET;",
-              "      end",
-              "    end"]
-    reset_body = ["      cycle <= 0; broadcast_mask <= 0; merge_request <= 0; observed <= 0; holding <= 0;"]
-    for k, port in enumerate(inputs):
-        reset_body.append(f"      {port.name}__valid <= 0; in{k}_sent <= 0; in{k}_index <= 0;")
-    for k, port in enumerate(outputs):
-        reset_body.append(f"      {port.name}__ready <= 0; out{k}_index <= 0;")
-    reset_body += [f"      exp{k}_received <= 0;" for k in range(len(streams))]
-    lines += ["    RESET: begin", *reset_body,
-              "      if (reset_left == 0) begin rst <= 0; state <= RUN; end",
-              "      else reset_left <= reset_left - 1;",
-              "    end"]
+    lines += ["    broadcast_mask = 0; merge_request = 0; mask_base = 0;", *start_and_load_state(header)]
+    own_reset = ["      cycle <= 0; broadcast_mask <= 0; merge_request <= 0; observed <= 0; holding <= 0;"]
+    lines += expectation_reset_state(own_reset, inputs, outputs, len(streams))
 
-    def mismatch(text):
-        """Statements that record a mismatch of this scenario (the first ones in full)."""
-        return ["          if (!bad && details < DETAILED) begin",
-                f"            $fdisplay(result, {text});",
-                "            details <= details + 1;",
-                "          end",
-                "          bad <= 1; wrong = 1;"]
+    mismatch = mismatch_statements
 
     def expect(k, payload, fire):
         """Check output beat ``payload`` against expectation stream ``k`` (payload always; cycle when exact)."""

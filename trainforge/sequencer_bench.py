@@ -44,7 +44,9 @@ from .emit import emit_cached
 from .hw.registry import BLOCKS
 from .spec.neurotrainer import sequencer as spec
 from .stream_bench import (DEFAULT_DEPTH, DRAIN_CYCLES, PATTERN_BITS, RESET_CYCLES, HeaderLayout, StreamPort,
-                           build_folder, done_state_and_end, input_stream_declarations, module_head)
+                           batch_loading, build_folder, done_state_and_end, expectation_reset_state,
+                           input_stream_declarations, mismatch_statements, module_head, scenario_declarations,
+                           start_and_load_state)
 
 __all__ = ["BLOCK", "RULES", "DEFAULT_SCENARIOS", "KEY_BITS", "queue_ports", "checked_streams",
            "header_layout", "testbench_verilog", "build"]
@@ -125,15 +127,7 @@ def testbench_verilog(emitted, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARIOS)
     lines = [
         *module_head("trainforge.sequencer_bench: the fast random regression's self-checking testbench of "
                      "nt_sequencer.", depth, scenarios, header.width, len(inputs) + queues + 1),
-        "  reg [2:0] state;",
-        "  reg rst;",
-        "  reg pre;          // traffic before a reset mid-stream: counted apart, not checked",
-        "  reg bad;          // this scenario mismatched",
-        "  reg [1:0] reset_left;",
-        "  reg [3:0] drain_left;",
-        "  reg [31:0] scenario, cycle;",
-        "  reg [63:0] cycles, mismatches, details, resets, before_reset;",
-        "  integer result;",
+        *scenario_declarations(),
         "  // the system's idle and the sequencer's other ports",
         "  reg system_idle;",
         f"  wire [{config_bits - 1}:0] o_config;",
@@ -180,60 +174,20 @@ def testbench_verilog(emitted, depth=DEFAULT_DEPTH, scenarios=DEFAULT_SCENARIOS)
         connections += [f".{port.name}__{s}({port.name}__{s})" for s in ("payload", "valid", "ready")]
     lines.append(f"  {BLOCK} dut ({', '.join(connections)});")
 
-    lines += ["  initial begin",
-              "    $readmemh(\"sizes.hex\", sizes);",
-              "    if (sizes[0] > SCENARIOS) begin",
-              "      $display(\"batch too large: %0d scenarios\", sizes[0]); $finish;",
-              "    end",
-              "    if (sizes[0] != 0) $readmemh(\"scenarios.hex\", headers, 0, sizes[0] - 1);"]
     files = [(f"in{k}.hex", f"in{k}_memory") for k in range(len(inputs))]
     files += [(f"exp{k}.hex", f"exp{k}_memory") for k in range(len(streams))]
-    for n, (file, memory) in enumerate(files, start=1):
-        lines += [f"    if (sizes[{n}] > DEPTH) begin $display(\"batch too large: {file}\"); $finish; end",
-                  f"    if (sizes[{n}] != 0) $readmemh(\"{file}\", {memory}, 0, sizes[{n}] - 1);"]
+    lines += ["  initial begin", *batch_loading(files)]
     for k, port in enumerate(inputs):
         lines.append(f"    {port.name}__valid = 0; {port.name}__payload = 0; in{k}_base = 0; in{k}_beats = 0;")
     for k, port in enumerate(outputs):
         lines.append(f"    {port.name}__ready = 0; out{k}_beats = 0; out{k}_beats_scenario = 0;")
     lines += [f"    exp{k}_base = 0;" for k in range(len(streams))]
-    lines += ["    system_idle = 1;",
-              "    result = $fopen(\"result.txt\", \"w\");",
-              "    state = LOAD; rst = 1; scenario = 0; cycles = 0; mismatches = 0; details = 0; resets = 0;",
-              "    before_reset = 0; pre = 0; bad = 0; cycle = 0; reset_left = 0; drain_left = 0;",
-              "  end",
-              "",
-              "  always @(posedge clk) begin",
-              "    cycles <= cycles + 1;",
-              "    case (state)",
-              "    LOAD: begin",
-              "      if (scenario == sizes[0] || mismatches >= MAX_MISMATCHES) begin",
-              "        state <= DONE;",
-              "      end else begin",
-              "        header <= headers[scenario];",
-              f"        pre <= headers[scenario]{header.slice('reset_after')} != 0;",
-              "        bad <= 0;",
-              f"        rst <= 1; reset_left <= {RESET_CYCLES - 1}; state <= RESET;",
-              "      end",
-              "    end"]
-    reset_body = ["      cycle <= 0; system_idle <= 1; idle_seen <= 0; starts <= 0; run_layers <= 0; run_base <= 0;",
+    lines += ["    system_idle = 1;", *start_and_load_state(header)]
+    own_reset = ["      cycle <= 0; system_idle <= 1; idle_seen <= 0; starts <= 0; run_layers <= 0; run_base <= 0;",
                   "      next_base <= 0; took <= 0; open <= 0; closed <= 0;"]
-    for k, port in enumerate(inputs):
-        reset_body.append(f"      {port.name}__valid <= 0; in{k}_sent <= 0; in{k}_index <= 0;")
-    for k, port in enumerate(outputs):
-        reset_body.append(f"      {port.name}__ready <= 0; out{k}_index <= 0;")
-    reset_body += [f"      exp{k}_received <= 0;" for k in range(len(streams))]
-    lines += ["    RESET: begin", *reset_body,
-              "      if (reset_left == 0) begin rst <= 0; state <= RUN; end",
-              "      else reset_left <= reset_left - 1;",
-              "    end"]
+    lines += expectation_reset_state(own_reset, inputs, outputs, len(streams))
 
-    def mismatch(text):
-        """Statements that record a mismatch of this scenario (the first ones in full)."""
-        return ["          if (!bad && details < DETAILED) begin",
-                f"            $fdisplay(result, {text});",
-                "            details <= details + 1;",
-                "          end",
-                "          bad <= 1; wrong = 1;"]
+    mismatch = mismatch_statements
 
     def expect(k, got, fire, beat):
         """Check ``got`` against the next entry (number ``beat`` of the scenario) of expectation stream ``k``."""

@@ -53,7 +53,8 @@ from .errors import ParameterError, UsageError
 from .hw.registry import params_key
 from .simulation import _locked
 
-__all__ = ["PATTERN_BITS", "MAX_MISMATCHES", "DETAILED_MISMATCHES", "DRAIN_CYCLES", "RESET_CYCLES", "StreamPort",
+__all__ = ["PATTERN_BITS", "scenario_declarations", "batch_loading", "start_and_load_state",
+           "expectation_reset_state", "mismatch_statements", "MAX_MISMATCHES", "DETAILED_MISMATCHES", "DRAIN_CYCLES", "RESET_CYCLES", "StreamPort",
            "HeaderLayout", "BenchBuild", "pattern_bits", "stream_ports", "testbench_verilog", "build", "write_batch", "run"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -188,15 +189,7 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
     lines = [
         *module_head("trainforge.stream_bench: the fast random regression's self-checking testbench.", depth,
                      scenarios, header.width, len(inputs) + len(outputs)),
-        "  reg [2:0] state;",
-        "  reg rst;",
-        "  reg pre;          // traffic before a reset mid-stream: counted apart, not checked",
-        "  reg bad;          // this scenario mismatched",
-        "  reg [1:0] reset_left;",
-        "  reg [3:0] drain_left;",
-        "  reg [31:0] scenario, cycle;",
-        "  reg [63:0] cycles, mismatches, details, resets, before_reset;",
-        "  integer result;",
+        *scenario_declarations(),
     ]
     for k, port in enumerate(inputs):
         lines += input_stream_declarations(k, port.name, port.width)
@@ -234,25 +227,7 @@ def testbench_verilog(block_module, inputs, outputs, depth=DEFAULT_DEPTH, scenar
         lines += [f"    if (sizes[{n}] > DEPTH) begin $display(\"batch too large: {port.name}\"); $finish; end",
                   f"    if (sizes[{n}] != 0) $readmemh(\"exp{k}.hex\", exp{k}_memory, 0, sizes[{n}] - 1);",
                   f"    {port.name}__ready = 0; out{k}_base = 0; out{k}_beats = 0;"]
-    lines += ["    result = $fopen(\"result.txt\", \"w\");",
-              "    state = LOAD; rst = 1; scenario = 0; cycles = 0; mismatches = 0; details = 0; resets = 0;",
-              "    before_reset = 0; pre = 0; bad = 0; cycle = 0; reset_left = 0; drain_left = 0;",
-              "  end",
-              "",
-              "  always @(posedge clk) begin",
-              "    cycles <= cycles + 1;",
-              "    case (state)"]
-    # LOAD: next scenario, or the end of the batch.
-    lines += ["    LOAD: begin",
-              "      if (scenario == sizes[0] || mismatches >= MAX_MISMATCHES) begin",
-              "        state <= DONE;",
-              "      end else begin",
-              "        header <= headers[scenario];",
-              f"        pre <= headers[scenario]{header.slice('reset_after')} != 0;",
-              "        bad <= 0;",
-              "        rst <= 1; reset_left <= " + str(RESET_CYCLES - 1) + "; state <= RESET;",
-              "      end",
-              "    end"]
+    lines += start_and_load_state(header)
     # RESET: rst high for RESET_CYCLES edges, every driver back to the scenario's start.
     reset_body = ["      cycle <= 0;"]
     for k, port in enumerate(inputs):
@@ -353,6 +328,81 @@ def module_head(description, depth, scenarios, header_width, last_size):
         f"  reg [31:0] sizes [0:{last_size}];",
         f"  reg [{header_width - 1}:0] header;",
     ]
+
+
+def scenario_declarations():
+    """The registers every generated scenario testbench keeps: the state machine's, the reset, the scenario's flags
+    and counters, and the result file."""
+    return [
+        "  reg [2:0] state;",
+        "  reg rst;",
+        "  reg pre;          // traffic before a reset mid-stream: counted apart, not checked",
+        "  reg bad;          // this scenario mismatched",
+        "  reg [1:0] reset_left;",
+        "  reg [3:0] drain_left;",
+        "  reg [31:0] scenario, cycle;",
+        "  reg [63:0] cycles, mismatches, details, resets, before_reset;",
+        "  integer result;",
+    ]
+
+
+def batch_loading(files):
+    """The ``initial`` block's lines that read a batch: ``sizes.hex``, the scenario headers, then each ``(file,
+    memory)`` of ``files`` (its entries in ``sizes[1]``, ``sizes[2]``...), refusing a batch larger than the memories."""
+    lines = ["    $readmemh(\"sizes.hex\", sizes);",
+             "    if (sizes[0] > SCENARIOS) begin $display(\"batch too large: %0d scenarios\", sizes[0]); $finish; end",
+             "    if (sizes[0] != 0) $readmemh(\"scenarios.hex\", headers, 0, sizes[0] - 1);"]
+    for n, (file, memory) in enumerate(files, start=1):
+        lines += [f"    if (sizes[{n}] > DEPTH) begin $display(\"batch too large: {file}\"); $finish; end",
+                  f"    if (sizes[{n}] != 0) $readmemh(\"{file}\", {memory}, 0, sizes[{n}] - 1);"]
+    return lines
+
+
+def start_and_load_state(header):
+    """The end of the ``initial`` block (the result file, the state machine's start) and the start of the clocked
+    block up to its LOAD state (next scenario, or the end of the batch), with ``header``'s ``reset_after`` field."""
+    return ["    result = $fopen(\"result.txt\", \"w\");",
+            "    state = LOAD; rst = 1; scenario = 0; cycles = 0; mismatches = 0; details = 0; resets = 0;",
+            "    before_reset = 0; pre = 0; bad = 0; cycle = 0; reset_left = 0; drain_left = 0;",
+            "  end",
+            "",
+            "  always @(posedge clk) begin",
+            "    cycles <= cycles + 1;",
+            "    case (state)",
+            "    LOAD: begin",
+            "      if (scenario == sizes[0] || mismatches >= MAX_MISMATCHES) begin",
+            "        state <= DONE;",
+            "      end else begin",
+            "        header <= headers[scenario];",
+            f"        pre <= headers[scenario]{header.slice('reset_after')} != 0;",
+            "        bad <= 0;",
+            f"        rst <= 1; reset_left <= {RESET_CYCLES - 1}; state <= RESET;",
+            "      end",
+            "    end"]
+
+
+def expectation_reset_state(own, inputs, outputs, expectations):
+    """The RESET state of a testbench that checks its outputs against expectation streams (``nt_bus``'s and
+    ``nt_sequencer``'s): ``rst`` high for :data:`RESET_CYCLES` edges, the testbench's ``own`` statements, every
+    input driver, output ``ready`` and expectation stream (``expectations`` of them) back to the scenario's start."""
+    body = list(own)
+    body += [f"      {port.name}__valid <= 0; in{k}_sent <= 0; in{k}_index <= 0;" for k, port in enumerate(inputs)]
+    body += [f"      {port.name}__ready <= 0; out{k}_index <= 0;" for k, port in enumerate(outputs)]
+    body += [f"      exp{k}_received <= 0;" for k in range(expectations)]
+    return ["    RESET: begin", *body,
+            "      if (reset_left == 0) begin rst <= 0; state <= RUN; end",
+            "      else reset_left <= reset_left - 1;",
+            "    end"]
+
+
+def mismatch_statements(text):
+    """Statements that record a mismatch of this scenario, the first ones in full (``$fdisplay`` of ``text``, a
+    format string and its arguments); they also set the blocking flag ``wrong`` of the cycle."""
+    return ["          if (!bad && details < DETAILED) begin",
+            f"            $fdisplay(result, {text});",
+            "            details <= details + 1;",
+            "          end",
+            "          bad <= 1; wrong = 1;"]
 
 
 def input_stream_declarations(k, name, width):
