@@ -32,6 +32,8 @@ Batch files: ``sizes.hex`` (vectors, expected entries), ``vectors.hex`` and
 which reads it (``in 0``: input transactions, ``out 0``: checked output
 entries, ``payload`` lines for the mismatches).
 """
+import pathlib
+
 from .emit import emit_cached
 from .errors import ParameterError
 from .hw.registry import BLOCKS
@@ -215,8 +217,6 @@ def build(block_name, params, simulator, checked, verilog=None, depth=DEFAULT_DE
 
 def write_batch(folder, bench, vectors, expected):
     """Write one batch (packed vectors and expected entries, in order) into ``folder``; the result file is removed."""
-    import pathlib
-
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if len(vectors) > bench.depth or len(expected) > bench.depth:
