@@ -16,10 +16,10 @@ the REQ cycles, the broadcast start) and the expectations:
 The testbench checks the arbitration rules in every cycle
 (:data:`trainforge.bus_bench.RULES`).
 """
-from trainforge import bus_bench, stream_bench
+from trainforge import bus_bench
 from trainforge.spec.neurotrainer import bus as bus_spec
 
-from regression_common import reset_after
+from regression_common import add_to_batch, handshake_fields, reset_after
 import scenarios.nt_bus as table
 
 __all__ = ["plan_batches", "timeout_cycles"]
@@ -106,20 +106,12 @@ def plan_batches(params, bench, seed, target, replay=None, alter_expected=None, 
                   "exact": int(exact), "mask_count": len(ins[-1]),
                   "broadcast_start": scenario.stimulus["broadcast_start"][0]}
         fields.update({f"request{pe}": cycle for pe, cycle in enumerate(scenario.stimulus["merge_request"])})
-        for k, port in enumerate(inputs):
-            length, bits = stream_bench.pattern_bits(scenario.valid.get(port, (1,)))
-            fields.update({f"in{k}_count": len(ins[k]), f"in{k}_length": length, f"in{k}_pattern": bits})
-        for k, port in enumerate(outputs):
-            length, bits = stream_bench.pattern_bits(scenario.ready.get(port, (1,)))
-            fields.update({f"out{k}_length": length, f"out{k}_pattern": bits})
+        fields.update(handshake_fields(scenario, inputs, ins, outputs))
         fields.update({f"exp{k}_count": len(stream) for k, stream in enumerate(outs)})
         headers.append(header.pack(**fields))
-        plan.append({"scenario_seed": pass_seed, "pass": iteration, "index": index, "scenario": scenario.name,
-                     "reset_after": fields["reset_after"]})
-        for k in range(len(ins)):
-            stimulus[k] += ins[k]
-        for k in range(len(outs)):
-            expected[k] += outs[k]
+        add_to_batch(plan, stimulus, expected, {"scenario_seed": pass_seed, "pass": iteration, "index": index,
+                                                "scenario": scenario.name, "reset_after": fields["reset_after"]},
+                     ins, outs)
         planned += sum(map(len, ins[:-1])) + sum(map(len, streams[:-1]))
     if headers:
         yield plan, headers, stimulus, expected

@@ -28,8 +28,8 @@ import time
 from amaranth.hdl import Shape, ShapeCastable
 from amaranth.lib import data, enum
 
-from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, reset_after, scenario_seed,
-                               timeout_cycles)
+from regression_common import (DETAILED_MISMATCHES, MAX_MISMATCHES, add_to_batch, handshake_fields, reset_after,
+                               scenario_seed, timeout_cycles)
 from scenario import payload_shapes
 from trainforge import bus_bench, sequencer_bench, stream_bench, vector_bench
 from trainforge.errors import ParameterError
@@ -157,19 +157,11 @@ def plan_batches(block_name, params, bench, seed, target, replay=None, alter_exp
             yield plan, headers, stimulus, expected
             plan, headers, stimulus, expected = empty()
         fields = {"reset_after": reset_after(scenario, pass_seed, index), "timeout": timeout_cycles(scenario)}
-        for k, port in enumerate(packers.inputs):
-            length, bits = stream_bench.pattern_bits(scenario.valid.get(port, (1,)))
-            fields.update({f"in{k}_count": len(ins[k]), f"in{k}_length": length, f"in{k}_pattern": bits})
-        for k, port in enumerate(packers.outputs):
-            length, bits = stream_bench.pattern_bits(scenario.ready.get(port, (1,)))
-            fields.update({f"out{k}_count": len(outs[k]), f"out{k}_length": length, f"out{k}_pattern": bits})
+        fields.update(handshake_fields(scenario, packers.inputs, ins, packers.outputs, outs))
         headers.append(header.pack(**fields))
-        plan.append({"scenario_seed": pass_seed, "pass": iteration, "index": index, "scenario": scenario.name,
-                     "reset_after": fields["reset_after"]})
-        for k in range(len(ins)):
-            stimulus[k] += ins[k]
-        for k in range(len(outs)):
-            expected[k] += outs[k]
+        add_to_batch(plan, stimulus, expected, {"scenario_seed": pass_seed, "pass": iteration, "index": index,
+                                                "scenario": scenario.name, "reset_after": fields["reset_after"]},
+                     ins, outs)
         planned += sum(map(len, ins)) + sum(map(len, outs))
     if headers:
         yield plan, headers, stimulus, expected

@@ -10,10 +10,10 @@ queue's words as ``{run, layer, word}`` and the layers' configs as
 ``{run, layer, config}``, in run and layer order. The testbench also checks,
 in every cycle a word is taken, the rules of :data:`trainforge.sequencer_bench.RULES`.
 """
-from trainforge import sequencer_bench, stream_bench
+from trainforge import sequencer_bench
 from trainforge.spec.neurotrainer import sequencer as spec
 
-from regression_common import reset_after
+from regression_common import add_to_batch, handshake_fields, reset_after
 import scenarios.nt_sequencer as table
 
 __all__ = ["plan_batches", "timeout_cycles"]
@@ -74,20 +74,12 @@ def plan_batches(params, bench, seed, target, replay=None, alter_expected=None, 
             plan, headers, stimulus, expected = empty()
         fields = {"reset_after": reset_after(scenario, pass_seed, index), "timeout": timeout_cycles(scenario),
                   "delay": scenario.stimulus["system_idle_delay"]}
-        for k, port in enumerate(("i_load", "i_start")):
-            length, bits = stream_bench.pattern_bits(scenario.valid.get(port, (1,)))
-            fields.update({f"in{k}_count": len(ins[k]), f"in{k}_length": length, f"in{k}_pattern": bits})
-        for k, port in enumerate(queues):
-            length, bits = stream_bench.pattern_bits(scenario.ready.get(port, (1,)))
-            fields.update({f"out{k}_length": length, f"out{k}_pattern": bits})
+        fields.update(handshake_fields(scenario, ("i_load", "i_start"), ins, queues))
         fields.update({f"exp{k}_count": len(entries) for k, entries in enumerate(outs)})
         headers.append(header.pack(**fields))
-        plan.append({"scenario_seed": pass_seed, "pass": iteration, "index": index, "scenario": scenario.name,
-                     "reset_after": fields["reset_after"]})
-        for k in range(len(ins)):
-            stimulus[k] += ins[k]
-        for k in range(len(outs)):
-            expected[k] += outs[k]
+        add_to_batch(plan, stimulus, expected, {"scenario_seed": pass_seed, "pass": iteration, "index": index,
+                                                "scenario": scenario.name, "reset_after": fields["reset_after"]},
+                     ins, outs)
         planned += sum(map(len, ins)) + sum(map(len, outs[:-1]))
     if headers:
         yield plan, headers, stimulus, expected

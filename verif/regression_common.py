@@ -10,13 +10,15 @@ cocotb.
 import zlib
 
 from scenario import rng_for
+from trainforge.stream_bench import pattern_bits
 # TRANSACTIONS_ENV: checked transactions to reach (the test is skipped without it); REPLAY_ENV: a scenario seed run
 # alone (replays a recorded mismatch); REPORT_ENV: where the JSON counts go.
 from trainforge.regression import REPLAY_ENV, REPORT_ENV, TRANSACTIONS_ENV
 from trainforge.stream_bench import DETAILED_MISMATCHES, MAX_MISMATCHES
 
 __all__ = ["TRANSACTIONS_ENV", "REPLAY_ENV", "REPORT_ENV", "RESET_PROBABILITY", "DETAILED_MISMATCHES",
-           "MAX_MISMATCHES", "TIMEOUT_PER_TRANSFER", "scenario_seed", "reset_after", "timeout_cycles"]
+           "MAX_MISMATCHES", "TIMEOUT_PER_TRANSFER", "scenario_seed", "reset_after", "timeout_cycles",
+           "handshake_fields", "add_to_batch"]
 
 #: Chance that a scenario is first interrupted by a reset mid-stream.
 RESET_PROBABILITY = 0.25
@@ -45,3 +47,30 @@ def reset_after(scenario, seed, index):
 def timeout_cycles(scenario):
     """Cycles a scenario may take before it counts as a timeout (``scenario.run_on_rtl``'s rule)."""
     return TIMEOUT_PER_TRANSFER * (scenario.transfers + 10) + 200
+
+
+def handshake_fields(scenario, inputs, input_items, outputs, output_items=None):
+    """A fast testbench's header fields of a scenario's handshakes: per input port ``k`` (``inputs`` names them,
+    ``input_items`` their payload lists) ``in<k>_count``, ``in<k>_length`` and ``in<k>_pattern`` (its ``valid``
+    pattern); per output port ``out<k>_length`` and ``out<k>_pattern`` (``ready``), and ``out<k>_count`` when
+    ``output_items`` gives the expected payloads per port."""
+    fields = {}
+    for k, (port, items) in enumerate(zip(inputs, input_items)):
+        length, bits = pattern_bits(scenario.valid.get(port, (1,)))
+        fields.update({f"in{k}_count": len(items), f"in{k}_length": length, f"in{k}_pattern": bits})
+    for k, port in enumerate(outputs):
+        length, bits = pattern_bits(scenario.ready.get(port, (1,)))
+        fields.update({f"out{k}_length": length, f"out{k}_pattern": bits})
+        if output_items is not None:
+            fields[f"out{k}_count"] = len(output_items[k])
+    return fields
+
+
+def add_to_batch(plan, stimulus, expected, entry, ins, outs):
+    """Append one scenario to a batch: its ``plan`` entry, its stimulus (per input memory) and its expected entries
+    (per expectation memory)."""
+    plan.append(entry)
+    for memory, items in zip(stimulus, ins):
+        memory += items
+    for memory, items in zip(expected, outs):
+        memory += items
